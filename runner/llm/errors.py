@@ -1,0 +1,47 @@
+"""Errors a provider raises once it has given up."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from runner.errors import NeoError
+
+
+class ProviderError(NeoError):
+    kind: ClassVar[str] = "provider_http_error"
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an error status.
+
+    `str()` is the one line a user sees, for example
+    ``anthropic 401 authentication_error: invalid x-api-key (check ANTHROPIC_API_KEY)``.
+    The raw body is kept for debug logs only and never printed.
+    """
+
+    kind = "provider_http_error"
+
+    def __init__(
+        self,
+        provider: str,
+        status: int,
+        error_type: str,
+        message: str,
+        *,
+        hint: str = "",
+        raw_body: str = "",
+    ) -> None:
+        line = f"{provider} {status} {error_type}: {message}".rstrip(": ")
+        if hint:
+            line = f"{line} ({hint})"
+        super().__init__(line)
+        self.provider = provider
+        self.status = status
+        self.error_type = error_type
+        self.raw_body = raw_body
+
+
+class ProviderConnectionError(ProviderError):
+    """The provider could not be reached, or the response stream broke."""
+
+    kind = "provider_connection_error"

@@ -1,0 +1,50 @@
+"""The plug point every model backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias
+
+from runner.llm.types import Request, Response
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of assistant text as it streams in."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retrying:
+    """The attempt failed transiently; the provider waits `delay` seconds and
+    starts the response over, so text streamed so far is void."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    response: Response
+
+
+StreamEvent: TypeAlias = TextDelta | Retrying | Completed
+
+
+class Provider(Protocol):
+    """A model backend: turns a request into a stream that ends in `Completed`.
+
+    Implementations retry transient failures themselves and raise
+    `ProviderHTTPError` or `ProviderConnectionError` when they give up.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...

@@ -1,0 +1,164 @@
+"""Provider-neutral messages, requests and responses.
+
+Everything here is a frozen value. The only mutable payloads are the JSON-like
+values inside `ToolUse.input` and `Opaque.data`; whoever hands them across a
+boundary copies them (see `runner.agent.copying`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
+JSONObject: TypeAlias = dict[str, JSON]
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image given inline: its media type and base64 data."""
+
+    media_type: str
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    id: str
+    name: str
+    input: JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    tool_use_id: str
+    content: tuple[Text | Image, ...]
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, Text))
+
+
+@dataclass(frozen=True, slots=True)
+class Opaque:
+    """A block only its provider understands, replayed verbatim.
+
+    Thinking blocks with their signatures are the common case: the provider
+    needs them back unchanged on the next request and nothing else reads them.
+    """
+
+    provider: str
+    kind: str
+    data: JSONObject
+
+
+Block: TypeAlias = Text | Image | ToolUse | ToolResult | Opaque
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: tuple[Block, ...]
+    # What producing this message cost; set on assistant messages only.
+    usage: Usage | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, Text))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUse, ...]:
+        return tuple(block for block in self.content if isinstance(block, ToolUse))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about a tool: its name, purpose and input schema."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, JSON]
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPrompt:
+    """The system prompt as ordered segments, most stable first.
+
+    Providers that cache prompt prefixes put their breakpoints between
+    segments, so a change to a later segment keeps the earlier ones cached.
+    """
+
+    segments: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(segment for segment in self.segments if segment)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    messages: Sequence[Message]
+    system: SystemPrompt = field(default_factory=SystemPrompt)
+    tools: Sequence[ToolSpec] = ()
+    max_tokens: int = 16_000
+
+
+# Stop reasons as the loop understands them. Adapters translate their
+# provider's vocabulary into these; anything else passes through unchanged
+# so the loop can fail closed on it.
+END_TURN = "end_turn"
+STOP_SEQUENCE = "stop_sequence"
+TOOL_USE = "tool_use"
+MAX_TOKENS = "max_tokens"
+CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"
+REFUSAL = "refusal"
+PAUSE_TURN = "pause_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    content: tuple[Block, ...]
+    stop_reason: str | None
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, Text))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUse, ...]:
+        return tuple(block for block in self.content if isinstance(block, ToolUse))

@@ -1,0 +1,61 @@
+"""The plug point tools act through: a working tree and a way to run commands in it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+from runner.errors import NeoError
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    exit_code: int
+    # stdout and stderr interleaved as the command wrote them.
+    output: bytes
+    timed_out: bool = False
+
+
+class SandboxError(NeoError):
+    """The sandbox itself failed (not the command run inside it)."""
+
+    kind: ClassVar[str] = "sandbox_error"
+
+
+class PathOutsideTree(SandboxError):
+    """A path resolves outside the working tree; tools report it to the model."""
+
+
+class Sandbox(Protocol):
+    """Where tools act.
+
+    Paths are relative to `root`, or absolute paths inside it; anything that
+    resolves outside the tree (`..`, absolute paths elsewhere, symlinks out)
+    raises `PathOutsideTree`.
+    """
+
+    @property
+    def root(self) -> str:
+        """The working tree's absolute path, as commands inside see it."""
+        ...
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `argv` in the tree (or `cwd` inside it); kill its whole process
+        group after `timeout` seconds and report `timed_out`."""
+        ...
+
+    async def read(self, path: str) -> bytes:
+        """The file's bytes. Raises FileNotFoundError, IsADirectoryError."""
+        ...
+
+    async def write(self, path: str, data: bytes) -> None:
+        """Replace the file's content, creating missing parent directories."""
+        ...

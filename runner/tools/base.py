@@ -1,0 +1,45 @@
+"""The tool protocol the agent loop runs, and what a tool returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from runner.llm.types import Image, JSONObject, Text, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    content: str | tuple[Text | Image, ...]
+    is_error: bool = False
+
+
+class ToolError(Exception):
+    """A failure the model should read and can act on: bad path, no match, ...
+
+    Its message becomes an `is_error` tool result; the loop goes on.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool call knows about itself beyond its input."""
+
+    call_id: str
+    # Publishes a frozen dataclass (for example a checklist change) on the
+    # agent's event stream, wrapped in a `ToolNotice`.
+    emit: Callable[[object], None]
+
+
+class Tool(Protocol):
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
+        """Run with `args`, already validated against `spec.input_schema`.
+
+        Raise `ToolError` for a failure the model should see; any other
+        exception also becomes an `is_error` result, named by its type.
+        """
+        ...
