@@ -1,0 +1,47 @@
+"""The policy-free agent loop."""
+
+from runner.agent.capping import DEFAULT_CAP_BYTES, cap_text
+from runner.agent.errors import (
+    AgentError,
+    ContextWindowExceeded,
+    MaxOutputTokens,
+    MaxTurns,
+    MissingToolCall,
+    UnexpectedStopReason,
+)
+from runner.agent.events import (
+    AssistantMessage,
+    Event,
+    ProviderRetry,
+    TextDelta,
+    ToolFinished,
+    ToolNotice,
+    ToolStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from runner.agent.loop import Agent, EventSink, InteractiveCheck, TurnResult
+
+__all__ = [
+    "DEFAULT_CAP_BYTES",
+    "Agent",
+    "AgentError",
+    "AssistantMessage",
+    "ContextWindowExceeded",
+    "Event",
+    "EventSink",
+    "InteractiveCheck",
+    "MaxOutputTokens",
+    "MaxTurns",
+    "MissingToolCall",
+    "ProviderRetry",
+    "TextDelta",
+    "ToolFinished",
+    "ToolNotice",
+    "ToolStarted",
+    "TurnFinished",
+    "TurnResult",
+    "TurnStarted",
+    "UnexpectedStopReason",
+    "cap_text",
+]

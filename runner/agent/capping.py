@@ -1,0 +1,40 @@
+"""Caps oversized tool output before it enters the transcript."""
+
+from __future__ import annotations
+
+DEFAULT_CAP_BYTES = 32 * 1024
+
+
+def cap_text(text: str, limit: int = DEFAULT_CAP_BYTES) -> str:
+    """Keep the head and tail of `text` within `limit` UTF-8 bytes.
+
+    What is cut is replaced by a marker that gives the original size in bytes
+    and lines, so the model knows what it did not see and can ask for a
+    narrower slice. Text within the limit is returned unchanged.
+    """
+    # Cheap exits first: most outputs are small, and a str of n characters
+    # encodes to at least n bytes.
+    if len(text) <= limit // 4:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    marker = (
+        f"\n\n[... output truncated: {len(data):,} bytes in {lines:,} lines in total; "
+        f"showing the first and last {limit // 2:,} bytes ...]\n\n"
+    )
+    half = limit // 2
+    head = _cut_at_line(data[:half], keep="head")
+    tail = _cut_at_line(data[len(data) - half :], keep="tail")
+    return head.decode("utf-8", "ignore") + marker + tail.decode("utf-8", "ignore")
+
+
+def _cut_at_line(chunk: bytes, *, keep: str) -> bytes:
+    """Trim `chunk` to a line boundary when one is near, so lines stay whole."""
+    slack = len(chunk) // 8
+    if keep == "head":
+        newline = chunk.rfind(b"\n")
+        return chunk[: newline + 1] if newline >= len(chunk) - slack else chunk
+    newline = chunk.find(b"\n")
+    return chunk[newline + 1 :] if 0 <= newline < slack else chunk

@@ -1,0 +1,88 @@
+"""What the loop reports while it works. Every event is a frozen value whose
+mutable payloads are copies, so a consumer cannot reach into agent state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from runner.llm.types import JSONObject, Message, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A provider call begins; `turn` counts calls within one `send`."""
+
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRetry:
+    """A transient provider failure; text streamed since `TurnStarted` is void."""
+
+    attempt: int
+    delay: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    message: Message
+    stop_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    args: JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    is_error: bool
+    # The result text as the model sees it (after capping).
+    output: str
+    # Size before capping.
+    output_bytes: int
+    truncated: bool
+    duration_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolNotice:
+    """Something a tool published while running, e.g. a checklist change."""
+
+    call_id: str
+    name: str
+    payload: object
+
+
+@dataclass(frozen=True, slots=True)
+class TurnFinished:
+    """`send` is done: `error` is None on success, else the error's kind."""
+
+    stop_reason: str | None
+    text: str
+    usage: Usage
+    error: str | None = None
+    message: str = ""
+
+
+Event: TypeAlias = (
+    TurnStarted
+    | TextDelta
+    | ProviderRetry
+    | AssistantMessage
+    | ToolStarted
+    | ToolFinished
+    | ToolNotice
+    | TurnFinished
+)

@@ -1,0 +1,307 @@
+"""The agent loop: call the provider, run the tools it asks for, repeat.
+
+Policy-free by design. The loop stores messages, calls a `Provider`, emits
+events, runs injected tools and appends their results. It knows nothing of
+project files, UIs, permissions or GitHub; those are layered around it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+from runner.agent import events as ev
+from runner.agent.capping import DEFAULT_CAP_BYTES, cap_text
+from runner.agent.copying import copy_message, copy_object
+from runner.agent.errors import (
+    ContextWindowExceeded,
+    MaxOutputTokens,
+    MaxTurns,
+    MissingToolCall,
+    UnexpectedStopReason,
+)
+from runner.errors import NeoError
+from runner.llm import types as llm
+from runner.llm.errors import ProviderConnectionError
+from runner.llm.provider import Completed, Provider, Retrying, TextDelta
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+EventSink = Callable[[ev.Event], None]
+# Marks tool calls that need a person's confirmation; those run one at a time.
+InteractiveCheck = Callable[[llm.ToolUse], bool]
+
+# Stop reasons that complete the turn normally.
+_COMPLETE: frozenset[str | None] = frozenset(
+    {llm.END_TURN, llm.STOP_SEQUENCE, "", None, llm.REFUSAL}
+)
+_CANCELLED_RESULT = "interrupted: the tool call was cancelled before it finished"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    text: str
+    stop_reason: str | None
+    # Provider calls made by this `send`.
+    turns: int
+    # Tokens used by this `send`.
+    usage: llm.Usage
+
+
+class Agent:
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        tools: Iterable[Tool] = (),
+        system: llm.SystemPrompt | None = None,
+        max_turns: int = 100,
+        max_tokens: int = 16_000,
+        output_cap: int = DEFAULT_CAP_BYTES,
+        is_interactive: InteractiveCheck | None = None,
+        on_event: EventSink | None = None,
+        messages: Sequence[llm.Message] = (),
+        usage: llm.Usage | None = None,
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self._provider = provider
+        self._tools = {tool.spec.name: tool for tool in tools}
+        self._specs = tuple(tool.spec for tool in self._tools.values())
+        self._validators: dict[str, Validator] = {}
+        self._system = system or llm.SystemPrompt()
+        self._max_turns = max_turns
+        self._max_tokens = max_tokens
+        self._output_cap = output_cap
+        self._is_interactive = is_interactive
+        self._sinks: list[EventSink] = [on_event] if on_event else []
+        self._messages = [copy_message(m) for m in messages]
+        self._usage = usage or llm.Usage()
+
+    @property
+    def usage(self) -> llm.Usage:
+        """Tokens used over the agent's whole life, restored ones included."""
+        return self._usage
+
+    def transcript(self) -> list[llm.Message]:
+        """A copy of the conversation that the caller may change freely."""
+        return [copy_message(message) for message in self._messages]
+
+    def subscribe(self, sink: EventSink) -> Callable[[], None]:
+        """Add an event consumer; returns the function that removes it."""
+        self._sinks.append(sink)
+        return lambda: self._sinks.remove(sink)
+
+    async def send(self, text: str) -> TurnResult:
+        """Add the user's text and run until the model ends its turn.
+
+        Raises an `AgentError` or a provider error when the turn fails, and
+        lets cancellation through; in every case the transcript stays valid
+        for the next call: each tool_use in it has its tool_result.
+        """
+        self._append_user(llm.Text(text))
+        usage = llm.Usage()
+        turns = 0
+        try:
+            while True:
+                if turns >= self._max_turns:
+                    raise MaxTurns(f"stopped after {turns} model calls (max turns)")
+                turns += 1
+                self._emit(ev.TurnStarted(turns))
+                response = await self._call_provider()
+                usage = usage + response.usage
+                self._usage = self._usage + response.usage
+                if not await self._handle(response):
+                    break
+        except asyncio.CancelledError:
+            self._emit(ev.TurnFinished(None, "", usage, "interrupted", "interrupted"))
+            raise
+        except NeoError as error:
+            self._emit(ev.TurnFinished(None, self._last_text(), usage, error.kind, str(error)))
+            raise
+        result = TurnResult(self._last_text(), response.stop_reason, turns, usage)
+        self._emit(ev.TurnFinished(result.stop_reason, result.text, usage))
+        return result
+
+    async def _handle(self, response: llm.Response) -> bool:
+        """Apply the stop-reason table; True means call the provider again."""
+        reason = response.stop_reason
+        if reason == llm.TOOL_USE:
+            calls = response.tool_uses
+            if not calls:
+                self._commit_text(response)
+                # Nothing to run means nothing to answer with: the next
+                # request would be the same one, until max turns.
+                raise MissingToolCall("the model stopped for tool use but called no tool")
+            await self._run_tools(response, calls)
+            return True
+        self._commit_text(response)
+        if reason in _COMPLETE:
+            return False
+        if reason == llm.PAUSE_TURN:
+            return True
+        if reason == llm.MAX_TOKENS:
+            raise MaxOutputTokens("the response hit the output token limit")
+        if reason == llm.CONTEXT_WINDOW_EXCEEDED:
+            raise ContextWindowExceeded("the conversation no longer fits the context window")
+        raise UnexpectedStopReason(f"unexpected stop reason {reason!r}")
+
+    async def _call_provider(self) -> llm.Response:
+        request = llm.Request(
+            messages=tuple(self._messages),
+            system=self._system,
+            tools=self._specs,
+            max_tokens=self._max_tokens,
+        )
+        async for event in self._provider.stream(request):
+            if isinstance(event, TextDelta):
+                self._emit(ev.TextDelta(event.text))
+            elif isinstance(event, Retrying):
+                self._emit(ev.ProviderRetry(event.attempt, event.delay, event.reason))
+            elif isinstance(event, Completed):
+                return event.response
+        raise ProviderConnectionError(f"{self._provider.name}: the stream ended without a response")
+
+    # -- transcript --------------------------------------------------------
+
+    def _append_user(self, *blocks: llm.Block) -> None:
+        # After a failed turn the transcript can end with a user message (tool
+        # results, or text the model never answered); the new text joins it so
+        # roles keep alternating.
+        if self._messages and self._messages[-1].role == "user":
+            last = self._messages.pop()
+            blocks = last.content + blocks
+        self._messages.append(llm.Message("user", blocks))
+
+    def _commit_assistant(self, content: tuple[llm.Block, ...], usage: llm.Usage) -> None:
+        if not content:
+            return
+        # A paused turn is continued by the next response: one message.
+        if self._messages and self._messages[-1].role == "assistant":
+            last = self._messages.pop()
+            content = last.content + content
+            usage = (last.usage or llm.Usage()) + usage
+        message = llm.Message("assistant", content, usage)
+        self._messages.append(message)
+
+    def _commit_text(self, response: llm.Response) -> None:
+        """Keep the response but never its tool calls: an unanswered tool_use
+        would make the next request invalid."""
+        kept = tuple(b for b in response.content if not isinstance(b, llm.ToolUse))
+        self._emit_assistant(kept, response)
+        self._commit_assistant(kept, response.usage)
+
+    def _emit_assistant(self, content: tuple[llm.Block, ...], response: llm.Response) -> None:
+        if self._sinks and content:
+            message = copy_message(llm.Message("assistant", content, response.usage))
+            self._emit(ev.AssistantMessage(message, response.stop_reason))
+
+    def _last_text(self) -> str:
+        last = self._messages[-1] if self._messages else None
+        return last.text if last is not None and last.role == "assistant" else ""
+
+    # -- tools -------------------------------------------------------------
+
+    async def _run_tools(self, response: llm.Response, calls: tuple[llm.ToolUse, ...]) -> None:
+        results: list[llm.ToolResult | None] = [None] * len(calls)
+        self._emit_assistant(response.content, response)
+
+        async def run(index: int) -> None:
+            results[index] = await self._run_tool(calls[index])
+
+        try:
+            batch: list[int] = []
+            for index, call in enumerate(calls):
+                if self._is_interactive is not None and self._is_interactive(call):
+                    await _gather(run, batch)
+                    batch = []
+                    await run(index)
+                else:
+                    batch.append(index)
+            await _gather(run, batch)
+        finally:
+            # The assistant message and its results enter the transcript
+            # together, also when cancelled midway.
+            answered = tuple(
+                result or llm.ToolResult(call.id, (llm.Text(_CANCELLED_RESULT),), is_error=True)
+                for call, result in zip(calls, results, strict=True)
+            )
+            self._commit_assistant(response.content, response.usage)
+            self._messages.append(llm.Message("user", answered))
+
+    async def _run_tool(self, call: llm.ToolUse) -> llm.ToolResult:
+        self._emit(ev.ToolStarted(call.id, call.name, copy_object(call.input)))
+        started = time.monotonic()
+        output = await self._invoke(call)
+        blocks = (llm.Text(output.content),) if isinstance(output.content, str) else output.content
+        content = tuple(
+            llm.Text(cap_text(b.text, self._output_cap)) if isinstance(b, llm.Text) else b
+            for b in blocks
+        )
+        original = "".join(b.text for b in blocks if isinstance(b, llm.Text))
+        capped = "".join(b.text for b in content if isinstance(b, llm.Text))
+        self._emit(
+            ev.ToolFinished(
+                call.id,
+                call.name,
+                output.is_error,
+                capped,
+                len(original.encode("utf-8", "surrogatepass")),
+                len(capped) != len(original),
+                int((time.monotonic() - started) * 1000),
+            )
+        )
+        return llm.ToolResult(call.id, content, output.is_error)
+
+    async def _invoke(self, call: llm.ToolUse) -> ToolOutput:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(self._tools)) or "none"
+            return ToolOutput(f"unknown tool {call.name!r}; available tools: {known}", True)
+        problem = self._validate(tool, call.input)
+        if problem:
+            return ToolOutput(f"invalid input for {call.name}: {problem}", True)
+
+        def notify(payload: object) -> None:
+            self._emit(ev.ToolNotice(call.id, call.name, payload))
+
+        try:
+            # The tool gets its own copy: changing it cannot rewrite the
+            # tool_use already in the transcript.
+            return await tool(copy_object(call.input), ToolContext(call.id, notify))
+        except ToolError as error:
+            return ToolOutput(str(error), is_error=True)
+        except Exception as error:  # a tool's bug must not break the transcript
+            return ToolOutput(f"{call.name} failed: {type(error).__name__}: {error}", True)
+
+    def _validate(self, tool: Tool, args: llm.JSONObject) -> str:
+        name = tool.spec.name
+        validator = self._validators.get(name)
+        if validator is None:
+            schema = dict(tool.spec.input_schema)
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            self._validators[name] = validator
+        error = jsonschema.exceptions.best_match(validator.iter_errors(args))
+        if error is None:
+            return ""
+        where = "/".join(str(part) for part in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+
+    def _emit(self, event: ev.Event) -> None:
+        for sink in tuple(self._sinks):
+            sink(event)
+
+
+async def _gather(run: Callable[[int], Coroutine[Any, Any, None]], indexes: list[int]) -> None:
+    """Run the calls at `indexes` concurrently; each stores its own result."""
+    if len(indexes) == 1:
+        await run(indexes[0])
+        return
+    async with asyncio.TaskGroup() as group:
+        for index in indexes:
+            group.create_task(run(index))
