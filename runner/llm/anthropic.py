@@ -1,0 +1,253 @@
+"""The Anthropic Messages API adapter, over the official SDK with streaming.
+
+The SDK's own retries are off: this adapter retries the whole streamed
+response, which the SDK cannot do once a stream has started, and it honours
+`retry-after`. An idle stream is cut by the HTTP read timeout (nothing
+received for `idle_timeout` seconds) and retried; there is no total timeout,
+the caller's cancellation is the overall bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, cast
+
+import anthropic
+import httpx2
+from anthropic.types import Message as APIMessage
+
+from runner.llm import types as llm
+from runner.llm.errors import ProviderConnectionError, ProviderError, ProviderHTTPError
+from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.retry import RetryPolicy, parse_retry_after
+
+log = logging.getLogger("neo.llm.anthropic")
+
+DEFAULT_MODEL = "claude-sonnet-4-5"
+IDLE_TIMEOUT = 180.0
+_CACHE = {"type": "ephemeral"}
+# Statuses worth another attempt; everything else (400, 401, 403, 404, 413,
+# ...) fails the same way every time.
+_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# Error types the API sends inside an already-started stream.
+_TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+_HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
+
+
+class _Transient(Exception):
+    """An attempt failed in a way that another attempt may not."""
+
+    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._model = model
+        # The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself.
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0),
+        )
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
+        params = build_params(self._model, request)
+        retry = 0
+        while True:
+            try:
+                async for event in self._attempt(params):
+                    yield event
+                return
+            except _Transient as failure:
+                retry += 1
+                delay = self._retry.delay(retry, failure.retry_after)
+                if delay is None:
+                    raise failure.error from None
+                log.info("anthropic: %s; retry %d in %.1fs", failure.error, retry, delay)
+                yield Retrying(retry, delay, str(failure.error))
+                await self._sleep(delay)
+
+    async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
+        try:
+            async with self._client.messages.stream(**params) as stream:
+                finished = False
+                async for event in stream:
+                    if event.type == "text":
+                        yield TextDelta(event.text)
+                    elif event.type == "message_stop":
+                        finished = True
+                if not finished:
+                    raise _Transient(
+                        ProviderConnectionError("anthropic: the response stream ended early")
+                    )
+                message = await stream.get_final_message()
+        except anthropic.APIStatusError as error:
+            raise _classify_status(error) from None
+        except anthropic.APITimeoutError:
+            raise _Transient(
+                ProviderConnectionError("anthropic: no data received within the idle timeout")
+            ) from None
+        except (anthropic.APIConnectionError, httpx2.TransportError) as error:
+            cause = error.__cause__ if isinstance(error, anthropic.APIConnectionError) else error
+            if isinstance(cause, httpx2.TimeoutException):
+                detail = "no data received within the idle timeout"
+            else:
+                detail = f"connection failed: {type(cause or error).__name__}"
+            raise _Transient(ProviderConnectionError(f"anthropic: {detail}")) from None
+        yield Completed(parse_message(message))
+
+
+def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transient:
+    log.debug("anthropic error body: %r", error.body)
+    status = error.status_code
+    error_type = error.type or "http_error"
+    message = error.api_message or _excerpt(error.response)
+    failure = ProviderHTTPError(
+        "anthropic",
+        status,
+        error_type,
+        message,
+        hint=_HINTS.get(status, ""),
+        raw_body=repr(error.body),
+    )
+    if status in _TRANSIENT_STATUS or error_type in _TRANSIENT_TYPES:
+        return _Transient(failure, parse_retry_after(error.response.headers))
+    return failure
+
+
+def _excerpt(response: httpx2.Response) -> str:
+    """A short, single-line piece of a body that is not the API's JSON shape."""
+    try:
+        text = response.text
+    except httpx2.ResponseNotRead:
+        return "no error message"
+    line = " ".join(text.split())
+    return (line[:200] + "…") if len(line) > 200 else (line or "no error message")
+
+
+# -- requests --------------------------------------------------------------
+
+
+def build_params(model: str, request: llm.Request) -> dict[str, Any]:
+    """The Messages API parameters for `request`.
+
+    Cache breakpoints sit after the base system segment, after the last
+    system segment (together the stable prefix with the tools) and on the
+    newest message, so each call reuses everything the previous one sent.
+    """
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": [_message(m) for m in request.messages],
+    }
+    segments = [s for s in request.system.segments if s]
+    if segments:
+        system: list[dict[str, Any]] = [{"type": "text", "text": s} for s in segments]
+        system[0]["cache_control"] = _CACHE
+        system[-1]["cache_control"] = _CACHE
+        params["system"] = system
+    if request.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
+            for t in request.tools
+        ]
+    if params["messages"]:
+        _mark_newest(params["messages"][-1])
+    return params
+
+
+def _mark_newest(message: dict[str, Any]) -> None:
+    for block in reversed(message["content"]):
+        # Thinking blocks cannot carry a breakpoint.
+        if block["type"] not in ("thinking", "redacted_thinking"):
+            block["cache_control"] = _CACHE
+            return
+
+
+def _message(message: llm.Message) -> dict[str, Any]:
+    content = [b for b in (_block(block) for block in message.content) if b is not None]
+    return {"role": message.role, "content": content}
+
+
+def _block(block: llm.Block) -> dict[str, Any] | None:
+    if isinstance(block, llm.Text):
+        # The API rejects empty text blocks.
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, llm.Image):
+        return _image(block)
+    if isinstance(block, llm.ToolUse):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+    if isinstance(block, llm.ToolResult):
+        parts = [
+            {"type": "text", "text": p.text} if isinstance(p, llm.Text) else _image(p)
+            for p in block.content
+            if not isinstance(p, llm.Text) or p.text
+        ]
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+        if parts:
+            result["content"] = parts
+        if block.is_error:
+            result["is_error"] = True
+        return result
+    # Replay data from another provider means nothing here.
+    return dict(block.data) if block.provider == "anthropic" else None
+
+
+def _image(image: llm.Image) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+    return {"type": "image", "source": source}
+
+
+# -- responses -------------------------------------------------------------
+
+
+def parse_message(message: APIMessage) -> llm.Response:
+    content: list[llm.Block] = []
+    for block in message.content:
+        if block.type == "text":
+            content.append(llm.Text(block.text))
+        elif block.type == "tool_use":
+            content.append(llm.ToolUse(block.id, block.name, cast(llm.JSONObject, block.input)))
+        else:
+            # Thinking (with its signature), redacted thinking and server
+            # tool blocks go back to the API unchanged.
+            data = cast(llm.JSONObject, block.model_dump(mode="json", exclude_none=True))
+            content.append(llm.Opaque("anthropic", block.type, data))
+    usage = message.usage
+    return llm.Response(
+        content=tuple(content),
+        stop_reason=message.stop_reason,
+        usage=llm.Usage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        ),
+        model=message.model,
+    )
