@@ -1,0 +1,256 @@
+"""Sessions on disk: one JSONL file per session under `$NEO_HOME/sessions`.
+
+The first line is the session's metadata, each further line one message:
+
+    {"type": "session", "version": 1, "id": ..., "provider": ..., "usage": {...}}
+    {"type": "message", "role": "user", "content": [...]}
+
+A save rewrites the whole file through a temporary file and `os.replace`, so
+a crash leaves either the old file or the new one, never a torn one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Final, TextIO
+
+from runner.errors import ConfigError
+from runner.llm.codec import CodecError, message_from_json, message_to_json, usage_from_json
+from runner.llm.types import JSONObject, Message, Usage
+
+FORMAT_VERSION: Final = 1
+_SUFFIX: Final = ".jsonl"
+# Letters, digits, '.', '_' and '-', starting with a letter or digit: no path
+# separators, no hidden files, nothing a shell or a file system reads specially.
+_ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_META_FIELDS: Final = ("id", "provider", "model", "cwd", "created_at", "updated_at")
+
+
+class SessionError(ConfigError):
+    """A session that cannot be found, named or read; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    id: str
+    provider: str
+    model: str
+    cwd: str
+    created_at: str  # ISO 8601, UTC
+    updated_at: str  # ISO 8601, UTC
+    usage: Usage = field(default_factory=Usage)  # cumulative over the session
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    meta: SessionMeta
+    messages: tuple[Message, ...] = ()
+
+
+def neo_home() -> Path:
+    """Neo's own directory: `$NEO_HOME`, or `~/.neo` when unset or empty."""
+    home = os.environ.get("NEO_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".neo"
+
+
+def utc_timestamp(now: datetime | None = None) -> str:
+    """`now` (default: the current time) as ISO 8601 UTC, e.g. `2026-11-29T23:24:38Z`."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SessionStore:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.directory = home / "sessions"
+
+    def new_id(self) -> str:
+        """A fresh id such as `20261129T232438Z-1a2b3c4d`: sorts by creation time."""
+        while True:
+            session_id = f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+            if not self._path(session_id).exists():
+                return session_id
+
+    def path(self, session_id: str) -> Path:
+        """Where session `session_id` lives; raise `SessionError` for an unsafe id."""
+        _check_id(session_id)
+        return self._path(session_id)
+
+    def save(self, session: Session) -> None:
+        """Write `session` whole, replacing any earlier save atomically."""
+        path = self.path(session.meta.id)
+        try:
+            self._make_directory()
+            # Same directory as the target, so os.replace is a rename; mode 0600.
+            fd, tmp = tempfile.mkstemp(
+                dir=self.directory, prefix=f".{session.meta.id}.", suffix=".tmp"
+            )
+        except OSError as exc:
+            raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+                _write_line(out, _meta_to_json(session.meta))
+                for message in session.messages:
+                    _write_line(out, {"type": "message", **message_to_json(message)})
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException as exc:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+            raise
+        _fsync_directory(self.directory)
+
+    def load(self, session_id: str) -> Session:
+        path = self.path(session_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise SessionError(
+                f"no session '{session_id}' in {self.directory} (check --resume)"
+            ) from None
+        except OSError as exc:
+            raise SessionError(f"cannot read session file {path}: {_reason(exc)}") from exc
+        return _parse(raw, path, session_id)
+
+    def latest(self) -> str | None:
+        """The id of the most recently saved session, or None when there is none."""
+        try:
+            candidates = [
+                (entry.stat().st_mtime_ns, entry.stem)
+                for entry in self.directory.iterdir()
+                if entry.suffix == _SUFFIX and _ID_RE.fullmatch(entry.stem) and entry.is_file()
+            ]
+        except FileNotFoundError:
+            return None
+        return max(candidates)[1] if candidates else None
+
+    def _path(self, session_id: str) -> Path:
+        return self.directory / f"{session_id}{_SUFFIX}"
+
+    def _make_directory(self) -> None:
+        # Sessions hold prompts and tool output: keep them private to the user.
+        for directory in (self.home, self.directory):
+            if not directory.is_dir():
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+                directory.chmod(0o700)
+
+
+def _check_id(session_id: str) -> None:
+    if not _ID_RE.fullmatch(session_id) or ".." in session_id:
+        raise SessionError(
+            f"invalid session id {_show(session_id)}: use letters, digits, '.', '_' and '-' only"
+        )
+
+
+def _meta_to_json(meta: SessionMeta) -> JSONObject:
+    return {
+        "type": "session",
+        "version": FORMAT_VERSION,
+        "id": meta.id,
+        "provider": meta.provider,
+        "model": meta.model,
+        "cwd": meta.cwd,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "usage": dict(meta.usage.as_dict()),
+    }
+
+
+def _write_line(out: TextIO, obj: JSONObject) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+class _Corrupt(Exception):
+    """What is wrong with one line; `_parse` adds the file and line number."""
+
+
+def _parse(raw: bytes, path: Path, session_id: str) -> Session:
+    meta: SessionMeta | None = None
+    messages: list[Message] = []
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = _decode_line(line)
+            if meta is None:
+                meta = _meta_from_json(obj, session_id)
+            elif obj.get("type") == "message":
+                messages.append(message_from_json(obj))
+            else:
+                raise _Corrupt(f"expected a message, got type {_show(obj.get('type'))}")
+        except (_Corrupt, CodecError) as exc:
+            raise SessionError(f"corrupt session file {path} line {lineno}: {exc}") from None
+    if meta is None:
+        raise SessionError(f"corrupt session file {path} line 1: empty file, no session metadata")
+    return Session(meta=meta, messages=tuple(messages))
+
+
+def _decode_line(line: bytes) -> dict[str, object]:
+    try:
+        obj = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _Corrupt("not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise _Corrupt(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise _Corrupt("expected a JSON object")
+    return obj
+
+
+def _meta_from_json(obj: dict[str, object], session_id: str) -> SessionMeta:
+    if obj.get("type") != "session":
+        raise _Corrupt(f"expected session metadata, got type {_show(obj.get('type'))}")
+    if obj.get("version") != FORMAT_VERSION:
+        raise _Corrupt(f"unsupported session format version {_show(obj.get('version'))}")
+    values: dict[str, str] = {}
+    for name in _META_FIELDS:
+        value = obj.get(name)
+        if not isinstance(value, str):
+            raise _Corrupt(f"session {name} must be a string, got {_show(value)}")
+        values[name] = value
+    if values["id"] != session_id:
+        raise _Corrupt(f"session id {_show(values['id'])} does not match the file name")
+    return SessionMeta(
+        id=values["id"],
+        provider=values["provider"],
+        model=values["model"],
+        cwd=values["cwd"],
+        created_at=values["created_at"],
+        updated_at=values["updated_at"],
+        usage=usage_from_json(obj.get("usage", {})),
+    )
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename itself durable; best effort where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _show(value: object, limit: int = 60) -> str:
+    """A short, single-line rendering of `value` for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
