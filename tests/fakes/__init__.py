@@ -1,0 +1,43 @@
+"""Wire-level fakes of the services Neo talks to."""
+
+from tests.fakes.anthropic_api import (
+    BrokenStream,
+    Disconnect,
+    ErrorReply,
+    FakeAnthropicAPI,
+    RecordedRequest,
+    Reply,
+    ReplyFactory,
+    ScriptedReply,
+    ScriptItem,
+    Stall,
+    StreamError,
+    Usage,
+    error_body,
+    sse_events,
+    text,
+    thinking,
+    tool_use,
+    validate_request,
+)
+
+__all__ = [
+    "BrokenStream",
+    "Disconnect",
+    "ErrorReply",
+    "FakeAnthropicAPI",
+    "RecordedRequest",
+    "Reply",
+    "ReplyFactory",
+    "ScriptItem",
+    "ScriptedReply",
+    "Stall",
+    "StreamError",
+    "Usage",
+    "error_body",
+    "sse_events",
+    "text",
+    "thinking",
+    "tool_use",
+    "validate_request",
+]
