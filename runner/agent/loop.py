@@ -61,7 +61,7 @@ class Agent:
         tools: Iterable[Tool] = (),
         system: llm.SystemPrompt | None = None,
         max_turns: int = 100,
-        max_tokens: int = 16_000,
+        max_tokens: int = 32_000,
         output_cap: int = DEFAULT_CAP_BYTES,
         is_interactive: InteractiveCheck | None = None,
         on_event: EventSink | None = None,

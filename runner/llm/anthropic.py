@@ -25,7 +25,7 @@ from runner.llm.retry import RetryPolicy, parse_retry_after
 
 log = logging.getLogger("neo.llm.anthropic")
 
-DEFAULT_MODEL = "claude-sonnet-4-5"
+DEFAULT_MODEL = "claude-sonnet-5-5"
 IDLE_TIMEOUT = 180.0
 _CACHE = {"type": "ephemeral"}
 # Statuses worth another attempt; everything else (400, 401, 403, 404, 413,

@@ -31,7 +31,9 @@ class ProviderHTTPError(ProviderError):
         hint: str = "",
         raw_body: str = "",
     ) -> None:
-        line = f"{provider} {status} {error_type}: {message}".rstrip(": ")
+        # An error event inside an already-started stream arrives under 200.
+        where = f"{status}" if status >= 400 else "stream"
+        line = f"{provider} {where} {error_type}: {message}".rstrip(": ")
         if hint:
             line = f"{line} ({hint})"
         super().__init__(line)

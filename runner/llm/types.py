@@ -133,7 +133,7 @@ class Request:
     messages: Sequence[Message]
     system: SystemPrompt = field(default_factory=SystemPrompt)
     tools: Sequence[ToolSpec] = ()
-    max_tokens: int = 16_000
+    max_tokens: int = 32_000
 
 
 # Stop reasons as the loop understands them. Adapters translate their

@@ -1,0 +1,32 @@
+"""Providers by name, as `neo run --provider` and repository configs name them."""
+
+from __future__ import annotations
+
+import os
+
+from runner.errors import ConfigError
+from runner.llm.anthropic import DEFAULT_MODEL as ANTHROPIC_MODEL
+from runner.llm.anthropic import AnthropicProvider
+from runner.llm.provider import Provider
+
+# Every name the CLI contract accepts; those without an adapter yet are
+# refused with a clear error rather than silently swapped for another.
+PROVIDERS = ("anthropic", "openai", "chat-completions", "openrouter", "google")
+DEFAULT_PROVIDER = "anthropic"
+
+
+def make_provider(name: str, model: str | None = None) -> Provider:
+    """Build the named provider from its SDK's environment variables.
+
+    Raises ConfigError, naming the variable or flag to fix, when the provider
+    is unknown or its credentials are missing.
+    """
+    if name == "anthropic":
+        if not os.environ.get("ANTHROPIC_API_KEY"):
+            raise ConfigError("ANTHROPIC_API_KEY is not set (export your Anthropic API key)")
+        return AnthropicProvider(model or ANTHROPIC_MODEL)
+    if name in PROVIDERS:
+        raise ConfigError(
+            f"provider {name!r} is not available in this version of neo (use --provider anthropic)"
+        )
+    raise ConfigError(f"unknown provider {name!r} (--provider: {', '.join(PROVIDERS)})")

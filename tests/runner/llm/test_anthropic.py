@@ -1,0 +1,296 @@
+"""The Anthropic adapter, driving the real SDK against the fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+
+from runner.llm.anthropic import AnthropicProvider
+from runner.llm.errors import ProviderConnectionError, ProviderHTTPError
+from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.retry import RetryPolicy
+from runner.llm.types import (
+    Message,
+    Opaque,
+    Request,
+    SystemPrompt,
+    Text,
+    ToolResult,
+    ToolSpec,
+    ToolUse,
+    Usage,
+)
+from tests.fakes import (
+    BrokenStream,
+    Disconnect,
+    ErrorReply,
+    FakeAnthropicAPI,
+    Reply,
+    Stall,
+    StreamError,
+    text,
+    thinking,
+    tool_use,
+)
+from tests.fakes import Usage as WireUsage
+
+HELLO = Request(messages=(Message("user", (Text("hello"),)),))
+
+
+class Sleeps:
+    """Records the waits the adapter asks for instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+_providers: list[AnthropicProvider] = []
+
+
+@pytest.fixture(autouse=True)
+async def _close_providers() -> AsyncIterator[None]:
+    yield
+    while _providers:
+        await _providers.pop().aclose()
+
+
+def provider(
+    fake: FakeAnthropicAPI,
+    sleeps: Sleeps | None = None,
+    *,
+    api_key: str | None = None,
+    idle_timeout: float = 180.0,
+    max_retries: int = 8,
+) -> AnthropicProvider:
+    made = AnthropicProvider(
+        "claude-sonnet-5-5",
+        api_key=api_key or fake.api_key,
+        base_url=fake.base_url,
+        idle_timeout=idle_timeout,
+        retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
+        sleep=sleeps or Sleeps(),
+    )
+    _providers.append(made)
+    return made
+
+
+async def collect(p: AnthropicProvider, request: Request = HELLO) -> list[StreamEvent]:
+    return [event async for event in p.stream(request)]
+
+
+def completed(events: list[StreamEvent]) -> Completed:
+    assert isinstance(events[-1], Completed)
+    return events[-1]
+
+
+async def test_streams_text_and_reports_usage_with_cache_tokens(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    usage = WireUsage(120, 30, cache_creation_input_tokens=50, cache_read_input_tokens=700)
+    fake_anthropic.script(Reply([text("Hello there, friend")], usage=usage))
+
+    events = await collect(provider(fake_anthropic))
+
+    deltas = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert deltas == "Hello there, friend"
+    response = completed(events).response
+    assert response.content == (Text("Hello there, friend"),)
+    assert response.stop_reason == "end_turn"
+    assert response.usage == Usage(120, 30, 50, 700)
+    assert fake_anthropic.requests[0].body["stream"] is True
+
+
+async def test_tool_use_and_thinking_round_trip(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(
+        Reply(
+            [
+                thinking("let me look", signature="sig-123"),
+                text("Reading."),
+                tool_use("toolu_1", "read_file", {"path": "a.py", "limit": 5}),
+            ],
+            stop_reason="tool_use",
+        ),
+        Reply([text("done")]),
+    )
+    p = provider(fake_anthropic)
+
+    first = completed(await collect(p)).response
+    assert first.stop_reason == "tool_use"
+    assert first.tool_uses == (ToolUse("toolu_1", "read_file", {"path": "a.py", "limit": 5}),)
+    opaque = first.content[0]
+    assert isinstance(opaque, Opaque)
+    assert opaque.kind == "thinking"
+    assert opaque.data["signature"] == "sig-123"
+
+    follow_up = Request(
+        messages=(
+            *HELLO.messages,
+            Message("assistant", first.content),
+            Message("user", (ToolResult("toolu_1", (Text("print(1)"),)),)),
+        )
+    )
+    await collect(p, follow_up)
+
+    replayed = fake_anthropic.requests[1].body["messages"][1]["content"][0]
+    assert replayed == {"type": "thinking", "thinking": "let me look", "signature": "sig-123"}
+
+
+async def test_cache_breakpoints_on_stable_prefix_and_newest_message(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.script(Reply([text("ok")]))
+    spec = ToolSpec("bash", "Run a command.", {"type": "object", "properties": {}})
+    request = Request(
+        messages=(
+            Message("user", (Text("first"),)),
+            Message("assistant", (Text("answer"),)),
+            Message("user", (Text("second"), Text("third"))),
+        ),
+        system=SystemPrompt(("base", "environment", "project")),
+        tools=(spec,),
+    )
+
+    await collect(provider(fake_anthropic), request)
+
+    body = fake_anthropic.requests[0].body
+    marked = [i for i, block in enumerate(body["system"]) if "cache_control" in block]
+    assert marked == [0, 2]
+    messages = body["messages"]
+    assert "cache_control" in messages[-1]["content"][-1]
+    assert "cache_control" not in messages[-1]["content"][0]
+    assert all("cache_control" not in b for m in messages[:-1] for b in m["content"])
+    assert body["tools"] == [
+        {"name": "bash", "description": "Run a command.", "input_schema": spec.input_schema}
+    ]
+
+
+async def test_overloaded_twice_then_success_retries(fake_anthropic: FakeAnthropicAPI) -> None:
+    overloaded = ErrorReply(529, "overloaded_error", "Overloaded")
+    fake_anthropic.script(overloaded, overloaded, Reply([text("finally")]))
+    sleeps = Sleeps()
+
+    events = await collect(provider(fake_anthropic, sleeps))
+
+    assert len(fake_anthropic.requests) == 3
+    retries = [e for e in events if isinstance(e, Retrying)]
+    assert [r.attempt for r in retries] == [1, 2]
+    assert retries[0].reason == "anthropic 529 overloaded_error: Overloaded"
+    assert len(sleeps.delays) == 2
+    assert completed(events).response.text == "finally"
+
+
+async def test_retry_after_is_honoured(fake_anthropic: FakeAnthropicAPI) -> None:
+    limited = ErrorReply(429, "rate_limit_error", "slow down", headers={"retry-after": "7"})
+    fake_anthropic.script(limited, Reply([text("ok")]))
+    sleeps = Sleeps()
+
+    await collect(provider(fake_anthropic, sleeps))
+
+    assert sleeps.delays == [7.0]
+
+
+async def test_401_is_one_line_after_one_request(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(Reply([text("never sent")]))
+
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(provider(fake_anthropic, api_key="wrong-key"))
+
+    assert str(caught.value) == (
+        "anthropic 401 authentication_error: invalid x-api-key (check ANTHROPIC_API_KEY)"
+    )
+    assert caught.value.kind == "provider_http_error"
+    assert len(fake_anthropic.requests) == 1
+    assert "wrong-key" not in str(caught.value)
+
+
+async def test_raw_error_body_goes_to_debug_log_only(
+    fake_anthropic: FakeAnthropicAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_anthropic.script(ErrorReply(400, "invalid_request_error", "max_tokens: too large"))
+
+    with caplog.at_level(logging.DEBUG, logger="neo.llm"), pytest.raises(ProviderHTTPError) as e:
+        await collect(provider(fake_anthropic))
+
+    assert str(e.value) == "anthropic 400 invalid_request_error: max_tokens: too large"
+    assert "request_id" not in str(e.value)
+    assert any("request_id" in record.getMessage() for record in caplog.records)
+    assert len(fake_anthropic.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(BrokenStream(after_events=4), id="stream-breaks-midway"),
+        pytest.param(StreamError("overloaded_error", after_events=4), id="error-event-in-stream"),
+        pytest.param(Disconnect(), id="dropped-before-headers"),
+        pytest.param(ErrorReply(500, "api_error", "Internal server error"), id="500"),
+    ],
+)
+async def test_transient_failures_are_retried(
+    fake_anthropic: FakeAnthropicAPI, failure: object
+) -> None:
+    fake_anthropic.script(failure, Reply([text("recovered")]))  # type: ignore[arg-type]
+
+    events = await collect(provider(fake_anthropic))
+
+    assert len(fake_anthropic.requests) == 2
+    assert sum(isinstance(e, Retrying) for e in events) == 1
+    assert completed(events).response.text == "recovered"
+
+
+async def test_error_event_in_stream_is_named_as_such(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(StreamError("overloaded_error", after_events=2, message="Overloaded"))
+
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(provider(fake_anthropic, max_retries=0))
+
+    assert str(caught.value) == "anthropic stream overloaded_error: Overloaded"
+
+
+async def test_idle_stream_is_cancelled_and_retried(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(Stall(seconds=30, after_events=3), Reply([text("awake")]))
+
+    events = await collect(provider(fake_anthropic, idle_timeout=0.3))
+
+    retry = next(e for e in events if isinstance(e, Retrying))
+    assert "idle" in retry.reason
+    assert completed(events).response.text == "awake"
+    assert len(fake_anthropic.requests) == 2
+
+
+async def test_gives_up_after_max_retries_with_the_last_error(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.script(*[BrokenStream(after_events=2)] * 3)
+
+    with pytest.raises(ProviderConnectionError) as caught:
+        await collect(provider(fake_anthropic, max_retries=2))
+
+    assert len(fake_anthropic.requests) == 3
+    assert caught.value.kind == "provider_connection_error"
+    assert str(caught.value).startswith("anthropic: ")
+
+
+async def test_callers_deadline_is_not_retried(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(Stall(seconds=30, after_events=3), Reply([text("unused")]))
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            await collect(provider(fake_anthropic))
+
+    assert len(fake_anthropic.requests) == 1
+    assert fake_anthropic.pending == 1
+
+
+async def test_unknown_stop_reason_passes_through(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(Reply([text("hm")], stop_reason="weird_reason"))
+
+    response = completed(await collect(provider(fake_anthropic))).response
+
+    assert response.stop_reason == "weird_reason"
