@@ -1,0 +1,29 @@
+"""The tools the agent acts with, and the protocol they implement."""
+
+from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+from runner.tools.bash import BashTool
+from runner.tools.edit_file import EditFileTool
+from runner.tools.glob import GlobTool
+from runner.tools.grep import GrepTool
+from runner.tools.read_file import ReadFileTool
+from runner.tools.registry import default_tools
+from runner.tools.workflow import Workflow, WorkflowChanged, WorkflowItem, WorkflowTool
+from runner.tools.write_file import WriteFileTool
+
+__all__ = [
+    "BashTool",
+    "EditFileTool",
+    "GlobTool",
+    "GrepTool",
+    "ReadFileTool",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutput",
+    "Workflow",
+    "WorkflowChanged",
+    "WorkflowItem",
+    "WorkflowTool",
+    "WriteFileTool",
+    "default_tools",
+]

@@ -1,0 +1,69 @@
+"""bash: run a shell command in the repository."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from runner.llm.types import JSONObject, ToolSpec
+from runner.sandbox.base import ExecResult, Sandbox
+from runner.tools.base import ToolContext, ToolOutput
+from runner.tools.schema import ToolInput, input_schema, parse
+
+DEFAULT_TIMEOUT = 120.0
+MAX_TIMEOUT = 600.0
+
+
+class BashInput(ToolInput):
+    command: str = Field(description="The command line, run with `bash -c`.")
+    timeout: float = Field(
+        default=DEFAULT_TIMEOUT,
+        gt=0,
+        le=MAX_TIMEOUT,
+        description="Seconds before the command and everything it started are killed.",
+    )
+
+
+SPEC = ToolSpec(
+    name="bash",
+    description=(
+        "Run a bash command at the repository root and get its output (stdout and"
+        " stderr interleaved) and exit code. Each call starts a fresh shell: cd,"
+        " exported variables and activated environments do not carry over, so chain"
+        " steps with && in one command. There is no terminal and no stdin: pass"
+        " non-interactive flags (-y, --no-pager) and never start an editor or pager."
+        " The default timeout is 120 seconds (at most 600); on timeout the command and"
+        " every process it started are killed. A process meant to outlive the command"
+        " must send its output elsewhere (`cmd > log 2>&1 &`); one still writing to the"
+        " command's output when it ends is stopped. Long output is shortened in the"
+        " middle, so filter it (grep, tail, head). Prefer read_file, grep and glob to"
+        " cat, grep and find."
+    ),
+    input_schema=input_schema(BashInput),
+)
+
+
+def render(result: ExecResult, timeout: float) -> ToolOutput:
+    """The command's output, then how it ended."""
+    output = result.output.decode("utf-8", errors="replace")
+    if output and not output.endswith("\n"):
+        output += "\n"
+    ended = f"{output}exit code: {result.exit_code}"
+    if result.timed_out:
+        note = f"timed out after {timeout:g}s; the process group was killed"
+        return ToolOutput(f"{ended}\n{note}", is_error=True)
+    # A failing command is information (a red test, a missing file), not a tool error.
+    return ToolOutput(ended)
+
+
+class BashTool:
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+
+    @property
+    def spec(self) -> ToolSpec:
+        return SPEC
+
+    async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
+        request = parse(BashInput, args)
+        result = await self._sandbox.run(["bash", "-c", request.command], timeout=request.timeout)
+        return render(result, request.timeout)

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from runner.sandbox import LocalSandbox
+from runner.tools import BashTool, ToolContext, ToolOutput
+
+
+async def bash(sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: float) -> ToolOutput:
+    return await BashTool(sandbox)({"command": command, **extra}, ctx)
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # Killed but not yet reaped by its new parent: a zombie runs no more.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:  # reaped in between
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+async def test_output_then_exit_code(sandbox: LocalSandbox, ctx: ToolContext) -> None:
+    output = await bash(sandbox, ctx, "echo hello")
+
+    assert output == ToolOutput("hello\nexit code: 0")
+
+
+async def test_stdout_and_stderr_keep_their_order(sandbox: LocalSandbox, ctx: ToolContext) -> None:
+    output = await bash(sandbox, ctx, "echo out1; echo err1 >&2; echo out2; echo err2 >&2")
+
+    assert output.content == "out1\nerr1\nout2\nerr2\nexit code: 0"
+
+
+async def test_nonzero_exit_is_information_not_an_error(
+    sandbox: LocalSandbox, ctx: ToolContext
+) -> None:
+    output = await bash(sandbox, ctx, "printf 'no newline'; exit 3")
+
+    assert output == ToolOutput("no newline\nexit code: 3", is_error=False)
+
+
+async def test_no_output(sandbox: LocalSandbox, ctx: ToolContext) -> None:
+    assert await bash(sandbox, ctx, "true") == ToolOutput("exit code: 0")
+
+
+async def test_runs_at_the_repository_root(sandbox: LocalSandbox, ctx: ToolContext) -> None:
+    output = await bash(sandbox, ctx, "pwd")
+
+    assert output.content == f"{sandbox.root}\nexit code: 0"
+
+
+async def test_timeout_kills_the_process_group_and_is_an_error(
+    sandbox: LocalSandbox, tree: Path, ctx: ToolContext
+) -> None:
+    command = (
+        # The child's output goes elsewhere, so only the group kill can reach it.
+        "sleep 300 > /dev/null 2>&1 & echo $! > child.pid; echo started; sleep 300"
+    )
+
+    output = await bash(sandbox, ctx, command, timeout=0.5)
+
+    assert output == ToolOutput(
+        "started\nexit code: -9\ntimed out after 0.5s; the process group was killed",
+        is_error=True,
+    )
+    child = int((tree / "child.pid").read_text())
+    for _ in range(100):
+        if gone(child):
+            break
+        await asyncio.sleep(0.01)
+    assert gone(child)
+
+
+async def test_secrets_are_not_in_the_environment(
+    sandbox: LocalSandbox, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-do-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs-do-not-leak")
+    monkeypatch.setenv("NEO_GITHUB_PRIVATE_KEY", "pem-do-not-leak")
+    monkeypatch.setenv("BUILD_FLAVOR", "visible")
+
+    output = await bash(sandbox, ctx, "env")
+
+    assert isinstance(output.content, str)
+    assert "BUILD_FLAVOR=visible" in output.content.splitlines()
+    assert "do-not-leak" not in output.content
+
+
+def test_spec(sandbox: LocalSandbox) -> None:
+    spec = BashTool(sandbox).spec
+
+    assert spec.name == "bash"
+    assert spec.input_schema["properties"] == {
+        "command": {"description": "The command line, run with `bash -c`.", "type": "string"},
+        "timeout": {
+            "default": 120.0,
+            "description": "Seconds before the command and everything it started are killed.",
+            "exclusiveMinimum": 0,
+            "maximum": 600.0,
+            "type": "number",
+        },
+    }
