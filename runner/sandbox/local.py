@@ -129,7 +129,7 @@ class LocalSandbox:
         self,
         argv: Sequence[str],
         *,
-        timeout: float,  # noqa: ASYNC109 - the Sandbox protocol's; it bounds the command, not the call
+        timeout: float,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
