@@ -5,23 +5,35 @@ from __future__ import annotations
 DEFAULT_CAP_BYTES = 32 * 1024
 
 
-def cap_text(text: str, limit: int = DEFAULT_CAP_BYTES) -> str:
+def cap_text(
+    text: str,
+    limit: int = DEFAULT_CAP_BYTES,
+    *,
+    total_bytes: int | None = None,
+    total_lines: int | None = None,
+) -> str:
     """Keep the head and tail of `text` within `limit` UTF-8 bytes.
 
     What is cut is replaced by a marker that gives the original size in bytes
     and lines, so the model knows what it did not see and can ask for a
-    narrower slice. Text within the limit is returned unchanged.
+    narrower slice. Text within the limit is returned unchanged, unless
+    `total_bytes` says it is already an excerpt of a longer output.
     """
+    excerpt = total_bytes is not None
     # Cheap exits first: most outputs are small, and a str of n characters
     # encodes to at least n bytes.
-    if len(text) <= limit // 4:
+    if len(text) <= limit // 4 and not excerpt:
         return text
     data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= limit:
+    if len(data) <= limit and not excerpt:
         return text
+    limit = min(limit, len(data))
+    size = total_bytes if total_bytes is not None else len(data)
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if total_lines is not None:
+        lines = total_lines
     marker = (
-        f"\n\n[... output truncated: {len(data):,} bytes in {lines:,} lines in total; "
+        f"\n\n[... output truncated: {size:,} bytes in {lines:,} lines in total; "
         f"showing the first and last {limit // 2:,} bytes ...]\n\n"
     )
     half = limit // 2

@@ -240,19 +240,29 @@ class Agent:
         output = await self._invoke(call)
         blocks = (llm.Text(output.content),) if isinstance(output.content, str) else output.content
         content = tuple(
-            llm.Text(cap_text(b.text, self._output_cap)) if isinstance(b, llm.Text) else b
+            llm.Text(
+                cap_text(
+                    b.text,
+                    self._output_cap,
+                    total_bytes=output.total_bytes,
+                    total_lines=output.total_lines,
+                )
+            )
+            if isinstance(b, llm.Text)
+            else b
             for b in blocks
         )
         original = "".join(b.text for b in blocks if isinstance(b, llm.Text))
         capped = "".join(b.text for b in content if isinstance(b, llm.Text))
+        size = output.total_bytes or len(original.encode("utf-8", "surrogatepass"))
         self._emit(
             ev.ToolFinished(
                 call.id,
                 call.name,
                 output.is_error,
                 capped,
-                len(original.encode("utf-8", "surrogatepass")),
-                len(capped) != len(original),
+                size,
+                capped != original,
                 int((time.monotonic() - started) * 1000),
             )
         )

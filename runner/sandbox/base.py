@@ -15,6 +15,10 @@ class ExecResult:
     # stdout and stderr interleaved as the command wrote them.
     output: bytes
     timed_out: bool = False
+    # Set when `output` keeps only the head and tail of a longer output
+    # (see `OutputBuffer`): the full output's size.
+    total_bytes: int | None = None
+    total_lines: int | None = None
 
 
 class SandboxError(NeoError):

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.sandbox.base import ExecResult, PathOutsideTree, SandboxError
+from runner.sandbox.output import OutputBuffer
 
 # Substrings of environment variable names that look like credentials, and
 # whole families of variables that configure Neo or a model provider.
@@ -90,12 +91,12 @@ class _Collector(asyncio.SubprocessProtocol):
     """
 
     def __init__(self) -> None:
-        self.output = bytearray()
+        self.output = OutputBuffer()
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.output.extend(data.encode() if isinstance(data, str) else data)
+        self.output.append(data.encode() if isinstance(data, str) else data)
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -186,7 +187,14 @@ class LocalSandbox:
         finally:
             transport.close()
         code = transport.get_returncode()
-        return ExecResult(-9 if code is None else code, bytes(collector.output), timed_out)
+        output = collector.output
+        return ExecResult(
+            -9 if code is None else code,
+            output.getvalue(),
+            timed_out,
+            output.total_bytes if output.dropped else None,
+            output.total_lines if output.dropped else None,
+        )
 
     async def read(self, path: str) -> bytes:
         return await asyncio.to_thread(self._read, path)

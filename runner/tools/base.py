@@ -13,6 +13,10 @@ from runner.llm.types import Image, JSONObject, Text, ToolSpec
 class ToolOutput:
     content: str | tuple[Text | Image, ...]
     is_error: bool = False
+    # Set when the text is already an excerpt (head and tail) of a longer
+    # output: its full size, which the loop's truncation marker reports.
+    total_bytes: int | None = None
+    total_lines: int | None = None
 
 
 class ToolError(Exception):

@@ -49,10 +49,16 @@ def render(result: ExecResult, timeout: float) -> ToolOutput:
         output += "\n"
     ended = f"{output}exit code: {result.exit_code}"
     if result.timed_out:
-        note = f"timed out after {timeout:g}s; the process group was killed"
-        return ToolOutput(f"{ended}\n{note}", is_error=True)
+        ended += f"\ntimed out after {timeout:g}s; the process group was killed"
+    total_bytes = total_lines = None
+    if result.total_bytes is not None:
+        # The sandbox kept only head and tail: report the full size.
+        added = ended[len(output) :]
+        total_bytes = result.total_bytes + len(added.encode())
+        # `output` ends with a newline, so `added` starts new lines.
+        total_lines = (result.total_lines or 0) + len(added.splitlines())
     # A failing command is information (a red test, a missing file), not a tool error.
-    return ToolOutput(ended)
+    return ToolOutput(ended, result.timed_out, total_bytes, total_lines)
 
 
 class BashTool:

@@ -437,3 +437,19 @@ def test_command_env_without_path_uses_the_default() -> None:
     env = command_env({}, None, "/venv/bin")
 
     assert env["PATH"] == f"{os.defpath}:/venv/bin"
+
+
+async def test_endless_output_is_bounded_but_counted(tmp_path: Path) -> None:
+    from runner.sandbox.output import OUTPUT_LIMIT
+
+    sandbox = LocalSandbox(tmp_path)
+    size = OUTPUT_LIMIT + 4 * 1024 * 1024
+    result = await sandbox.run(
+        ["bash", "-c", f"yes abcdefghijklmnopqrstuvwxyz | head -c {size}"], timeout=60
+    )
+
+    assert result.exit_code == 0
+    assert len(result.output) == OUTPUT_LIMIT
+    assert result.total_bytes == size
+    assert result.total_lines == size // 27 + 1
+    assert result.output.startswith(b"abcdefghijklmnopqrstuvwxyz\n")

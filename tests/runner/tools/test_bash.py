@@ -108,3 +108,14 @@ def test_spec(sandbox: LocalSandbox) -> None:
             "type": "number",
         },
     }
+
+
+def test_an_excerpt_from_the_sandbox_keeps_the_full_size() -> None:
+    from runner.sandbox.base import ExecResult
+    from runner.tools.bash import render
+
+    output = render(ExecResult(0, b"head\ntail\n", total_bytes=1000, total_lines=100), 120)
+
+    assert output.content == "head\ntail\nexit code: 0"
+    assert output.total_bytes == 1000 + len("exit code: 0")
+    assert output.total_lines == 101
