@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -55,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if os.environ.get("NEO_DEBUG"):
+        _debug_logging()
     if args.command == "run":
         return run_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands
@@ -108,6 +111,19 @@ async def _run(request: RunRequest, output: Output) -> RunResult:
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
+
+
+def _debug_logging() -> None:
+    """Neo's own debug log (raw provider error bodies, retries) on stderr.
+
+    Only the `neo` loggers: the SDKs' debug output includes request details
+    that have no place in a log someone might paste into an issue.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logger = logging.getLogger("neo")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
 
 
 def _positive_int(text: str) -> int:

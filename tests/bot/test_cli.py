@@ -7,6 +7,7 @@ script and signals run it as a subprocess.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -20,7 +21,7 @@ import pytest
 
 from bot.cli import main
 from runner.session import SessionStore
-from tests.fakes import FakeAnthropicAPI, Reply, Stall, text, tool_use
+from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
 
 NEO = Path(sys.executable).with_name("neo")
 
@@ -423,3 +424,28 @@ def test_ctrl_c_exits_130_with_the_session_saved(
     answered = session.messages[-1].content[0]
     assert answered.tool_use_id == "toolu_1"  # type: ignore[union-attr]
     assert answered.is_error  # type: ignore[union-attr]
+
+
+def test_neo_debug_shows_the_raw_error_body(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_anthropic.script(ErrorReply(400, "invalid_request_error", "messages: too many"))
+    monkeypatch.setenv("NEO_DEBUG", "1")
+    neo_log = logging.getLogger("neo")
+
+    try:
+        code = main(["run", "--repo", str(repo), "go"])
+    finally:
+        neo_log.handlers.clear()
+        neo_log.setLevel(logging.NOTSET)
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "neo: error: anthropic 400 invalid_request_error: messages: too many" in err
+    assert "neo.llm.anthropic DEBUG anthropic error body:" in err
+    assert "request_id" in err
+    assert env["ANTHROPIC_API_KEY"] not in err
