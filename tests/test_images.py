@@ -1,0 +1,150 @@
+"""The sandbox image that scripts/build-images makes, checked on a real engine.
+
+These tests never skip: scripts/test starts the engine and builds the image
+first, so a failure here means the setup is broken, not that it is absent.
+"""
+
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from docker.errors import DockerException, ImageNotFound
+from docker.models.images import Image
+
+REPO = Path(__file__).resolve().parents[1]
+IMAGE = "neo-sandbox:local"
+RUN_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[docker.DockerClient]:
+    try:
+        client = docker.from_env(timeout=RUN_TIMEOUT)
+        client.ping()
+    except DockerException as exc:
+        pytest.fail(f"cannot reach the Docker engine ({exc}); run scripts/ensure-docker")
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def image(client: docker.DockerClient) -> Image:
+    try:
+        return client.images.get(IMAGE)
+    except ImageNotFound:
+        pytest.fail(f"image {IMAGE} is missing; run scripts/build-images")
+
+
+def run(client: docker.DockerClient, argv: Sequence[str], **options: Any) -> tuple[int, str]:
+    """Run `argv` in a fresh, networkless sandbox container; exit status and output."""
+    container = client.containers.run(
+        IMAGE, list(argv), detach=True, network_mode="none", **options
+    )
+    try:
+        status = container.wait(timeout=RUN_TIMEOUT)
+        output = container.logs(stdout=True, stderr=True).decode()
+    finally:
+        container.remove(force=True)
+    return int(status["StatusCode"]), output
+
+
+def test_image_is_configured_for_an_unprivileged_user(image: Image) -> None:
+    config = image.attrs["Config"]
+    assert config["User"] == "neo"
+    assert config["WorkingDir"] == "/workspace"
+    assert "LANG=C.UTF-8" in config["Env"]
+    assert "HOME=/home/neo" in config["Env"]
+    assert config["Entrypoint"] == ["/usr/bin/tini", "--"]
+    assert re.fullmatch(r"[0-9a-f]{64}", config["Labels"]["neo.dockerfile-sha"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["bash", "--version"], "GNU bash"),
+        (["git", "--version"], "git version"),
+        (["rg", "--version"], "ripgrep"),
+        (["python3", "--version"], "Python 3."),
+        (["cc", "--version"], "Free Software Foundation"),
+        (["make", "--version"], "GNU Make"),
+        (["tini", "--version"], "tini version"),
+        (["patch", "--version"], "GNU patch"),
+        (["diff", "--version"], "diffutils"),
+        (["gawk", "--version"], "GNU Awk"),
+        (["ps", "--version"], "procps"),
+        (["curl", "--version"], "curl"),
+    ],
+    ids=lambda value: value[0] if isinstance(value, list) else None,
+)
+def test_tool_is_installed(client: docker.DockerClient, argv: list[str], expected: str) -> None:
+    status, output = run(client, argv)
+    assert status == 0, output
+    assert expected in output
+
+
+def test_c_toolchain_and_python_venv_work(client: docker.DockerClient) -> None:
+    script = (
+        "cd /tmp"
+        " && printf 'int main(void){return 42;}\\n' > t.c && cc t.c -o t"
+        ' && { ./t; echo "exit=$?"; }'
+        " && python3 -m venv v && v/bin/python -c 'import sys; print(sys.prefix)'"
+    )
+    status, output = run(client, ["bash", "-c", script], tmpfs={"/tmp": "exec"})
+    assert status == 0, output
+    assert "exit=42" in output
+    assert "/tmp/v" in output
+
+
+def test_runs_as_neo_with_uid_1000(client: docker.DockerClient) -> None:
+    status, output = run(client, ["sh", "-c", "id -u; id -g; id -un; echo $HOME"])
+    assert status == 0, output
+    assert output.split() == ["1000", "1000", "neo", "/home/neo"]
+
+
+def test_workspace_is_owned_by_neo(client: docker.DockerClient) -> None:
+    status, output = run(client, ["stat", "-c", "%U:%G %u:%g", "/workspace"])
+    assert status == 0, output
+    assert output.strip() == "neo:neo 1000:1000"
+
+
+def test_runs_with_a_read_only_root_and_a_tmpfs(client: docker.DockerClient) -> None:
+    script = "echo ok > /tmp/probe && cat /tmp/probe && ! touch /home/neo/probe 2>/dev/null"
+    status, output = run(client, ["bash", "-c", script], read_only=True, tmpfs={"/tmp": ""})
+    assert status == 0, output
+    assert output.strip() == "ok"
+
+
+def test_utf8_locale_is_available(client: docker.DockerClient) -> None:
+    status, output = run(
+        client, ["python3", "-c", "import sys; print(sys.getfilesystemencoding())"]
+    )
+    assert status == 0, output
+    assert output.strip() == "utf-8"
+
+
+def test_dockerfile_takes_its_base_image_as_a_build_argument() -> None:
+    lines = [line.strip() for line in (REPO / "Dockerfile").read_text().splitlines()]
+    arg = lines.index("ARG BASE_IMAGE=debian:bookworm-slim")
+    sandbox = lines.index("FROM ${BASE_IMAGE} AS sandbox")
+    assert arg < sandbox
+    # An ARG is only visible to FROM when it comes before every stage.
+    assert not any(line.startswith("FROM ") for line in lines[:arg])
+
+
+def test_second_build_reuses_the_image(image: Image) -> None:
+    result = subprocess.run(
+        [str(REPO / "scripts" / "build-images")],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"{IMAGE} reused" in result.stdout
+    assert " built " not in result.stdout
