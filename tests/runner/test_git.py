@@ -1,0 +1,666 @@
+"""runner.git against the real git CLI and a real smart-HTTP server (git http-backend)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import socket
+import stat
+import subprocess
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from runner.errors import NeoError
+from runner.git import (
+    DiffStat,
+    FileStat,
+    GitError,
+    MirrorCache,
+    checkout_branch,
+    clone,
+    commit_all,
+    diffstat,
+    fetch_pull_request,
+    push,
+)
+from tests.fakes import (
+    FakeGitServer,
+    add_commit,
+    file_content,
+    file_path,
+    git_env,
+    make_pull_request,
+    make_repo,
+)
+
+TOKEN = "ghs_S3cretTokenForTheTests0123456789abcd"
+WRONG = "ghs_NotTheRightToken000000000000000000000"
+# Every form the token could leak in: raw, and base64 as it travels in the header.
+LEAKS = (
+    TOKEN.encode(),
+    base64.b64encode(f"x-access-token:{TOKEN}".encode()),
+    base64.b64encode(TOKEN.encode()),
+)
+BOT_NAME, BOT_EMAIL = "neo[bot]", "neo-bot@users.noreply.github.com"
+
+
+async def commit(tree: Path, message: str, co_authors: Sequence[str] = ()) -> str | None:
+    """commit_all as the bot."""
+    return await commit_all(
+        tree, message, author_name=BOT_NAME, author_email=BOT_EMAIL, co_authors=co_authors
+    )
+
+
+def git(*args: str, cwd: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *args], capture_output=True, env=git_env(), check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode().strip()
+
+
+def files_holding_secrets(root: Path) -> list[Path]:
+    """Every regular file under `root` (.git included) that holds the token in any form."""
+    found = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = Path(directory, name)
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                if any(leak in data for leak in LEAKS):
+                    found.append(path)
+    return found
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Path:
+    return tmp_path / "served"
+
+
+@pytest.fixture
+def origin(served: Path) -> Path:
+    """The repository on the server: 20 files, 3 commits on main."""
+    repo = served / "octo" / "hello.git"
+    make_repo(repo, files=20, commits=3)
+    return repo
+
+
+@pytest.fixture
+def server(served: Path, origin: Path) -> Iterator[FakeGitServer]:
+    with FakeGitServer(served, token=TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+def url(server: FakeGitServer) -> str:
+    return server.url("octo/hello.git")
+
+
+@pytest.fixture
+async def cache(tmp_path: Path) -> AsyncIterator[MirrorCache]:
+    async with MirrorCache(tmp_path / "cache") as mirrors:
+        yield mirrors
+
+
+@pytest.fixture
+async def tree(tmp_path: Path, url: str, cache: MirrorCache) -> Path:
+    """A clone of the origin's main branch."""
+    dest = tmp_path / "tree"
+    await clone(url, dest, token=TOKEN, cache=cache)
+    return dest
+
+
+def assert_one_safe_line(error: GitError) -> None:
+    message = str(error)
+    assert "\n" not in message
+    assert all(leak.decode() not in message for leak in LEAKS)
+    assert error.kind == "git_error"
+    assert isinstance(error, NeoError)
+
+
+# --- clone and credentials
+
+
+async def test_clone_checks_out_the_default_branch(
+    tree: Path, origin: Path, server: FakeGitServer
+) -> None:
+    head = git("rev-parse", "refs/heads/main", cwd=origin)
+
+    assert git("rev-parse", "HEAD", cwd=tree) == head
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tree) == "main"
+    assert git("rev-parse", "--abbrev-ref", "main@{upstream}", cwd=tree) == "origin/main"
+    assert git("status", "--porcelain", cwd=tree) == ""
+    assert (tree / file_path(7)).read_bytes() == file_content(7)
+    assert git("for-each-ref", "--format=%(refname)", "refs/heads/", cwd=tree) == "refs/heads/main"
+    assert server.requests
+    assert all(request.authenticated for request in server.requests)
+
+
+async def test_clone_returns_the_commit_it_checked_out(
+    tmp_path: Path, url: str, origin: Path, cache: MirrorCache
+) -> None:
+    sha = await clone(url, tmp_path / "tree", token=TOKEN, cache=cache)
+
+    assert sha == git("rev-parse", "refs/heads/main", cwd=origin)
+
+
+@pytest.mark.parametrize("token", [WRONG, ""])
+async def test_clone_with_a_wrong_or_missing_token_fails_in_one_safe_line(
+    tmp_path: Path, url: str, cache: MirrorCache, server: FakeGitServer, token: str
+) -> None:
+    with pytest.raises(GitError) as raised:
+        await clone(url, tmp_path / "tree", token=token, cache=cache)
+
+    assert_one_safe_line(raised.value)
+    assert f"authentication failed for {url}" in str(raised.value)
+    if token:
+        assert token not in str(raised.value)
+    assert not any(request.authenticated for request in server.requests)
+    assert {request.status for request in server.requests} == {401}
+    assert not (tmp_path / "tree").exists()
+    assert not cache.path(url).exists()
+
+
+async def test_a_url_carrying_credentials_is_refused_without_echoing_them(
+    tmp_path: Path, url: str, cache: MirrorCache, server: FakeGitServer
+) -> None:
+    with_userinfo = url.replace("http://", f"http://x-access-token:{TOKEN}@")
+
+    with pytest.raises(GitError) as raised:
+        await clone(with_userinfo, tmp_path / "tree", token=TOKEN, cache=cache)
+
+    assert_one_safe_line(raised.value)
+    assert "must not carry credentials" in str(raised.value)
+    assert server.requests == []
+
+
+async def test_cloning_a_missing_repository_fails_in_one_line(
+    tmp_path: Path, server: FakeGitServer, cache: MirrorCache
+) -> None:
+    with pytest.raises(GitError) as raised:
+        await clone(server.url("octo/absent.git"), tmp_path / "tree", token=TOKEN, cache=cache)
+
+    assert_one_safe_line(raised.value)
+    assert "not found" in str(raised.value)
+
+
+async def test_clone_into_a_non_empty_directory_is_refused(
+    tmp_path: Path, url: str, cache: MirrorCache
+) -> None:
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "file").write_text("mine\n")
+
+    with pytest.raises(GitError, match="not empty"):
+        await clone(url, tmp_path / "busy", token=TOKEN, cache=cache)
+    assert (tmp_path / "busy" / "file").read_text() == "mine\n"
+
+
+async def test_the_token_is_in_no_file_and_origin_is_clean(
+    tree: Path, url: str, cache: MirrorCache
+) -> None:
+    assert files_holding_secrets(tree) == []
+    assert files_holding_secrets(cache.root) == []
+    assert git("config", "--get-all", "remote.origin.url", cwd=tree) == url
+    config = (tree / ".git" / "config").read_text()
+    assert "extraheader" not in config.lower()
+    assert "@" not in config
+
+
+async def test_the_token_never_reaches_a_command_line(
+    tmp_path: Path, url: str, cache: MirrorCache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `git` first on PATH that records its arguments, then runs the real one.
+    real = shutil.which("git")
+    assert real is not None
+    wrappers, log = tmp_path / "bin", tmp_path / "argv.log"
+    wrappers.mkdir()
+    wrapper = wrappers / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrappers}{os.pathsep}{os.environ['PATH']}")
+    dest = tmp_path / "tree"
+
+    await clone(url, dest, token=TOKEN, cache=cache)
+    (dest / "new.txt").write_text("new\n")
+    await commit(dest, "Add a file")
+    await push(dest, "main", url=url, token=TOKEN)
+
+    recorded = log.read_bytes()
+    assert b" clone " in recorded
+    assert b" push " in recorded
+    assert all(leak not in recorded for leak in LEAKS)
+
+
+async def test_the_tree_works_offline_without_the_cache(tree: Path, cache: MirrorCache) -> None:
+    shutil.rmtree(cache.root)
+
+    assert not (tree / ".git" / "objects" / "info" / "alternates").exists()
+    missing = git("rev-list", "--objects", "--missing=print", "-1", "HEAD", cwd=tree)
+    assert [line for line in missing.splitlines() if line.startswith("?")] == []
+    assert len(git("log", "--oneline", cwd=tree).splitlines()) == 3
+    assert "Change 2" in git("show", "HEAD", cwd=tree)
+    assert "diff --git" in git("diff", "HEAD~2", "HEAD", cwd=tree)
+    (tree / "offline.txt").write_text("written offline\n")
+    git("add", "offline.txt", cwd=tree)
+    git("-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm", "x", cwd=tree)
+    assert git("status", "--porcelain", cwd=tree) == ""
+
+
+async def test_the_tree_shares_no_file_with_the_cache(tree: Path) -> None:
+    packs = list((tree / ".git" / "objects" / "pack").iterdir())
+
+    assert packs
+    assert all(pack.stat().st_nlink == 1 for pack in packs)
+
+
+async def test_clone_of_a_tag_a_commit_and_a_pull_request_head_is_detached(
+    tmp_path: Path, url: str, origin: Path, cache: MirrorCache
+) -> None:
+    git("tag", "v1", "main~1", cwd=origin)
+    first = git("rev-list", "--max-parents=0", "main", cwd=origin)
+    pull_head = make_pull_request(origin, 3, {"pr.txt": b"proposed\n"})
+
+    tagged = await clone(url, tmp_path / "tag", token=TOKEN, cache=cache, ref="v1")
+    by_sha = await clone(url, tmp_path / "sha", token=TOKEN, cache=cache, ref=first)
+    pull = await clone(url, tmp_path / "pull", token=TOKEN, cache=cache, ref="refs/pull/3/head")
+
+    assert tagged == git("rev-parse", "main~1", cwd=origin)
+    assert by_sha == first
+    assert pull == pull_head
+    assert (tmp_path / "pull" / "pr.txt").read_text() == "proposed\n"
+    for name in ("tag", "sha", "pull"):
+        done = subprocess.run(
+            ["git", "-C", str(tmp_path / name), "symbolic-ref", "-q", "HEAD"],
+            env=git_env(),
+            check=False,
+        )
+        assert done.returncode == 1  # detached
+
+
+async def test_clone_of_another_branch_tracks_it(
+    tmp_path: Path, url: str, origin: Path, cache: MirrorCache
+) -> None:
+    git("branch", "develop", "main~1", cwd=origin)
+
+    sha = await clone(url, tmp_path / "tree", token=TOKEN, cache=cache, ref="develop")
+
+    assert sha == git("rev-parse", "develop", cwd=origin)
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tmp_path / "tree") == "develop"
+    upstream = git("rev-parse", "--abbrev-ref", "develop@{upstream}", cwd=tmp_path / "tree")
+    assert upstream == "origin/develop"
+
+
+async def test_clone_of_an_unknown_branch_fails(
+    tmp_path: Path, url: str, cache: MirrorCache
+) -> None:
+    with pytest.raises(GitError) as raised:
+        await clone(url, tmp_path / "tree", token=TOKEN, cache=cache, ref="no-such-branch")
+
+    assert_one_safe_line(raised.value)
+    assert "no-such-branch" in str(raised.value)
+
+
+async def test_a_stalled_server_times_out_in_one_line(tmp_path: Path, cache: MirrorCache) -> None:
+    with socket.socket() as listener:  # accepts connections, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/octo/hello.git"
+
+        with pytest.raises(GitError) as raised:
+            await clone(url, tmp_path / "tree", token=TOKEN, cache=cache, timeout=0.5)
+
+    assert_one_safe_line(raised.value)
+    assert str(raised.value).endswith("timed out after 0.5 s")
+
+
+# --- the mirror cache
+
+
+@pytest.mark.parametrize("spare_trees", [True, False])
+async def test_a_second_clone_fetches_only_what_changed(
+    tmp_path: Path, served: Path, server: FakeGitServer, spare_trees: bool
+) -> None:
+    repo = served / "octo" / "big.git"
+    make_repo(repo, files=300, commits=2)
+    url = server.url("octo/big.git")
+    async with MirrorCache(tmp_path / "cache", spare_trees=spare_trees) as cache:
+        server.clear()
+        await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+        cold_bytes = sum(request.response_bytes for request in server.requests)
+        await cache.wait_idle()
+        assert cache.spare_path(url).is_dir() is spare_trees
+        new = add_commit(repo, {"added.txt": b"one more file\n", file_path(5): None})
+
+        server.clear()
+        second = await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+
+    warm_bytes = sum(request.response_bytes for request in server.requests)
+    assert cold_bytes > 100_000  # 300 files of 1 KB
+    assert warm_bytes < 5_000  # one commit, one tree path and one blob
+    assert second == new
+    tree = tmp_path / "second"
+    assert (tree / "added.txt").read_text() == "one more file\n"
+    assert not (tree / file_path(5)).exists()
+    assert git("status", "--porcelain", cwd=tree) == ""
+    assert git("rev-parse", "origin/main", cwd=tree) == new
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tree) == "main"
+    assert files_holding_secrets(tree) == []
+    missing = git("rev-list", "--objects", "--missing=print", "-1", "HEAD", cwd=tree)
+    assert [line for line in missing.splitlines() if line.startswith("?")] == []
+
+
+async def test_a_renamed_default_branch_is_followed(
+    tmp_path: Path, url: str, origin: Path, cache: MirrorCache
+) -> None:
+    await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+    await cache.wait_idle()  # the second clone takes the spare tree
+    git("branch", "-m", "main", "trunk", cwd=origin)
+
+    sha = await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+
+    second = tmp_path / "second"
+    assert sha == git("rev-parse", "refs/heads/trunk", cwd=origin)
+    assert git("symbolic-ref", "--short", "HEAD", cwd=second) == "trunk"
+    assert (
+        git("symbolic-ref", "refs/remotes/origin/HEAD", cwd=second) == "refs/remotes/origin/trunk"
+    )
+    assert git("for-each-ref", "--format=%(refname)", "refs/remotes/", cwd=second).split() == [
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/trunk",
+    ]
+
+
+async def test_the_spare_tree_is_replaced_after_it_is_taken(
+    tmp_path: Path, url: str, cache: MirrorCache
+) -> None:
+    await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+    await cache.wait_idle()
+    spare = cache.spare_path(url)
+    inode = spare.stat().st_ino
+
+    await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+    await cache.wait_idle()
+
+    assert (tmp_path / "second").stat().st_ino == inode  # moved, not copied
+    assert spare.is_dir()
+    assert spare.stat().st_ino != inode
+
+
+async def test_concurrent_clones_of_one_repository_both_succeed(
+    tmp_path: Path, url: str, origin: Path, cache: MirrorCache
+) -> None:
+    shas = await asyncio.gather(
+        *(clone(url, tmp_path / f"tree{n}", token=TOKEN, cache=cache) for n in range(3))
+    )
+
+    head = git("rev-parse", "refs/heads/main", cwd=origin)
+    assert shas == [head, head, head]
+    for n in range(3):
+        assert git("status", "--porcelain", cwd=tmp_path / f"tree{n}") == ""
+        assert git("fsck", "--connectivity-only", "--no-dangling", cwd=tmp_path / f"tree{n}") == ""
+    assert sorted(path.suffix for path in cache.root.iterdir() if path.suffix == ".git") == [".git"]
+
+
+# --- pull requests and branches
+
+
+async def test_fetch_pull_request_checks_out_its_head(
+    tree: Path, url: str, origin: Path, server: FakeGitServer
+) -> None:
+    head = make_pull_request(origin, 7, {"feature.txt": b"from the pr\n", "README.md": b"pr\n"})
+    server.clear()
+
+    sha = await fetch_pull_request(tree, 7, url=url, token=TOKEN)
+
+    assert sha == head
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tree) == "pull/7"
+    assert (tree / "feature.txt").read_text() == "from the pr\n"
+    assert (tree / "README.md").read_text() == "pr\n"
+    assert git("status", "--porcelain", cwd=tree) == ""
+    assert server.requests
+    assert all(request.authenticated for request in server.requests)
+    assert files_holding_secrets(tree) == []
+
+
+async def test_fetch_pull_request_with_a_wrong_token_fails_in_one_safe_line(
+    tree: Path, url: str, origin: Path
+) -> None:
+    make_pull_request(origin, 8, {"feature.txt": b"x\n"})
+
+    with pytest.raises(GitError) as raised:
+        await fetch_pull_request(tree, 8, url=url, token=WRONG)
+
+    assert_one_safe_line(raised.value)
+    assert "authentication failed" in str(raised.value)
+
+
+async def test_fetch_pull_request_sends_the_token_only_to_the_given_url(
+    tree: Path, url: str, origin: Path, tmp_path: Path
+) -> None:
+    # The sandbox points origin elsewhere; the caller's URL wins.
+    git("config", "remote.origin.url", "http://127.0.0.1:9/evil.git", cwd=tree)
+    head = make_pull_request(origin, 9, {"feature.txt": b"x\n"})
+
+    assert await fetch_pull_request(tree, 9, url=url, token=TOKEN) == head
+    assert git("config", "remote.origin.url", cwd=tree) == url
+
+
+async def test_checkout_branch_creates_then_resets(tree: Path) -> None:
+    base = git("rev-parse", "HEAD", cwd=tree)
+
+    await checkout_branch(tree, "neo/issue-12")
+    (tree / "work.txt").write_text("work\n")
+    made = await commit(tree, "Work")
+    await checkout_branch(tree, "neo/issue-12", start=base)
+
+    assert made is not None
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tree) == "neo/issue-12"
+    assert git("rev-parse", "HEAD", cwd=tree) == base
+    assert not (tree / "work.txt").exists()
+
+
+async def test_checkout_branch_refuses_a_bad_name(tree: Path) -> None:
+    with pytest.raises(GitError, match="not a valid branch name"):
+        await checkout_branch(tree, "bad name..lock")
+
+
+# --- commits
+
+
+async def test_commit_all_commits_everything_as_the_bot_with_co_authors(tree: Path) -> None:
+    (tree / "README.md").write_text("# changed\n")
+    (tree / file_path(3)).unlink()
+    (tree / "docs").mkdir()
+    (tree / "docs" / "new.md").write_text("new\n")
+
+    sha = await commit(
+        tree,
+        "Fix the flaky date test",
+        co_authors=["Octo Cat <octocat@example.com>", "Mona <mona@example.com>"],
+    )
+
+    assert sha == git("rev-parse", "HEAD", cwd=tree)
+    who = git("log", "-1", "--format=%an|%ae|%cn|%ce", cwd=tree)
+    identity = f"{BOT_NAME}|{BOT_EMAIL}"
+    assert who == f"{identity}|{identity}"
+    body = git("log", "-1", "--format=%B", cwd=tree)
+    assert body.splitlines()[0] == "Fix the flaky date test"
+    trailers = git("log", "-1", "--format=%(trailers:key=Co-authored-by,valueonly)", cwd=tree)
+    assert trailers.splitlines() == ["Octo Cat <octocat@example.com>", "Mona <mona@example.com>"]
+    changes = git("show", "--name-status", "--format=", "HEAD", cwd=tree).splitlines()
+    assert sorted(changes) == sorted(["M\tREADME.md", f"D\t{file_path(3)}", "A\tdocs/new.md"])
+    assert git("status", "--porcelain", cwd=tree) == ""
+
+
+async def test_commit_all_with_nothing_changed_returns_none(tree: Path) -> None:
+    head = git("rev-parse", "HEAD", cwd=tree)
+
+    assert await commit(tree, "Nothing") is None
+    assert git("rev-parse", "HEAD", cwd=tree) == head
+
+
+async def test_commit_all_refuses_a_co_author_that_would_inject_lines(tree: Path) -> None:
+    (tree / "x.txt").write_text("x\n")
+
+    with pytest.raises(GitError, match="not a valid co-author"):
+        await commit(tree, "x", co_authors=["Eve <eve@example.com>\nSigned-off-by: x"])
+
+
+async def test_the_repository_cannot_run_code_on_the_host_when_committing(tree: Path) -> None:
+    # What a sandbox could leave behind: hooks, a hooks path, a filter driver,
+    # an fsmonitor command.
+    marker = tree.parent / "ran"
+    script = f"#!/bin/sh\necho ran >> {marker}\ncat\n"
+    hooks = tree / ".git" / "hooks"
+    for name in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
+        (hooks / name).write_text(script)
+        (hooks / name).chmod(0o755)
+    (tree / "myhooks").mkdir()
+    (tree / "myhooks" / "pre-commit").write_text(script)
+    (tree / "myhooks" / "pre-commit").chmod(0o755)
+    evil = tree / "myhooks" / "pre-commit"
+    git("config", "core.hooksPath", str(tree / "myhooks"), cwd=tree)
+    git("config", "filter.evil.clean", str(evil), cwd=tree)
+    git("config", "filter.evil.required", "true", cwd=tree)
+    git("config", "core.fsmonitor", str(evil), cwd=tree)
+    (tree / ".gitattributes").write_text("*.txt filter=evil\n")
+    (tree / "data.txt").write_text("data\n")
+
+    sha = await commit(tree, "Add data")
+
+    assert sha is not None
+    assert not marker.exists()
+    config = (tree / ".git" / "config").read_text()
+    assert "hooksPath" not in config
+    assert "evil" not in config
+    assert "fsmonitor" not in config
+    assert git("show", "HEAD:data.txt", cwd=tree) == "data"
+
+
+async def test_a_git_directory_holding_a_symlink_is_refused(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside-config"
+    outside.write_text("[core]\n\tbare = false\n")
+    config = tree / ".git" / "config"
+    config.unlink()
+    config.symlink_to(outside)
+
+    with pytest.raises(GitError, match="symbolic link"):
+        await commit(tree, "x")
+    assert outside.read_text() == "[core]\n\tbare = false\n"
+
+
+async def test_alternates_written_in_the_tree_are_removed(tree: Path, cache: MirrorCache) -> None:
+    alternates = tree / ".git" / "objects" / "info" / "alternates"
+    alternates.write_text("/somewhere/else/objects\n")
+    (tree / "x.txt").write_text("x\n")
+
+    assert await commit(tree, "x") is not None
+    assert not alternates.exists()
+
+
+async def test_a_tree_without_a_git_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+
+    with pytest.raises(GitError, match="not a git working tree"):
+        await commit(tmp_path / "plain", "x")
+
+
+# --- diffstat
+
+
+async def test_diffstat_counts_files_and_lines(tree: Path) -> None:
+    base = git("rev-parse", "HEAD", cwd=tree)
+    (tree / "README.md").write_text("# fixture\nfirst\nsecond\n")
+    deleted = file_content(4)
+    (tree / file_path(4)).unlink()
+    (tree / file_path(6)).rename(tree / "moved.py")
+    (tree / "logo.bin").write_bytes(b"\x89PNG\x00\x01\x02\x00" * 16)
+    await commit(tree, "Several changes")
+
+    stat = await diffstat(tree, base)
+
+    by_path = {file.path: file for file in stat.files}
+    assert by_path["README.md"] == FileStat("README.md", 2, 0)
+    assert by_path[file_path(4)] == FileStat(file_path(4), 0, len(deleted.splitlines()))
+    assert by_path["moved.py"] == FileStat("moved.py", 0, 0, old_path=file_path(6))
+    assert by_path["logo.bin"] == FileStat("logo.bin", 0, 0, binary=True)
+    assert stat.files_changed == 4
+    assert stat.insertions == 2
+    assert stat.deletions == len(deleted.splitlines())
+
+
+async def test_diffstat_of_no_change_is_empty(tree: Path) -> None:
+    assert await diffstat(tree, "HEAD") == DiffStat(files=())
+
+
+# --- push
+
+
+async def test_push_lands_in_the_servers_repository(
+    tree: Path, url: str, origin: Path, server: FakeGitServer
+) -> None:
+    await checkout_branch(tree, "neo/fix")
+    (tree / "fix.txt").write_text("fixed\n")
+    sha = await commit(tree, "Fix")
+    server.clear()
+
+    await push(tree, "neo/fix", url=url, token=TOKEN)
+
+    assert git("rev-parse", "refs/heads/neo/fix", cwd=origin) == sha
+    assert git("show", "refs/heads/neo/fix:fix.txt", cwd=origin) == "fixed"
+    pushes = [r for r in server.requests if r.service == "git-receive-pack"]
+    assert pushes
+    assert all(request.authenticated for request in pushes)
+    assert files_holding_secrets(tree) == []
+
+
+async def test_push_with_a_wrong_token_fails_in_one_safe_line(
+    tree: Path, url: str, origin: Path
+) -> None:
+    (tree / "fix.txt").write_text("fixed\n")
+    await commit(tree, "Fix")
+
+    with pytest.raises(GitError) as raised:
+        await push(tree, "main", url=url, token=WRONG)
+
+    assert_one_safe_line(raised.value)
+    assert "authentication failed" in str(raised.value)
+    assert git("rev-parse", "refs/heads/main", cwd=origin) != git("rev-parse", "HEAD", cwd=tree)
+
+
+async def test_a_rejected_push_needs_force(tree: Path, url: str, origin: Path) -> None:
+    add_commit(origin, {"upstream.txt": b"someone else\n"})
+    (tree / "mine.txt").write_text("mine\n")
+    mine = await commit(tree, "Mine")
+
+    with pytest.raises(GitError) as raised:
+        await push(tree, "main", url=url, token=TOKEN)
+    assert_one_safe_line(raised.value)
+    assert "rejected" in str(raised.value)
+
+    await push(tree, "main", url=url, token=TOKEN, force=True)
+    assert git("rev-parse", "refs/heads/main", cwd=origin) == mine
+
+
+async def test_push_works_when_the_sandbox_user_owns_the_tree(
+    tree: Path, url: str, origin: Path
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("changing a tree's owner needs root")
+    (tree / "fix.txt").write_text("fixed\n")
+    for directory, dirs, files in os.walk(tree):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(directory, name), 4242, 4242)
+    os.chown(tree, 4242, 4242)
+
+    sha = await commit(tree, "Fix")
+    await push(tree, "main", url=url, token=TOKEN)
+
+    assert git("rev-parse", "refs/heads/main", cwd=origin) == sha
+    assert stat.S_IMODE((tree / ".git" / "config").stat().st_mode) == 0o644
+    assert (tree / ".git" / "config").stat().st_uid == 4242
