@@ -1,0 +1,686 @@
+"""The docker sandbox: one disposable container per job, driven over one stream.
+
+    async with DockerSandbox.start(tree, image="neo-sandbox:local", job_id=job.id) as sandbox:
+        tools = default_tools(sandbox)
+
+The host working tree is bind-mounted at `/workspace` (the `root` tools see).
+Commands run as a non-root user that owns the tree: uid 1000 (the image's
+`neo`), after the tree is chowned to it when the runner is root, or else the
+runner's own uid and gid. The container holds no secret (its environment is
+an explicit minimal one, never the host's), has no network, drops every
+capability, cannot gain privileges, has a read-only root filesystem with
+tmpfs at /tmp, /var/tmp and the home directory, and is bounded in memory
+(swap included), CPUs and processes.
+
+When the repository's config asks for it, `setup` commands (installing
+dependencies) run with the default bridge network first; the container is
+then disconnected from every network, and checked to have no interface but
+`lo`, before the sandbox is handed out.
+
+The exec channel: the container's main process is `channel_agent.py`, whose
+source the runner writes to the container's stdin at start (a small
+bootstrap reads it), so the image needs only python3 and bash, and nothing
+of Neo is mounted (which also works when Neo itself runs in a container with
+the docker socket). Requests and responses are JSON lines over the attached
+stream, matched by id, so tool calls run concurrently; a call costs a
+millisecond or so plus the command, instead of a `docker exec` (~40 ms).
+
+The container is removed when the context exits, normally, on an exception
+or on cancellation (removal finishes in a worker thread even if cancelled
+again; the runner turns SIGTERM and SIGINT into cancellation, as `neo run`
+does), when the event loop is torn down with the context still open, and at
+interpreter exit as a last resort. If the runner dies without any of that
+(SIGKILL, os._exit, a signal without a handler), the agent sees its stdin
+close, kills its commands and exits, which stops the container;
+`sweep_orphans`, run when the next runner starts, removes it.
+
+When Neo runs in a container itself, `tree` must be a path that is the same
+inside Neo's container and on the docker host (mount the data directory at
+the same path), since the engine resolves bind mounts on the host. The
+engine must be reachable on a unix socket or plain TCP (not TLS or ssh).
+Inside the container the path checks keep tools consistent with the local
+sandbox; the security boundary is the container itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import importlib.resources
+import json
+import os
+import re
+import secrets
+import socket
+import ssl
+import struct
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker import DockerClient
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
+from runner.sandbox import channel_agent
+from runner.sandbox.base import ExecResult, PathOutsideTree, SandboxError
+from runner.sandbox.output import OUTPUT_LIMIT
+
+WORKSPACE = "/workspace"
+HOME = "/home/neo"
+# The image's `neo` user.
+SANDBOX_UID = 1000
+
+LABEL_SANDBOX = "neo.sandbox"
+LABEL_JOB = "neo.job"
+LABEL_STARTED = "neo.started"
+LABEL_OWNER = "neo.owner"
+
+# Everything a command's environment holds, besides what the image sets.
+ENVIRONMENT = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": HOME,
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+}
+
+# The agent's process name is `neo-agent`, so a command's `pkill -f python`
+# misses it. The bootstrap reads the agent's length-prefixed source from stdin.
+_BOOTSTRAP = (
+    "import sys;b=sys.stdin.buffer;n=int(b.readline());"
+    "exec(compile(b.read(n),'neo-agent','exec'),{'__name__':'__neo_agent__'})"
+)
+_COMMAND = ["bash", "-c", 'exec -a neo-agent python3 -I -c "$1" "$2"', "neo-agent", _BOOTSTRAP]
+
+READY_TIMEOUT = 60.0
+# How much longer than a command's own timeout the runner waits for its
+# answer before judging the agent hung.
+_ANSWER_MARGIN = 30.0
+_FILE_TIMEOUT = 300.0
+# The agent reads files up to 512 MiB, which travel as one base64 line.
+_MAX_LINE = 1024 * 1024 * 1024
+_STDERR_KEPT = 4096
+_STDOUT, _STDERR = 1, 2
+
+GiB = 1024 * 1024 * 1024
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one sandbox may use."""
+
+    memory: int = 4 * GiB  # bytes; swap is not allowed beyond it
+    cpus: float = 2.0
+    pids: int = 512
+    # Writable scratch space (tmpfs, counted in `memory` as it fills).
+    tmp: int = 1 * GiB
+    home: int = 1 * GiB
+
+
+class SetupFailed(SandboxError):
+    """A repository setup command failed; `result` holds its output."""
+
+    def __init__(self, message: str, result: ExecResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def docker_client() -> DockerClient:
+    """A client for the engine the environment names (DOCKER_HOST or the default socket)."""
+    try:
+        return docker.from_env()
+    except DockerException as error:
+        raise SandboxError(f"docker is not reachable: {_one_line(error)}") from None
+
+
+def owner_label() -> str:
+    """This runner process, as the `neo.owner` label names it."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def container_name(job_id: str) -> str:
+    slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", job_id).strip("-.")[:40] or "job"
+    return f"neo-{slug}-{secrets.token_hex(4)}"
+
+
+def host_config(
+    tree: Path, *, user: tuple[int, int], limits: Limits, network: bool
+) -> dict[str, Any]:
+    """The HostConfig arguments of a sandbox container."""
+    uid, gid = user
+    scratch = "rw,exec,nosuid,nodev"
+    # Paths inside the container, each its own fresh tmpfs.
+    return {
+        "binds": {str(tree): {"bind": WORKSPACE, "mode": "rw"}},
+        "tmpfs": {
+            "/tmp": f"{scratch},size={limits.tmp},mode=1777",  # noqa: S108
+            "/var/tmp": f"{scratch},size={limits.tmp},mode=1777",  # noqa: S108
+            HOME: f"{scratch},size={limits.home},uid={uid},gid={gid},mode=0755",
+        },
+        "mem_limit": limits.memory,
+        "memswap_limit": limits.memory,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "pids_limit": limits.pids,
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "read_only": True,
+        # docker-init (tini) as PID 1 reaps what commands leave behind.
+        "init": True,
+        "network_mode": "bridge" if network else "none",
+        # The channel's traffic is not the container's log.
+        "log_config": {"type": "none", "config": {}},
+    }
+
+
+def labels(job_id: str, *, started: float, owner: str) -> dict[str, str]:
+    return {
+        LABEL_SANDBOX: "1",
+        LABEL_JOB: job_id,
+        LABEL_STARTED: str(int(started)),
+        LABEL_OWNER: owner,
+    }
+
+
+def is_orphan(
+    container_labels: Mapping[str, str],
+    *,
+    host: str,
+    now: float,
+    max_age: float,
+    alive: Callable[[int], bool],
+) -> bool:
+    """Whether a sandbox container is left over: its runner, on this host, is
+    gone, or it is older than `max_age` seconds whoever runs it."""
+    with contextlib.suppress(KeyError, ValueError):
+        if now - float(container_labels[LABEL_STARTED]) > max_age:
+            return True
+    owner_host, _, pid = container_labels.get(LABEL_OWNER, "").rpartition(":")
+    if owner_host != host or not pid.isdigit():
+        return False
+    return not alive(int(pid))
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs on this host; a zombie does not."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
+def sweep_orphans(client: DockerClient, *, max_age: float) -> list[str]:
+    """Remove sandbox containers left over from a crash; their ids.
+
+    Removed: those whose runner process on this host is gone, and those
+    started more than `max_age` seconds ago (the longest a job may run).
+    """
+    host = socket.gethostname()
+    now = time.time()
+    removed: list[str] = []
+    for summary in client.api.containers(all=True, filters={"label": f"{LABEL_SANDBOX}=1"}):
+        found = summary.get("Labels") or {}
+        if not is_orphan(found, host=host, now=now, max_age=max_age, alive=process_alive):
+            continue
+        if _remove_container(client, summary["Id"]):
+            removed.append(str(summary["Id"]))
+    return removed
+
+
+def _remove_container(client: DockerClient, container: str) -> bool:
+    """Force-remove `container`; False when it was already gone."""
+    try:
+        client.api.remove_container(container, force=True, v=True)
+    except NotFound:
+        return False
+    except APIError as error:
+        # 409: another removal (a sweep, auto-removal) is already under way.
+        if error.status_code == 409:
+            return False
+        raise
+    return True
+
+
+def _remove_quietly(client: DockerClient, container: str) -> None:
+    with contextlib.suppress(DockerException, OSError):
+        _remove_container(client, container)
+
+
+def _chown_tree(tree: Path, uid: int, gid: int) -> None:
+    """Give the tree to the sandbox user, never following a symlink out of it."""
+    for directory, dirnames, filenames in os.walk(tree):
+        for name in [".", *dirnames, *filenames]:
+            path = os.path.join(directory, name)
+            status = os.lstat(path)
+            if (status.st_uid, status.st_gid) != (uid, gid):
+                os.lchown(path, uid, gid)
+
+
+def _tree_root(tree: Path) -> Path:
+    root = Path(os.path.realpath(tree))
+    if not root.is_dir():
+        raise SandboxError(f"sandbox tree is not a directory: {tree}")
+    return root
+
+
+def _prepare_tree(tree: Path) -> tuple[int, int]:
+    """The uid and gid commands run as, owning the tree."""
+    if os.geteuid() == 0:
+        try:
+            _chown_tree(tree, SANDBOX_UID, SANDBOX_UID)
+        except OSError as error:
+            raise SandboxError(
+                f"cannot give the working tree to uid {SANDBOX_UID}: {_one_line(error)}"
+            ) from None
+        return SANDBOX_UID, SANDBOX_UID
+    return os.getuid(), os.getgid()
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text[:300] or type(error).__name__
+
+
+def _plain_socket(attached: Any) -> socket.socket:
+    """A socket of our own on the attached stream, from what docker-py returns."""
+    raw = getattr(attached, "_sock", attached)
+    if isinstance(raw, ssl.SSLSocket) or not isinstance(raw, socket.socket):
+        raise SandboxError(
+            "the docker sandbox needs the docker engine on a unix socket or plain tcp"
+        )
+    own = raw.dup()
+    # docker-py's objects hold the original descriptor: closing it leaves ours
+    # as the only one, so closing ours (or dying) ends the stream.
+    attached.close()
+    raw.close()
+    return own
+
+
+class _Channel:
+    """Requests to the agent and its answers, matched by id, over one stream."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        why_ended: Callable[[str], Awaitable[str]],
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._why_ended = why_ended
+        self._next_id = 1
+        loop = asyncio.get_running_loop()
+        self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {0: self._ready}
+        self._ended: str | None = None
+        self._stderr = bytearray()
+        self._task = asyncio.create_task(self._read())
+
+    async def ready(self, timeout: float) -> None:
+        try:
+            await asyncio.wait_for(self._ready, timeout)
+        except TimeoutError:
+            raise SandboxError(f"the sandbox agent did not start within {timeout:g}s") from None
+
+    async def call(self, request: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        if self._ended is not None:
+            raise SandboxError(self._ended)
+        ident = self._next_id
+        self._next_id += 1
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._pending[ident] = future
+        try:
+            self._writer.write(_encode({"id": ident, **request}))
+            with contextlib.suppress(ConnectionError, OSError):
+                # A broken stream ends the reader too, which fails the future.
+                await self._writer.drain()
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise SandboxError(f"the sandbox did not answer within {timeout:g}s") from None
+        except asyncio.CancelledError:
+            if request.get("op") == "run" and self._ended is None:
+                # The caller gave up: end the command and all it started.
+                self._writer.write(_encode({"id": 0, "op": "cancel", "target": ident}))
+            raise
+        finally:
+            self._pending.pop(ident, None)
+
+    async def close(self) -> None:
+        self._end("the sandbox is closed")
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._writer.close()
+        with contextlib.suppress(ConnectionError, OSError):
+            await asyncio.wait_for(self._writer.wait_closed(), 5)
+
+    def _end(self, reason: str) -> None:
+        if self._ended is None:
+            self._ended = reason
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(SandboxError(self._ended))
+                # Nobody may be waiting on it (the ready future after a start failure).
+                future.exception()
+        self._pending.clear()
+
+    async def _read(self) -> None:
+        """Demultiplex docker's stream (8-byte frame headers), answer by id."""
+        line: list[bytes] = []
+        size = 0
+        problem = ""
+        try:
+            while True:
+                kind, length = struct.unpack(">BxxxL", await self._reader.readexactly(8))
+                payload = await self._reader.readexactly(length)
+                if kind == _STDERR:
+                    self._stderr += payload
+                    del self._stderr[:-_STDERR_KEPT]
+                    continue
+                if kind != _STDOUT:
+                    continue
+                start = 0
+                while (end := payload.find(b"\n", start)) >= 0:
+                    line.append(payload[start:end])
+                    self._dispatch(b"".join(line))
+                    line, size, start = [], 0, end + 1
+                line.append(payload[start:])
+                size += length - start
+                if size > _MAX_LINE:
+                    problem = "the sandbox agent sent an oversized message"
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        except ValueError as error:
+            problem = f"the sandbox agent sent a malformed message ({_one_line(error)})"
+        except Exception as error:  # whatever it is, callers must not wait forever
+            problem = f"the exec channel failed ({type(error).__name__}: {_one_line(error)})"
+        detail = problem or self._last_stderr_line()
+        try:
+            reason = await self._why_ended(detail)
+        except Exception:  # the diagnosis must not keep callers waiting
+            reason = f"the sandbox's exec channel closed: {detail}".rstrip(": ")
+        self._end(reason)
+
+    def _dispatch(self, line: bytes) -> None:
+        message = json.loads(line)
+        if not isinstance(message, dict):
+            raise ValueError("not an object")
+        ident = message.get("id")
+        future = self._pending.get(ident) if isinstance(ident, int) else None
+        if future is not None and not future.done():
+            future.set_result(message)
+
+    def _last_stderr_line(self) -> str:
+        lines = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
+        return lines[-1][:200] if lines else ""
+
+
+_encode = channel_agent.encode_line
+
+
+def _agent_source() -> bytes:
+    return importlib.resources.files("runner.sandbox").joinpath("channel_agent.py").read_bytes()
+
+
+class DockerSandbox:
+    """A Sandbox in a docker container; open it with `DockerSandbox.start`."""
+
+    def __init__(self, client: DockerClient, name: str, limits: Limits) -> None:
+        self._client = client
+        self._name = name
+        self._limits = limits
+        self._channel: _Channel | None = None
+        # The last resort: at interpreter exit, or if this object is dropped
+        # without being closed. Calling it later does nothing.
+        self._finalizer = weakref.finalize(self, _remove_quietly, client, name)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def start(
+        cls,
+        tree: Path,
+        *,
+        image: str,
+        job_id: str,
+        # A frozen value: sharing the default is safe.
+        limits: Limits = Limits(),
+        network: bool = False,
+        setup: Sequence[str] = (),
+        setup_timeout: float = 600.0,
+        client: DockerClient | None = None,
+    ) -> AsyncIterator[DockerSandbox]:
+        """Start a sandbox on `tree` from `image`; remove it when the block ends.
+
+        `setup` commands (bash command lines) run at the tree's root before
+        the sandbox is handed out, with the bridge network when `network` is
+        set; a failing one raises SetupFailed. `network` without `setup`
+        gives no network: the agent's own commands never have one.
+        """
+        if client is None:
+            client = await asyncio.to_thread(docker_client)
+        root = await asyncio.to_thread(_tree_root, tree)
+        sandbox = cls(client, container_name(job_id), limits)
+        try:
+            user = await asyncio.to_thread(_prepare_tree, root)
+            await sandbox._create(
+                root, image=image, job_id=job_id, user=user, network=network and bool(setup)
+            )
+            await sandbox._open()
+            if setup:
+                await sandbox._setup(setup, setup_timeout)
+            if network and setup:
+                await sandbox._isolate()
+            yield sandbox
+        finally:
+            await sandbox.aclose()
+
+    @property
+    def root(self) -> str:
+        return WORKSPACE
+
+    @property
+    def container(self) -> str:
+        """The container's name (docker accepts it wherever an id goes)."""
+        return self._name
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        if not argv:
+            raise ValueError("argv is empty")
+        request = {
+            "op": "run",
+            "argv": list(argv),
+            "cwd": cwd,
+            "env": dict(env or {}),
+            "timeout": timeout,
+            "limit": OUTPUT_LIMIT,
+        }
+        answer = await self._call(
+            request, timeout=timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN, path=cwd
+        )
+        try:
+            return ExecResult(
+                int(answer["exit_code"]),
+                base64.b64decode(answer["output"], validate=True),
+                bool(answer["timed_out"]),
+                _optional_int(answer.get("total_bytes")),
+                _optional_int(answer.get("total_lines")),
+            )
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError("the sandbox agent sent a malformed answer") from None
+
+    async def read(self, path: str) -> bytes:
+        answer = await self._call({"op": "read", "path": path}, timeout=_FILE_TIMEOUT, path=path)
+        try:
+            return base64.b64decode(answer["data"], validate=True)
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError("the sandbox agent sent a malformed answer") from None
+
+    async def write(self, path: str, data: bytes) -> None:
+        request = {
+            "op": "write",
+            "path": path,
+            "data": data if type(data) is bytes else bytes(data),
+        }
+        await self._call(request, timeout=_FILE_TIMEOUT, path=path)
+
+    async def aclose(self) -> None:
+        """Close the channel and remove the container; safe to call twice."""
+        try:
+            if self._channel is not None:
+                await self._channel.close()
+        finally:
+            try:
+                # The removal goes on in its thread if this is cancelled again.
+                await asyncio.shield(asyncio.to_thread(self._finalizer))
+            except RuntimeError:
+                # The loop's executor is shut down: remove it now, blocking.
+                self._finalizer()
+
+    async def _call(
+        self, request: dict[str, Any], *, timeout: float, path: str | None
+    ) -> dict[str, Any]:
+        if self._channel is None:
+            raise SandboxError("the sandbox is not started")
+        answer = await self._channel.call(request, timeout=timeout)
+        if answer.get("ok") is True:
+            return answer
+        error = answer.get("error")
+        error = error if isinstance(error, dict) else {}
+        message = str(error.get("message", ""))
+        kind = error.get("type")
+        if kind == "outside":
+            raise PathOutsideTree(message)
+        code = error.get("errno")
+        if kind == "os" and isinstance(code, int):
+            # OSError picks the subclass (FileNotFoundError, ...) from errno.
+            if path is None:
+                raise OSError(code, message)
+            raise OSError(code, message, path)
+        raise SandboxError(f"the sandbox agent failed: {message or 'no reason given'}")
+
+    async def _create(
+        self, tree: Path, *, image: str, job_id: str, user: tuple[int, int], network: bool
+    ) -> None:
+        api = self._client.api
+        config = host_config(tree, user=user, limits=self._limits, network=network)
+        try:
+            await asyncio.to_thread(
+                api.create_container,
+                image,
+                # Whatever the image's entrypoint, docker-init starts the agent.
+                entrypoint=[*_COMMAND, WORKSPACE],
+                name=self._name,
+                user=f"{user[0]}:{user[1]}",
+                environment=ENVIRONMENT,
+                working_dir=WORKSPACE,
+                labels=labels(job_id, started=time.time(), owner=owner_label()),
+                stdin_open=True,
+                host_config=api.create_host_config(**config),
+            )
+        except ImageNotFound:
+            raise SandboxError(
+                f"sandbox image {image} not found (build it with scripts/build-images)"
+            ) from None
+        except DockerException as error:
+            raise SandboxError(f"cannot create the sandbox: {_one_line(error)}") from None
+
+    async def _open(self) -> None:
+        api = self._client.api
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        try:
+            attached = await asyncio.to_thread(api.attach_socket, self._name, params=params)
+            own = _plain_socket(attached)
+            await asyncio.to_thread(api.start, self._name)
+        except DockerException as error:
+            raise SandboxError(f"cannot start the sandbox: {_one_line(error)}") from None
+        reader, writer = await asyncio.open_connection(sock=own)
+        source = _agent_source()
+        writer.write(b"%d\n" % len(source) + source)
+        self._channel = _Channel(reader, writer, self._why_ended)
+        await self._channel.ready(READY_TIMEOUT)
+
+    async def _setup(self, commands: Sequence[str], timeout: float) -> None:
+        for number, command in enumerate(commands, start=1):
+            result = await self.run(["bash", "-c", command], timeout=timeout)
+            if result.exit_code != 0 or result.timed_out:
+                ended = (
+                    f"timed out after {timeout:g}s"
+                    if result.timed_out
+                    else f"exit code {result.exit_code}"
+                )
+                raise SetupFailed(
+                    f"setup command {number} of {len(commands)} failed ({ended}): {command}",
+                    result,
+                )
+
+    async def _isolate(self) -> None:
+        """Disconnect every network and check that only loopback remains."""
+        api = self._client.api
+        info = await asyncio.to_thread(api.inspect_container, self._name)
+        for network in info["NetworkSettings"]["Networks"] or {}:
+            await asyncio.to_thread(
+                api.disconnect_container_from_network, self._name, network, force=True
+            )
+        answer = await self._call({"op": "interfaces"}, timeout=_FILE_TIMEOUT, path=None)
+        names = answer.get("names")
+        if names != ["lo"]:
+            raise SandboxError(f"the sandbox still has network interfaces after setup: {names}")
+
+    async def _why_ended(self, detail: str) -> str:
+        """One line on why the channel ended, from the container's state."""
+        try:
+            state = await asyncio.wait_for(asyncio.to_thread(self._stopped_state), 10)
+        except (TimeoutError, DockerException, OSError, KeyError):
+            state = None
+        if state is None or state.get("Running"):
+            reason = "the sandbox's exec channel closed"
+        elif state.get("OOMKilled"):
+            # Docker marks any OOM kill in the container, not only the agent's.
+            limit = self._limits.memory // MiB
+            reason = (
+                f"the sandbox stopped (exit code {state.get('ExitCode')})"
+                f" after hitting its memory limit of {limit} MiB"
+            )
+        else:
+            reason = f"the sandbox stopped (exit code {state.get('ExitCode')})"
+        return f"{reason}: {detail}" if detail else reason
+
+    def _stopped_state(self) -> dict[str, Any] | None:
+        api = self._client.api
+        # Give a dying container a moment to be seen as stopped.
+        with contextlib.suppress(DockerException, OSError):
+            api.wait(self._name, timeout=2)
+        try:
+            state = api.inspect_container(self._name)["State"]
+        except NotFound:
+            return None
+        return state if isinstance(state, dict) else None
+
+
+def _optional_int(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int):
+        raise TypeError("not an integer")
+    return value
