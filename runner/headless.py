@@ -22,7 +22,8 @@ from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
 from runner.llm.types import JSON, Usage
-from runner.sandbox import LocalSandbox
+from runner.sandbox.base import Sandbox, SandboxError
+from runner.sandbox.factory import open_sandbox
 from runner.session import Session, SessionMeta, SessionStore, utc_timestamp
 from runner.tools import Workflow, default_tools
 
@@ -113,19 +114,36 @@ async def run_headless(
     provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
     model = request.model or (previous.meta.model if previous else None)
     provider = make(provider_name, model)
-    if request.sandbox != "local":
-        raise ConfigError(
-            f"sandbox {request.sandbox!r} is not available in this version of neo "
-            "(use --sandbox local)"
-        )
-    sandbox = LocalSandbox(repo)
-
     now = utc_timestamp()
     meta = (
         replace(previous.meta, provider=provider_name, model=provider.model, cwd=str(repo))
         if previous
         else SessionMeta(store.new_id(), provider_name, provider.model, str(repo), now, now)
     )
+    sandbox = open_sandbox(request.sandbox, repo, job_id=meta.id, image=request.image)
+    try:
+        async with sandbox as box:
+            return await _run_agent(
+                request, box, provider, store, meta, previous, on_event, stop, started
+            )
+    except SandboxError as error:
+        return failed(error, started)
+    finally:
+        await _close(provider)
+
+
+async def _run_agent(
+    request: RunRequest,
+    sandbox: Sandbox,
+    provider: Provider,
+    store: SessionStore,
+    meta: SessionMeta,
+    previous: Session | None,
+    on_event: Callable[[Event], None] | None,
+    stop: asyncio.Event | None,
+    started: float,
+) -> RunResult:
+    repo = Path(meta.cwd)
     system = build_system_prompt(
         workdir=sandbox.root,
         project=project_context(repo),
@@ -139,7 +157,6 @@ async def run_headless(
         messages=previous.messages if previous else (),
         usage=previous.meta.usage if previous else None,
     )
-
     turns = 0
     finished: TurnFinished | None = None
 
@@ -163,7 +180,6 @@ async def run_headless(
         error = await _send(agent, request.prompt, request.timeout, stop)
     finally:
         save()
-        await _close(provider)
 
     usage = finished.usage if finished else Usage()
     return RunResult(

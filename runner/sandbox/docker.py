@@ -194,15 +194,19 @@ def is_orphan(
     max_age: float,
     alive: Callable[[int], bool],
 ) -> bool:
-    """Whether a sandbox container is left over: its runner, on this host, is
-    gone, or it is older than `max_age` seconds whoever runs it."""
-    with contextlib.suppress(KeyError, ValueError):
-        if now - float(container_labels[LABEL_STARTED]) > max_age:
-            return True
+    """Whether a sandbox container is left over.
+
+    A runner on this host is asked directly: its container is an orphan once
+    the process is gone, and never while it lives (a long job is no crash).
+    Another host's runner cannot be asked, so its container is an orphan
+    once older than `max_age` seconds, the longest a job may run.
+    """
     owner_host, _, pid = container_labels.get(LABEL_OWNER, "").rpartition(":")
-    if owner_host != host or not pid.isdigit():
-        return False
-    return not alive(int(pid))
+    if owner_host == host and pid.isdigit():
+        return not alive(int(pid))
+    with contextlib.suppress(KeyError, ValueError):
+        return now - float(container_labels[LABEL_STARTED]) > max_age
+    return False
 
 
 def process_alive(pid: int) -> bool:
@@ -225,8 +229,8 @@ def process_alive(pid: int) -> bool:
 def sweep_orphans(client: DockerClient, *, max_age: float) -> list[str]:
     """Remove sandbox containers left over from a crash; their ids.
 
-    Removed: those whose runner process on this host is gone, and those
-    started more than `max_age` seconds ago (the longest a job may run).
+    Removed: those whose runner process on this host is gone, and those of
+    other hosts started more than `max_age` seconds ago (see `is_orphan`).
     """
     host = socket.gethostname()
     now = time.time()

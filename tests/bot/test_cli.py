@@ -274,7 +274,12 @@ def test_401_is_one_line_after_one_request(
         ),
         (["--provider", "openai", "go"], None, "provider 'openai' is not available"),
         (["--resume", "no-such-session", "go"], None, "no session 'no-such-session'"),
-        (["--sandbox", "docker", "go"], None, "sandbox 'docker' is not available"),
+        (
+            ["--sandbox", "docker", "--image", "neo-missing:none", "go"],
+            None,
+            "sandbox image neo-missing:none not found",
+        ),
+        (["--image", "neo-sandbox:local", "go"], None, "--image applies to --sandbox docker only"),
         (["   "], None, "the prompt is empty"),
     ],
 )
@@ -449,3 +454,38 @@ def test_neo_debug_shows_the_raw_error_body(
     assert "neo.llm.anthropic DEBUG anthropic error body:" in err
     assert "request_id" in err
     assert env["ANTHROPIC_API_KEY"] not in err
+
+
+def test_docker_sandbox_end_to_end_leaves_no_container(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import docker
+
+    command = "id -un && pwd && echo made > made.txt && env"
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "bash", {"command": command})], "tool_use"),
+        Reply([text("made it")]),
+    )
+
+    code, result, err = run_json(
+        capsys, "--sandbox", "docker", "--image", "neo-sandbox:local", "--repo", str(repo), "go"
+    )
+
+    assert code == 0, err
+    assert result["result"] == "made it"
+    assert (repo / "made.txt").read_text() == "made\n"
+    seen = tool_result_text(fake_anthropic, 1)
+    assert seen.startswith("neo\n/workspace\n")
+    assert env["ANTHROPIC_API_KEY"] not in seen
+    assert "ANTHROPIC" not in seen
+    client = docker.from_env()
+    try:
+        left = client.containers.list(
+            all=True, filters={"label": f"neo.job={result['session_id']}"}
+        )
+    finally:
+        client.close()
+    assert left == []

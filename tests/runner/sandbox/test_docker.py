@@ -884,8 +884,8 @@ async def test_sweep_keeps_live_sandboxes_and_removes_old_ones(
         ({LABEL_STARTED: "1000", LABEL_OWNER: "here:10"}, False),
         ({LABEL_STARTED: "1000", LABEL_OWNER: "here:20"}, True),  # its runner is gone
         ({LABEL_STARTED: "1000", LABEL_OWNER: "there:20"}, False),  # not this host's
-        ({LABEL_STARTED: "-5000", LABEL_OWNER: "here:10"}, True),  # too old
-        ({LABEL_STARTED: "-5000", LABEL_OWNER: "there:10"}, True),
+        ({LABEL_STARTED: "-5000", LABEL_OWNER: "here:10"}, False),  # old, but its runner lives
+        ({LABEL_STARTED: "-5000", LABEL_OWNER: "there:10"}, True),  # another host's, too old
         ({LABEL_STARTED: "soon", LABEL_OWNER: "here:x"}, False),  # unreadable: kept
         ({}, False),
     ],

@@ -1,0 +1,70 @@
+"""Opening the sandbox a run asks for, by name."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from runner.errors import ConfigError
+from runner.sandbox.base import Sandbox, SandboxError
+from runner.sandbox.local import LocalSandbox
+
+SANDBOXES = ("local", "docker")
+DEFAULT_IMAGE = "neo-sandbox:local"
+# How old another host's sandbox container must be before a start removes it
+# as left over from a crash; containers of this host's runners are removed as
+# soon as their runner is gone.
+MAX_JOB_SECONDS = 6 * 3600.0
+
+
+@asynccontextmanager
+async def open_sandbox(
+    kind: str,
+    tree: Path,
+    *,
+    job_id: str,
+    image: str | None = None,
+    max_job_seconds: float = MAX_JOB_SECONDS,
+) -> AsyncIterator[Sandbox]:
+    """The sandbox named `kind` on `tree`, cleaned up when the block ends.
+
+    Raises ConfigError for what the caller can fix (an unknown kind, no
+    Docker engine, a missing image) and SandboxError when starting fails.
+    """
+    if kind == "local":
+        if image is not None:
+            raise ConfigError("--image applies to --sandbox docker only")
+        yield LocalSandbox(tree)
+        return
+    if kind != "docker":
+        raise ConfigError(f"unknown sandbox {kind!r} (--sandbox: {', '.join(SANDBOXES)})")
+
+    # The docker SDK loads only for runs that use it.
+    from docker.errors import DockerException, ImageNotFound
+
+    from runner.sandbox import docker as engine
+
+    try:
+        client = await asyncio.to_thread(engine.docker_client)
+        await asyncio.to_thread(client.ping)
+    except (SandboxError, DockerException) as error:
+        raise ConfigError(
+            f"docker is not reachable ({_first_line(error)}); start dockerd or use --sandbox local"
+        ) from None
+    name = image or DEFAULT_IMAGE
+    try:
+        await asyncio.to_thread(client.images.get, name)
+    except ImageNotFound:
+        raise ConfigError(
+            f"sandbox image {name} not found (build it with scripts/build-images, or pass --image)"
+        ) from None
+    await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
+    async with engine.DockerSandbox.start(tree, image=name, job_id=job_id, client=client) as box:
+        yield box
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
