@@ -15,7 +15,7 @@ clone. The same runs are repeated with spare trees off, which shows what the
 mirror alone saves. Prints medians, the warm/cold ratio (target: <= 0.30) and
 the bytes the server sent.
 
-    uv run python bench/git_clone.py [--files 5000] [--runs 5]
+    uv run python -m bench.git_clone [--files 5000] [--runs 5]
 """
 
 from __future__ import annotations
@@ -81,21 +81,17 @@ def report(title: str, runs: list[Run]) -> None:
     print(f"  bytes sent by the server          cold {cold_bytes:,.0f}, warm {warm_bytes:,.0f}")
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=5000)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-
+async def clone_bench(files: int, runs: int) -> None:
+    """Cold vs warm clones of a `files`-file repository, `runs` times each way."""
     with tempfile.TemporaryDirectory(prefix="neo-bench-git-") as temp:
         work = Path(temp)
         repo = work / "srv" / "bench" / "big.git"
-        make_repo(repo, files=args.files, commits=3)
+        make_repo(repo, files=files, commits=3)
         results: dict[bool, list[Run]] = {True: [], False: []}
         with FakeGitServer(work / "srv", token=TOKEN) as server:
             # One untimed round warms the page cache and git's binaries.
             await one_run(server, repo, work, "warmup", True)
-            for n in range(1, args.runs + 1):
+            for n in range(1, runs + 1):
                 for spare in (True, False):
                     run = await one_run(server, repo, work, f"{n}-{spare}", spare)
                     results[spare].append(run)
@@ -104,9 +100,17 @@ async def main() -> None:
                         f"cold {run.cold_seconds * 1000:7.1f} ms, "
                         f"warm {run.warm_seconds * 1000:7.1f} ms"
                     )
-        print(f"\n{args.files} files")
+        print(f"\n{files} files")
         report("mirror cache with spare trees (the default)", results[True])
         report("mirror cache alone (spare_trees=False)", results[False])
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    await clone_bench(args.files, args.runs)
 
 
 if __name__ == "__main__":

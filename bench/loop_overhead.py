@@ -6,7 +6,7 @@ the median loop overhead per turn (wall time of the turn minus the time spent
 inside the provider and the tool), the median over the last tenth of the run
 (where the transcript is longest), and the peak memory of a separate run.
 
-    uv run python bench/loop_overhead.py [--repeat 5]
+    uv run python -m bench.loop_overhead [--repeat 5]
 """
 
 from __future__ import annotations

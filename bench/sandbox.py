@@ -7,9 +7,12 @@ Prints, in one run on a built image:
 - one tool call running `true`: through the exec channel, through a plain
   `docker exec` on the same container (the SDK's exec_run), and as a local
   subprocess (LocalSandbox);
-- reading a 1 MB file through the channel, and writing it.
+- reading a 1 MB file through the channel, and writing it;
+- cloning a 5,000-file repository from a local git server, cold vs warm
+  mirror cache (the same figures as bench/git_clone.py).
 
-    uv run python bench/sandbox.py [--image neo-sandbox:local] [--starts 10] [--calls 200]
+    uv run python -m bench.sandbox [--image neo-sandbox:local] [--starts 10] [--calls 200]
+        [--clone-files 5000] [--clone-runs 3]
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from docker import DockerClient
 
+from bench.git_clone import clone_bench
 from runner.sandbox import LocalSandbox
 from runner.sandbox.docker import DockerSandbox, docker_client
 
@@ -103,6 +107,8 @@ async def main() -> None:
     parser.add_argument("--image", default="neo-sandbox:local")
     parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--clone-files", type=int, default=5000)
+    parser.add_argument("--clone-runs", type=int, default=3)
     args = parser.parse_args()
     client = docker_client()
     with tempfile.TemporaryDirectory() as directory:
@@ -111,6 +117,8 @@ async def main() -> None:
         await starts(client, args.image, tree, args.starts)
         await calls(client, args.image, tree, args.calls)
     client.close()
+    print("clone from a local git server")
+    await clone_bench(args.clone_files, args.clone_runs)
 
 
 if __name__ == "__main__":
