@@ -1,0 +1,95 @@
+"""The service's settings: `NEO_*` environment variables, validated at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from runner.errors import ConfigError
+from runner.session import neo_home
+
+
+class Settings(BaseSettings):
+    """`neo serve` and `neo worker` configuration (see ARCHITECTURE.md, Contracts)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
+
+    github_app_id: int = Field(gt=0)
+    github_private_key: SecretStr | None = None
+    github_private_key_path: Path | None = None
+    webhook_secret: SecretStr = Field(min_length=1)
+    github_api_url: str = "https://api.github.com"
+    data_dir: Path = Field(default_factory=neo_home)
+    # Empty: the embedded SQLite queue in the data directory (see `queue`).
+    queue_url: str = ""
+    # In-process workers; 0 receives and queues only. The worker arrives
+    # with the publishing issue, so nothing runs jobs yet.
+    workers: int = Field(default=0, ge=0, le=64)
+    sandbox: Literal["docker", "local"] = "docker"
+    sandbox_image: str = "neo-sandbox:local"
+    handle: str = "@neo"
+    trigger_label: str = "neo"
+    # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
+    allowed_bots: frozenset[str] = frozenset()
+
+    @field_validator("handle")
+    @classmethod
+    def _handle(cls, value: str) -> str:
+        if not value.startswith("@") or len(value) < 2 or any(c.isspace() for c in value):
+            raise ValueError("must look like @name")
+        return value
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("allowed_bots", mode="before")
+    @classmethod
+    def _bots(cls, value: object) -> object:
+        # A comma-separated list is friendlier in an env file than JSON.
+        if isinstance(value, str) and not value.lstrip().startswith("["):
+            return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @model_validator(mode="after")
+    def _derived(self) -> Settings:
+        if self.github_private_key is None and self.github_private_key_path is None:
+            raise ValueError("NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH must be set")
+        return self
+
+    @property
+    def queue(self) -> str:
+        """NEO_QUEUE_URL, or the embedded SQLite queue in the data directory."""
+        return self.queue_url or f"sqlite:///{self.data_dir / 'neo.db'}"
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `environ` (default: the process environment).
+
+    Raises ConfigError with one line naming the first bad variable.
+    """
+    try:
+        if environ is None:
+            return Settings()
+        values = {
+            key.removeprefix("NEO_").lower(): value
+            for key, value in environ.items()
+            if key.startswith("NEO_")
+        }
+        return Settings.model_validate(values)
+    except ValidationError as error:
+        first = error.errors()[0]
+        name = "_".join(str(part) for part in first["loc"]).upper()
+        message = str(first["msg"]).removeprefix("Value error, ")
+        if not name:
+            raise ConfigError(message) from None
+        if first["type"] == "missing":
+            raise ConfigError(f"NEO_{name} is not set") from None
+        raise ConfigError(f"NEO_{name}: {message}") from None
