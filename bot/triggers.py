@@ -1,0 +1,490 @@
+"""Which deliveries are work for Neo, and what work. Pure triage over parsed deliveries.
+
+`triage` turns a `Delivery` into job requests, or an `Ignore` whose reason
+feeds logs and metrics. It decides from the payload alone; whether the author
+may run Neo (write access) needs the GitHub API and is the worker's check.
+
+The payload fields it reads are validated by small strict pydantic models
+that ignore everything else. githubkit's full webhook models are not used
+here: they reject real payloads GitHub sent in earlier years (fields since
+made required, e.g. `performed_via_github_app`) and cost milliseconds per
+delivery, while triage needs a dozen fields and must never crash.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.jobs import JobRequest, RequestKind, Thread
+from bot.webhooks import Delivery
+
+__all__ = ["ACTED_ON", "Ignore", "Reason", "Rules", "mentions", "triage", "visible_text"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rules:
+    """What makes Neo act: its handle, its label, who it is, which bots it trusts."""
+
+    app_bot_login: str  # the App's own bot user, e.g. "neo[bot]"
+    handle: str = "@neo"
+    trigger_label: str = "neo"
+    # Bot logins allowed to trigger runs; never the App itself.
+    allowed_bots: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"@[\w-]+", self.handle):
+            raise ValueError("handle must be @ followed by a login, e.g. @neo")
+        if not self.app_bot_login:
+            raise ValueError("app_bot_login must be the App's bot login, e.g. neo[bot]")
+        if not self.trigger_label.strip():
+            raise ValueError("trigger_label must not be empty")
+
+
+class Reason(StrEnum):
+    """Why a delivery makes no job; a small fixed set, fit for metric labels."""
+
+    NOT_ACTED_ON = "not an event neo acts on"
+    MALFORMED = "malformed payload"
+    SELF = "neo's own activity"
+    BOT = "bot sender"
+    LOCKED = "locked"
+    NO_MENTION = "no mention"
+    NO_NEW_MENTION = "edit adds no new mention"
+    OTHER_LABEL = "another label"
+    OTHER_ASSIGNEE = "assigned to someone else"
+
+
+@dataclass(frozen=True, slots=True)
+class Ignore:
+    reason: str
+
+
+# --- mentions ---------------------------------------------------------------
+
+# HTML comments are invisible on GitHub; issue templates put instructions in
+# them. An unclosed one hides the rest, as GitHub renders it.
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# A fence at any indentation (list items indent theirs).
+_FENCE_OPEN = re.compile(r"\s*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+_QUOTED = re.compile(r"\s*>")
+_BLANK_LINES = re.compile(r"\n[ \t]*\n")
+_BACKTICKS = re.compile(r"`+")
+
+
+def visible_text(markdown: str) -> str:
+    """`markdown` without what cannot hold a mention: code, quotes, HTML comments.
+
+    Removed parts become blank, so words on either side never join.
+    """
+    text = _HTML_COMMENT.sub(" ", markdown)
+    kept: list[str] = []
+    fence: str | None = None
+    for line in text.splitlines():
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = None
+            kept.append("")
+            continue
+        opening = _FENCE_OPEN.fullmatch(line)
+        # "```a```" on one line is a code span, not a fence: backtick fences
+        # take no backtick in their info string.
+        if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
+            fence = opening["fence"]  # unclosed runs to the end, as CommonMark says
+            kept.append("")
+        elif _QUOTED.match(line):
+            kept.append("")
+        else:
+            kept.append(line)
+    # Code spans live within one paragraph.
+    paragraphs = _BLANK_LINES.split("\n".join(kept))
+    return "\n\n".join(_without_code_spans(p) for p in paragraphs)
+
+
+def _without_code_spans(paragraph: str) -> str:
+    """Blank out `code spans`: a run of n backticks up to the next run of exactly n."""
+    runs = list(_BACKTICKS.finditer(paragraph))
+    if len(runs) < 2:
+        return paragraph
+    by_length: dict[int, list[int]] = {}
+    for index, run in enumerate(runs):
+        by_length.setdefault(len(run.group()), []).append(index)
+    out: list[str] = []
+    position = 0
+    index = 0
+    while index < len(runs):
+        run = runs[index]
+        same = by_length[len(run.group())]
+        after = bisect.bisect_right(same, index)
+        if after == len(same):  # no closing run: the backticks are literal
+            index += 1
+            continue
+        closing = runs[same[after]]
+        out.append(paragraph[position : run.start()])
+        out.append(" ")
+        position = closing.end()
+        index = same[after] + 1
+    out.append(paragraph[position:])
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _mention_pattern(handle: str) -> re.Pattern[str]:
+    # A whole word: not part of an email, a URL, a longer login (@neo-bot,
+    # @neo_x, @neonate), a team (@neo/team) or a domain (@neo.com).
+    return re.compile(
+        r"(?<![\w@./+-])" + re.escape(handle) + r"(?![\w/@-]|\.\w)",
+        re.IGNORECASE,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _stop_pattern(handle: str) -> re.Pattern[str]:
+    mention = _mention_pattern(handle).pattern
+    return re.compile(r"[^\w@]*" + mention + r"[^\w]+stop[^\w]*", re.IGNORECASE)
+
+
+def mentions(markdown: str, handle: str) -> int:
+    """How many times `markdown` mentions `handle` where GitHub would render it."""
+    return len(_mention_pattern(handle).findall(visible_text(markdown)))
+
+
+def _is_stop(markdown: str, handle: str) -> bool:
+    """`@neo stop`, alone, any case, punctuation tolerated (`@NEO, stop!`)."""
+    return _stop_pattern(handle).fullmatch(visible_text(markdown).strip()) is not None
+
+
+# --- the payload fields triage reads ------------------------------------------
+
+
+class _Model(BaseModel):
+    # strict: an id is an int, not "123" nor true; extra fields are ignored.
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class _User(_Model):
+    login: str
+    type: str | None = None
+
+
+class _Repository(_Model):
+    full_name: str
+
+
+class _Installation(_Model):
+    id: int
+
+
+class _Common(_Model):
+    sender: _User
+    repository: _Repository
+    installation: _Installation | None = None
+
+
+class _Issue(_Model):
+    id: int
+    number: int
+    title: str
+    body: str | None = None
+    user: _User
+    author_association: str
+    locked: bool
+    # Present (an object) when the issue is a pull request.
+    pull_request: dict[str, Any] | None = None
+
+
+class _PullRequest(_Model):
+    number: int
+    locked: bool
+
+
+class _Comment(_Model):
+    id: int
+    body: str | None = None
+    user: _User
+    author_association: str
+
+
+class _IssueCommentPayload(_Common):
+    issue: _Issue
+    comment: _Comment
+
+
+class _IssuesPayload(_Common):
+    issue: _Issue
+
+
+class _BodyChange(_Model):
+    from_: str | None = Field(default=None, alias="from")
+
+
+class _Changes(_Model):
+    body: _BodyChange | None = None
+
+
+class _IssuesEditedPayload(_IssuesPayload):
+    changes: _Changes | None = None
+
+
+class _Label(_Model):
+    name: str
+
+
+class _IssuesLabeledPayload(_IssuesPayload):
+    label: _Label | None = None
+
+
+class _IssuesAssignedPayload(_IssuesPayload):
+    assignee: _User | None = None
+
+
+class _ReviewCommentPayload(_Common):
+    pull_request: _PullRequest
+    comment: _Comment
+
+
+class _ReviewPayload(_Common):
+    pull_request: _PullRequest
+    review: _Comment
+
+
+# --- triage -----------------------------------------------------------------
+
+
+def _body_hash(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _is_bot(user: _User) -> bool:
+    return user.type == "Bot" or user.login.lower().endswith("[bot]")
+
+
+def _who_blocks(users: list[_User], rules: Rules) -> Reason | None:
+    """The App itself always blocks; other bots unless allow-listed."""
+    allowed = {login.lower() for login in rules.allowed_bots}
+    for user in users:
+        if user.login.lower() == rules.app_bot_login.lower():
+            return Reason.SELF
+    for user in users:
+        if _is_bot(user) and user.login.lower() not in allowed:
+            return Reason.BOT
+    return None
+
+
+def _issue_text(issue: _Issue) -> str:
+    return f"{issue.title}\n\n{issue.body or ''}".rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class _Trigger:
+    """What every request needs, gathered from one payload shape."""
+
+    common: _Common
+    thread: Thread
+    locked: bool
+    trigger_id: int
+    author_association: str
+    instruction: str
+    dedupe_key: str
+    kind: RequestKind = "run"
+
+
+def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
+    installation = trigger.common.installation
+    return [
+        JobRequest(
+            kind=trigger.kind,
+            thread=trigger.thread,
+            installation_id=installation.id if installation is not None else None,
+            event=delivery.event_action,
+            trigger_id=trigger.trigger_id,
+            # Who caused the event: the one whose write access the worker checks.
+            author=trigger.common.sender.login,
+            # The association of the text's author: for a label or an assignment
+            # by a maintainer, the issue author's (possibly an outsider's).
+            author_association=trigger.author_association,
+            instruction=trigger.instruction,
+            dedupe_key=trigger.dedupe_key,
+            delivery_id=delivery.delivery_id,
+        )
+    ]
+
+
+def _gate(trigger: _Trigger, users: list[_User], rules: Rules) -> Ignore | None:
+    blocked = _who_blocks(users, rules)
+    if blocked is not None:
+        return Ignore(blocked)
+    if trigger.locked:
+        return Ignore(Reason.LOCKED)
+    return None
+
+
+def _mentioned(
+    delivery: Delivery, trigger: _Trigger, users: list[_User], rules: Rules, text: str
+) -> list[JobRequest] | Ignore:
+    """A request if `text` mentions the handle; a cancel if it says only `@neo stop`."""
+    gated = _gate(trigger, users, rules)
+    if gated is not None:
+        return gated
+    if not mentions(text, rules.handle):
+        return Ignore(Reason.NO_MENTION)
+    if _is_stop(text, rules.handle):
+        trigger = replace(trigger, kind="cancel")
+    return _request(delivery, trigger)
+
+
+def _issue_thread(common: _Common, issue: _Issue) -> Thread:
+    return Thread(
+        repository=common.repository.full_name,
+        number=issue.number,
+        is_pull_request=issue.pull_request is not None,
+    )
+
+
+def _issue_comment_created(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _IssueCommentPayload.model_validate(delivery.payload)
+    body = p.comment.body or ""
+    trigger = _Trigger(
+        common=p,
+        thread=_issue_thread(p, p.issue),
+        locked=p.issue.locked,
+        trigger_id=p.comment.id,
+        author_association=p.comment.author_association,
+        instruction=body,
+        dedupe_key=f"issue_comment:{p.comment.id}",
+    )
+    return _mentioned(delivery, trigger, [p.sender, p.comment.user], rules, body)
+
+
+def _issue_trigger(p: _IssuesPayload, dedupe_key: str) -> _Trigger:
+    return _Trigger(
+        common=p,
+        thread=_issue_thread(p, p.issue),
+        locked=p.issue.locked,
+        trigger_id=p.issue.id,
+        author_association=p.issue.author_association,
+        instruction=_issue_text(p.issue),
+        dedupe_key=dedupe_key,
+    )
+
+
+def _issues_opened(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _IssuesPayload.model_validate(delivery.payload)
+    trigger = _issue_trigger(p, f"issues.opened:{p.issue.id}")
+    return _mentioned(delivery, trigger, [p.sender], rules, p.issue.body or "")
+
+
+def _issues_edited(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _IssuesEditedPayload.model_validate(delivery.payload)
+    body = p.issue.body or ""
+    trigger = _issue_trigger(p, f"issues.edited:{p.issue.id}:{_body_hash(body)}")
+    gated = _gate(trigger, [p.sender], rules)
+    if gated is not None:
+        return gated
+    # No `changes.body`: the title or something else changed, not the body.
+    if p.changes is None or p.changes.body is None:
+        return Ignore(Reason.NO_NEW_MENTION)
+    before = mentions(p.changes.body.from_ or "", rules.handle)
+    if mentions(body, rules.handle) <= before:
+        return Ignore(Reason.NO_NEW_MENTION)
+    return _mentioned(delivery, trigger, [p.sender], rules, body)
+
+
+def _issues_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _IssuesLabeledPayload.model_validate(delivery.payload)
+    # Labelling again after removing the label is a new request: key by delivery.
+    trigger = _issue_trigger(p, f"labeled:{p.issue.id}:{delivery.delivery_id}")
+    gated = _gate(trigger, [p.sender], rules)
+    if gated is not None:
+        return gated
+    # Label names are case-insensitive on GitHub.
+    if p.label is None or p.label.name.lower() != rules.trigger_label.lower():
+        return Ignore(Reason.OTHER_LABEL)
+    return _request(delivery, trigger)
+
+
+def _issues_assigned(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _IssuesAssignedPayload.model_validate(delivery.payload)
+    trigger = _issue_trigger(p, f"assigned:{p.issue.id}:{delivery.delivery_id}")
+    gated = _gate(trigger, [p.sender], rules)
+    if gated is not None:
+        return gated
+    if p.assignee is None or p.assignee.login.lower() != rules.app_bot_login.lower():
+        return Ignore(Reason.OTHER_ASSIGNEE)
+    return _request(delivery, trigger)
+
+
+def _pr_thread(p: _ReviewCommentPayload | _ReviewPayload) -> Thread:
+    return Thread(
+        repository=p.repository.full_name,
+        number=p.pull_request.number,
+        is_pull_request=True,
+    )
+
+
+def _review_comment_created(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _ReviewCommentPayload.model_validate(delivery.payload)
+    body = p.comment.body or ""
+    trigger = _Trigger(
+        common=p,
+        thread=_pr_thread(p),
+        locked=p.pull_request.locked,
+        trigger_id=p.comment.id,
+        author_association=p.comment.author_association,
+        instruction=body,
+        dedupe_key=f"review_comment:{p.comment.id}",
+    )
+    return _mentioned(delivery, trigger, [p.sender, p.comment.user], rules, body)
+
+
+def _review_submitted(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _ReviewPayload.model_validate(delivery.payload)
+    body = p.review.body or ""
+    trigger = _Trigger(
+        common=p,
+        thread=_pr_thread(p),
+        locked=p.pull_request.locked,
+        trigger_id=p.review.id,
+        author_association=p.review.author_association,
+        instruction=body,
+        dedupe_key=f"review:{p.review.id}",
+    )
+    return _mentioned(delivery, trigger, [p.sender, p.review.user], rules, body)
+
+
+_Handler = Callable[[Delivery, Rules], list[JobRequest] | Ignore]
+
+_HANDLERS: dict[tuple[str, str], _Handler] = {
+    ("issue_comment", "created"): _issue_comment_created,
+    ("issues", "opened"): _issues_opened,
+    ("issues", "edited"): _issues_edited,
+    ("issues", "labeled"): _issues_labeled,
+    ("issues", "assigned"): _issues_assigned,
+    ("pull_request_review_comment", "created"): _review_comment_created,
+    ("pull_request_review", "submitted"): _review_submitted,
+}
+
+# `event.action` pairs that can make a job; everything else is ignored unread.
+ACTED_ON = frozenset(f"{event}.{action}" for event, action in _HANDLERS)
+
+
+def triage(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    """The job requests `delivery` asks for, or why it asks for none. Never raises."""
+    if delivery.action is None:
+        return Ignore(Reason.NOT_ACTED_ON)
+    handler = _HANDLERS.get((delivery.event, delivery.action))
+    if handler is None:
+        return Ignore(Reason.NOT_ACTED_ON)
+    try:
+        return handler(delivery, rules)
+    except ValidationError:
+        return Ignore(Reason.MALFORMED)
