@@ -31,14 +31,24 @@ from tests.fakes.git_server import (
     make_pull_request,
     make_repo,
 )
+from tests.fakes.github_api import (
+    FakeGitHub,
+    GitHubRequest,
+    IssuedToken,
+    TokenRequest,
+    rsa_private_key_pem,
+)
 
 __all__ = [
     "BrokenStream",
     "Disconnect",
     "ErrorReply",
     "FakeAnthropicAPI",
+    "FakeGitHub",
     "FakeGitServer",
+    "GitHubRequest",
     "GitRequest",
+    "IssuedToken",
     "RecordedRequest",
     "Reply",
     "ReplyFactory",
@@ -46,6 +56,7 @@ __all__ = [
     "ScriptedReply",
     "Stall",
     "StreamError",
+    "TokenRequest",
     "Usage",
     "add_commit",
     "basic_auth",
@@ -55,6 +66,7 @@ __all__ = [
     "git_env",
     "make_pull_request",
     "make_repo",
+    "rsa_private_key_pem",
     "sse_events",
     "text",
     "thinking",

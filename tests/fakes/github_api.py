@@ -1,0 +1,829 @@
+"""A wire-level fake of the GitHub REST API for a GitHub App, for tests.
+
+githubkit talks to it over HTTP on 127.0.0.1 exactly as it talks to GitHub:
+
+    with FakeGitHub() as github:
+        github.install(7, "octo", ["hello"])
+        app = GitHubApp(github.app_id, github.private_key_pem, github.base_url)
+        ...
+        assert github.token_requests[0].repositories == ("hello",)
+
+App endpoints (`GET /app`, `POST /app/installations/{id}/access_tokens`) take
+the App's JWT as `Authorization: Bearer <jwt>` and check it as GitHub does:
+RS256 signed by the App's key, `iss` the App id (a string or a number), `iat`
+not in the future (60 s of clock skew allowed), `exp` in the future and at most
+ten minutes after `iat`. Anything else gets GitHub's 401 JSON error body.
+
+Installation tokens (`ghs_...`, `Authorization: token ...` or `Bearer ...`)
+open the repository endpoints, and only for the repositories the token was
+scoped to (404 otherwise, as GitHub hides what a token cannot see):
+`GET /repos/{owner}/{repo}` and
+`GET /repos/{owner}/{repo}/collaborators/{username}/permission`. More
+endpoints are one `add_route` away.
+
+With `path_prefix="/api/v3"` everything is served under that prefix, as GitHub
+Enterprise Server does, and nothing outside it.
+
+Every request, answered or refused, is appended to `requests`; token requests
+are also parsed into `token_requests`, and the tokens issued into `tokens`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import secrets
+import socket
+import string
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TypeAlias
+
+import jwt
+import uvicorn
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+__all__ = [
+    "ALL_JOB_PERMISSIONS",
+    "Call",
+    "FakeGitHub",
+    "FakeInstallation",
+    "GitHubRequest",
+    "IssuedToken",
+    "TokenRequest",
+    "error_json",
+    "repository_json",
+    "rsa_private_key_pem",
+    "user_json",
+]
+
+AuthKind: TypeAlias = Literal["none", "jwt", "installation", "rejected"]
+Handler: TypeAlias = "Callable[[Call], tuple[int, Any]]"
+
+DOCS_URL = "https://docs.github.com/rest"
+CLOCK_SKEW = 60  # seconds GitHub tolerates between the App's clock and its own
+MAX_JWT_LIFETIME = 600  # `exp - iat`, seconds
+
+# What an installation is granted unless a test says otherwise: what a job needs.
+ALL_JOB_PERMISSIONS: Mapping[str, str] = {
+    "contents": "write",
+    "issues": "write",
+    "pull_requests": "write",
+    "metadata": "read",
+}
+
+_LEVELS = {"read": 1, "write": 2, "admin": 3}
+# The collaborator endpoint's legacy `permission` for each role.
+_LEGACY_PERMISSION = {
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+    "none": "none",
+}
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_DRAIN_SECONDS = 2.0
+
+
+# --- keys ------------------------------------------------------------------------
+
+
+def rsa_private_key_pem(bits: int = 2048) -> str:
+    """A fresh RSA private key in PEM (PKCS#1, as GitHub issues them)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+@functools.cache
+def _shared_key() -> str:
+    # One key per test process: generating RSA keys is the slow part of a fixture.
+    return rsa_private_key_pem()
+
+
+# --- what the fake records -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubRequest:
+    """One HTTP request as the fake saw and answered it."""
+
+    method: str
+    path: str  # as sent, prefix included
+    route: str  # the path with the prefix removed
+    auth: AuthKind  # "rejected": credentials were present and refused
+    status: int
+    body: Any  # the parsed JSON body, or None
+    client_port: int | None  # which connection carried it
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRequest:
+    """A POST /app/installations/{id}/access_tokens that passed the JWT check."""
+
+    installation_id: int
+    repositories: tuple[str, ...] | None
+    repository_ids: tuple[int, ...] | None
+    permissions: Mapping[str, str] | None
+    claims: Mapping[str, Any]  # the verified JWT claims
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    token: str = field(repr=False)
+    installation_id: int
+    expires_at: datetime
+    permissions: Mapping[str, str]
+    repositories: tuple[str, ...]  # full names, "owner/name"
+
+
+@dataclass
+class FakeInstallation:
+    id: int
+    account: str
+    repositories: list[str]  # names under `account`
+    permissions: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What a route handler gets: the request, already authenticated."""
+
+    method: str
+    route: str
+    params: Mapping[str, str]  # the `{name}` parts of the route pattern
+    body: Any
+    token: IssuedToken | None  # for installation routes
+    claims: Mapping[str, Any] | None  # for App routes
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    pattern: re.Pattern[str]
+    auth: Literal["app", "installation"]
+    handler: Handler
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# --- wire shapes -----------------------------------------------------------------
+
+
+def error_json(status: int, message: str) -> dict[str, str]:
+    """GitHub's JSON error body."""
+    return {"message": message, "documentation_url": DOCS_URL, "status": str(status)}
+
+
+def user_json(login: str, user_id: int, *, kind: str = "User", base: str = "") -> dict[str, Any]:
+    """A simple-user object as GitHub sends it."""
+    api = f"{base}/users/{login}"
+    return {
+        "login": login,
+        "id": user_id,
+        "node_id": f"U_{user_id}",
+        "avatar_url": f"https://avatars.example.com/u/{user_id}",
+        "gravatar_id": "",
+        "url": api,
+        "html_url": f"https://github.example.com/{login}",
+        "followers_url": f"{api}/followers",
+        "following_url": f"{api}/following{{/other_user}}",
+        "gists_url": f"{api}/gists{{/gist_id}}",
+        "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{api}/subscriptions",
+        "organizations_url": f"{api}/orgs",
+        "repos_url": f"{api}/repos",
+        "events_url": f"{api}/events{{/privacy}}",
+        "received_events_url": f"{api}/received_events",
+        "type": kind,
+        "site_admin": False,
+    }
+
+
+_REPO_URLS = {
+    "archive_url": "/{archive_format}{/ref}",
+    "assignees_url": "/assignees{/user}",
+    "blobs_url": "/git/blobs{/sha}",
+    "branches_url": "/branches{/branch}",
+    "collaborators_url": "/collaborators{/collaborator}",
+    "comments_url": "/comments{/number}",
+    "commits_url": "/commits{/sha}",
+    "compare_url": "/compare/{base}...{head}",
+    "contents_url": "/contents/{+path}",
+    "contributors_url": "/contributors",
+    "deployments_url": "/deployments",
+    "downloads_url": "/downloads",
+    "events_url": "/events",
+    "forks_url": "/forks",
+    "git_commits_url": "/git/commits{/sha}",
+    "git_refs_url": "/git/refs{/sha}",
+    "git_tags_url": "/git/tags{/sha}",
+    "hooks_url": "/hooks",
+    "issue_comment_url": "/issues/comments{/number}",
+    "issue_events_url": "/issues/events{/number}",
+    "issues_url": "/issues{/number}",
+    "keys_url": "/keys{/key_id}",
+    "labels_url": "/labels{/name}",
+    "languages_url": "/languages",
+    "merges_url": "/merges",
+    "milestones_url": "/milestones{/number}",
+    "notifications_url": "/notifications{?since,all,participating}",
+    "pulls_url": "/pulls{/number}",
+    "releases_url": "/releases{/id}",
+    "stargazers_url": "/stargazers",
+    "statuses_url": "/statuses/{sha}",
+    "subscribers_url": "/subscribers",
+    "subscription_url": "/subscription",
+    "tags_url": "/tags",
+    "teams_url": "/teams",
+    "trees_url": "/git/trees{/sha}",
+}
+
+
+def repository_json(
+    full_name: str, repo_id: int, *, base: str = "", default_branch: str = "main"
+) -> dict[str, Any]:
+    """A full repository object as GitHub sends it (every field githubkit requires)."""
+    owner, name = full_name.split("/", 1)
+    api = f"{base}/repos/{full_name}"
+    html = f"https://github.example.com/{full_name}"
+    stamp = "2024-01-01T00:00:00Z"
+    repo: dict[str, Any] = {
+        "id": repo_id,
+        "node_id": f"R_{repo_id}",
+        "name": name,
+        "full_name": full_name,
+        "owner": user_json(owner, repo_id * 10, kind="Organization", base=base),
+        "private": True,
+        "html_url": html,
+        "description": None,
+        "fork": False,
+        "url": api,
+        "git_url": f"git://github.example.com/{full_name}.git",
+        "ssh_url": f"git@github.example.com:{full_name}.git",
+        "clone_url": f"{html}.git",
+        "svn_url": html,
+        "mirror_url": None,
+        "homepage": None,
+        "language": "Python",
+        "license": None,
+        "forks": 0,
+        "forks_count": 0,
+        "stargazers_count": 0,
+        "watchers": 0,
+        "watchers_count": 0,
+        "size": 1,
+        "default_branch": default_branch,
+        "open_issues": 0,
+        "open_issues_count": 0,
+        "has_issues": True,
+        "has_projects": False,
+        "has_wiki": False,
+        "has_pages": False,
+        "has_discussions": False,
+        "has_downloads": False,
+        "archived": False,
+        "disabled": False,
+        "visibility": "private",
+        "pushed_at": stamp,
+        "created_at": stamp,
+        "updated_at": stamp,
+        "subscribers_count": 1,
+        "network_count": 0,
+    }
+    repo.update({key: api + suffix for key, suffix in _REPO_URLS.items()})
+    return repo
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """`/repos/{owner}/{repo}` → a regex with one named group per `{name}`."""
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(
+        f"(?P<{part}>[^/]+)" if i % 2 else re.escape(part) for i, part in enumerate(parts)
+    )
+    return re.compile(f"^{regex}$")
+
+
+def _random_token() -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "ghs_" + "".join(secrets.choice(alphabet) for _ in range(36))
+
+
+# --- the server ------------------------------------------------------------------
+
+
+class _Uvicorn(uvicorn.Server):
+    # Poll faster than uvicorn's 0.1 s so a per-test server stops at once.
+
+    async def main_loop(self) -> None:
+        while not self.should_exit:
+            await asyncio.sleep(0.005)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = time.monotonic() + _DRAIN_SECONDS
+        state = self.server_state
+        while (state.connections or state.tasks) and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+        for task in state.tasks:
+            task.cancel()
+
+
+class FakeGitHub:
+    """A GitHub App's view of the REST API, served on 127.0.0.1; a context manager.
+
+    `private_key_pem` is the App's key (one is generated when none is given);
+    `token_lifetime` is how long issued installation tokens live (GitHub: 1 h);
+    `path_prefix` serves the API under a prefix (GHES: "/api/v3").
+    """
+
+    def __init__(
+        self,
+        *,
+        app_id: int = 4242,
+        slug: str = "neo-test",
+        private_key_pem: str | None = None,
+        path_prefix: str = "",
+        token_lifetime: timedelta = timedelta(hours=1),
+    ) -> None:
+        self.app_id = app_id
+        self.slug = slug
+        self.private_key_pem = private_key_pem or _shared_key()
+        self.path_prefix = path_prefix.rstrip("/")
+        self.token_lifetime = token_lifetime
+        key = serialization.load_pem_private_key(self.private_key_pem.encode(), password=None)
+        self.public_key_pem = (
+            key.public_key()
+            .public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+            .decode()
+        )
+        self.installations: dict[int, FakeInstallation] = {}
+        self.collaborators: dict[tuple[str, str], str] = {}  # (repo, login) → role
+        self._repo_ids: dict[str, int] = {}
+        self._requests: list[GitHubRequest] = []
+        self._token_requests: list[TokenRequest] = []
+        self._tokens: dict[str, IssuedToken] = {}
+        self._routes: list[_Route] = []
+        self._lock = threading.Lock()
+        self._server: _Uvicorn | None = None
+        self._thread: threading.Thread | None = None
+        self._port: int | None = None
+        self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
+        self.add_route("GET", "/app", self._get_app, auth="app")
+        self.add_route(
+            "POST",
+            "/app/installations/{installation_id}/access_tokens",
+            self._create_token,
+            auth="app",
+        )
+        self.add_route("GET", "/repos/{owner}/{repo}", self._get_repo)
+        self.add_route(
+            "GET",
+            "/repos/{owner}/{repo}/collaborators/{username}/permission",
+            self._get_permission,
+        )
+
+    # -- configuration --
+
+    def install(
+        self,
+        installation_id: int,
+        account: str,
+        repositories: Sequence[str] = ("hello",),
+        *,
+        permissions: Mapping[str, str] = ALL_JOB_PERMISSIONS,
+    ) -> FakeInstallation:
+        """Install the App on `account` for `repositories` (names, not full names)."""
+        installation = FakeInstallation(
+            installation_id, account, list(repositories), dict(permissions)
+        )
+        with self._lock:
+            self.installations[installation_id] = installation
+            for name in repositories:
+                self._repo_id(f"{account}/{name}")
+        return installation
+
+    def set_permission(self, repository: str, login: str, role: str) -> None:
+        """`login`'s role on `repository` ("owner/name"): admin, maintain, write, triage, read."""
+        with self._lock:
+            self.collaborators[(repository.lower(), login.lower())] = role
+
+    def revoke(self, token: str) -> None:
+        """Invalidate an issued token, as reinstalling the App does."""
+        with self._lock:
+            self._tokens.pop(token, None)
+
+    def add_route(
+        self,
+        method: str,
+        template: str,
+        handler: Handler,
+        *,
+        auth: Literal["app", "installation"] = "installation",
+    ) -> None:
+        """Serve `method template` (e.g. "/repos/{owner}/{repo}/issues") with `handler`.
+
+        Installation routes whose template has `{owner}` and `{repo}` answer 404
+        unless the token was scoped to that repository.
+        """
+        with self._lock:
+            self._routes.append(_Route(method, _pattern(template), auth, handler))
+
+    # -- inspection --
+
+    @property
+    def base_url(self) -> str:
+        """The API URL to give the client (NEO_GITHUB_API_URL), prefix included."""
+        if self._port is None:
+            raise RuntimeError("the fake GitHub API is not running")
+        return f"http://127.0.0.1:{self._port}{self.path_prefix}"
+
+    @property
+    def requests(self) -> list[GitHubRequest]:
+        """A snapshot of every request so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def token_requests(self) -> list[TokenRequest]:
+        with self._lock:
+            return list(self._token_requests)
+
+    @property
+    def tokens(self) -> list[IssuedToken]:
+        """Tokens issued and not revoked, oldest first."""
+        with self._lock:
+            return list(self._tokens.values())
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections the server holds open right now."""
+        server = self._server
+        return len(server.server_state.connections) if server else 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._token_requests.clear()
+
+    # -- lifecycle --
+
+    def __enter__(self) -> FakeGitHub:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve on an OS-chosen port; return once connections are accepted."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        # Accepted sockets inherit this: without it a response's headers and
+        # body, written apart, wait out the client's delayed ACK (40 ms each).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        config = uvicorn.Config(
+            self._app,
+            lifespan="off",
+            http="h11",
+            ws="none",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+        )
+        self._server = _Uvicorn(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-github", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                sock.close()
+                raise RuntimeError("the fake GitHub API did not start")
+            time.sleep(0.002)
+        self._port = sock.getsockname()[1]
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._server is None or self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._server.force_exit = True
+            self._thread.join(timeout)
+        self._server = None
+        self._thread = None
+        self._port = None
+
+    # -- the HTTP side --
+
+    async def _endpoint(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = request.url.path
+        route = path[len(self.path_prefix) :] if path.startswith(self.path_prefix) else None
+        auth: AuthKind = "none"
+        try:
+            if route is None or not route.startswith("/"):
+                raise _Refusal(404, "Not Found")
+            matched = self._match(request.method, route)
+            if matched is None:
+                raise _Refusal(404, "Not Found")
+            spec, params = matched
+            header = request.headers.get("authorization")
+            auth = "rejected" if header else "none"
+            token: IssuedToken | None = None
+            claims: Mapping[str, Any] | None = None
+            if spec.auth == "app":
+                claims = self._verify_jwt(header)
+                auth = "jwt"
+            else:
+                token = self._verify_token(header)
+                auth = "installation"
+                _check_scope(token, params)
+            call = Call(request.method, route, params, body, token, claims)
+            status, payload = spec.handler(call)
+        except _Refusal as refusal:
+            status, payload = refusal.status, error_json(refusal.status, refusal.message)
+        client = request.client
+        self._record(
+            GitHubRequest(
+                request.method,
+                path,
+                route or path,
+                auth,
+                status,
+                body,
+                client.port if client else None,
+            )
+        )
+        headers = {"X-GitHub-Media-Type": "github.v3; format=json"}
+        if status == 204:
+            return Response(status_code=204, headers=headers)
+        return JSONResponse(payload, status_code=status, headers=headers)
+
+    def _record(self, request: GitHubRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _match(self, method: str, route: str) -> tuple[_Route, dict[str, str]] | None:
+        with self._lock:
+            routes = list(self._routes)
+        # Later routes win, so a test can override a built-in one.
+        for spec in reversed(routes):
+            if spec.method == method and (found := spec.pattern.match(route)):
+                return spec, found.groupdict()
+        return None
+
+    def _verify_jwt(self, header: str | None) -> Mapping[str, Any]:
+        """The claims of a valid App JWT, or the 401 GitHub would answer."""
+        if header is None:
+            raise _Refusal(401, "Requires authentication")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value:
+            raise _Refusal(401, "A JSON web token could not be decoded")
+        try:
+            if jwt.get_unverified_header(value).get("alg") != "RS256":
+                raise _Refusal(401, "A JSON web token could not be decoded")
+            unverified = jwt.decode(value, options={"verify_signature": False})
+        except jwt.PyJWTError:
+            raise _Refusal(401, "A JSON web token could not be decoded") from None
+        # GitHub finds the App by `iss` first, then checks the signature with its key.
+        issuer = unverified.get("iss")
+        if not re.fullmatch(r"\d+", str(issuer)) or isinstance(issuer, bool):
+            raise _Refusal(401, "'Issuer' claim ('iss') must be an Integer")
+        if int(str(issuer)) != self.app_id:
+            raise _Refusal(401, "Integration not found")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                value,
+                self.public_key_pem,
+                algorithms=["RS256"],
+                options={
+                    "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
+                    "verify_aud": False,
+                    "verify_iss": False,
+                },
+            )
+        except jwt.PyJWTError:
+            raise _Refusal(401, "A JSON web token could not be decoded") from None
+        now = time.time()
+        iat, exp = claims.get("iat"), claims.get("exp")
+        if not isinstance(iat, int | float) or isinstance(iat, bool) or iat > now + CLOCK_SKEW:
+            raise _Refusal(
+                401,
+                "'Issued at' claim ('iat') must be an Integer representing the time "
+                "that the assertion was issued",
+            )
+        if not isinstance(exp, int | float) or isinstance(exp, bool) or exp <= now:
+            raise _Refusal(
+                401,
+                "'Expiration time' claim ('exp') must be a numeric value representing "
+                "the future time at which the assertion expires",
+            )
+        if exp - iat > MAX_JWT_LIFETIME:
+            raise _Refusal(401, "'Expiration time' claim ('exp') is too far in the future")
+        return claims
+
+    def _verify_token(self, header: str | None) -> IssuedToken:
+        if header is None:
+            raise _Refusal(401, "Requires authentication")
+        scheme, _, value = header.partition(" ")
+        with self._lock:
+            token = self._tokens.get(value) if scheme.lower() in ("token", "bearer") else None
+        if token is None or token.expires_at <= datetime.now(UTC):
+            raise _Refusal(401, "Bad credentials")
+        return token
+
+    def _repo_id(self, full_name: str) -> int:
+        # Caller holds the lock.
+        return self._repo_ids.setdefault(full_name.lower(), 1000 + len(self._repo_ids))
+
+    def _full_name(self, full_name: str) -> str:
+        """The configured spelling of a repository's full name."""
+        for installation in self.installations.values():
+            for name in installation.repositories:
+                if f"{installation.account}/{name}".lower() == full_name.lower():
+                    return f"{installation.account}/{name}"
+        return full_name
+
+    # -- handlers --
+
+    def _get_app(self, call: Call) -> tuple[int, Any]:
+        stamp = "2024-01-01T00:00:00Z"
+        return 200, {
+            "id": self.app_id,
+            "slug": self.slug,
+            "client_id": f"Iv1.{self.app_id:016x}",
+            "node_id": f"A_{self.app_id}",
+            "owner": user_json("octo", 1, kind="Organization", base=self._base()),
+            "name": self.slug.replace("-", " ").title(),
+            "description": "A fake GitHub App",
+            "external_url": "https://neo.example.com",
+            "html_url": f"https://github.example.com/apps/{self.slug}",
+            "created_at": stamp,
+            "updated_at": stamp,
+            "permissions": dict(ALL_JOB_PERMISSIONS),
+            "events": ["issue_comment", "issues", "pull_request_review_comment"],
+            "installations_count": len(self.installations),
+        }
+
+    def _create_token(self, call: Call) -> tuple[int, Any]:
+        assert call.claims is not None
+        body = call.body if call.body is not None else {}
+        try:
+            installation_id = int(call.params["installation_id"])
+        except ValueError:
+            raise _Refusal(404, "Not Found") from None
+        if not isinstance(body, dict):
+            raise _Refusal(400, "Problems parsing JSON")
+        repositories, repository_ids = body.get("repositories"), body.get("repository_ids")
+        permissions = body.get("permissions")
+        if (
+            (repositories is not None and not _all(repositories, str))
+            or (repository_ids is not None and not _all(repository_ids, int))
+            or (permissions is not None and not isinstance(permissions, dict))
+        ):
+            raise _Refusal(422, "Invalid request.")
+        with self._lock:
+            self._token_requests.append(
+                TokenRequest(
+                    installation_id,
+                    tuple(repositories) if repositories is not None else None,
+                    tuple(repository_ids) if repository_ids is not None else None,
+                    dict(permissions) if permissions is not None else None,
+                    dict(call.claims),
+                )
+            )
+            installation = self.installations.get(installation_id)
+        if installation is None:
+            raise _Refusal(404, "Not Found")
+        granted = dict(installation.permissions)
+        if permissions is not None:
+            for name, level in permissions.items():
+                have = _LEVELS.get(granted.get(name, ""), 0)
+                if _LEVELS.get(level, 99) > have:
+                    raise _Refusal(
+                        422, "The permissions requested are not granted to this installation."
+                    )
+            granted = dict(permissions)
+        names = {
+            f"{installation.account}/{name}".lower(): name for name in installation.repositories
+        }
+        with self._lock:
+            by_id = {self._repo_id(full): full for full in names}
+        selected: list[str] = []
+        for name in repositories or []:
+            full = f"{installation.account}/{name}".lower()
+            if full not in names:
+                raise _Refusal(
+                    422,
+                    "There is at least one repository that does not exist or is not "
+                    "accessible to the parent installation.",
+                )
+            selected.append(f"{installation.account}/{names[full]}")
+        for repo_id in repository_ids or []:
+            if repo_id not in by_id:
+                raise _Refusal(
+                    422,
+                    "There is at least one repository that does not exist or is not "
+                    "accessible to the parent installation.",
+                )
+            selected.append(f"{installation.account}/{names[by_id[repo_id]]}")
+        scoped = repositories is not None or repository_ids is not None
+        if not scoped:
+            selected = [f"{installation.account}/{name}" for name in installation.repositories]
+        # GitHub's timestamps have whole seconds.
+        expires = (datetime.now(UTC) + self.token_lifetime).replace(microsecond=0)
+        token = IssuedToken(
+            _random_token(), installation_id, expires, granted, tuple(dict.fromkeys(selected))
+        )
+        with self._lock:
+            self._tokens[token.token] = token
+            repos = [
+                repository_json(full, self._repo_id(full), base=self._base())
+                for full in token.repositories
+            ]
+        answer: dict[str, Any] = {
+            "token": token.token,
+            "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "permissions": granted,
+            "repository_selection": "selected" if scoped else "all",
+        }
+        if scoped:
+            answer["repositories"] = repos
+        return 201, answer
+
+    def _get_repo(self, call: Call) -> tuple[int, Any]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        with self._lock:
+            repo_id = self._repo_id(full)
+        return 200, repository_json(full, repo_id, base=self._base())
+
+    def _get_permission(self, call: Call) -> tuple[int, Any]:
+        full = f"{call.params['owner']}/{call.params['repo']}".lower()
+        login = call.params["username"]
+        with self._lock:
+            role = self.collaborators.get((full, login.lower()))
+        if role is None:
+            # GitHub answers 404 for a login that is not a user at all; an
+            # unknown login here is a user without access.
+            role = "none"
+        user = user_json(login, 5000 + len(login), base=self._base())
+        legacy = _LEGACY_PERMISSION.get(role, "none")
+        user["permissions"] = {
+            "admin": legacy == "admin",
+            "maintain": role in ("admin", "maintain"),
+            "push": legacy in ("admin", "write"),
+            "triage": role in ("admin", "maintain", "write", "triage"),
+            "pull": legacy != "none",
+        }
+        user["role_name"] = role
+        return 200, {"permission": legacy, "role_name": role, "user": user}
+
+    def _base(self) -> str:
+        return self.base_url if self._port is not None else ""
+
+
+def _check_scope(token: IssuedToken, params: Mapping[str, str]) -> None:
+    """404, as GitHub answers, for a repository the token was not scoped to."""
+    if "owner" in params and "repo" in params:
+        wanted = f"{params['owner']}/{params['repo']}".lower()
+        if wanted not in (name.lower() for name in token.repositories):
+            raise _Refusal(404, "Not Found")
+
+
+def _all(values: object, kind: type) -> bool:
+    return isinstance(values, list) and all(
+        isinstance(value, kind) and not isinstance(value, bool) for value in values
+    )
