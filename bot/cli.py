@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
@@ -51,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive_float, metavar="SECONDS")
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
+
+    add_jobs_parser(commands)
     return parser
 
 
@@ -60,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _debug_logging()
     if args.command == "run":
         return run_command(args)
+    if args.command == "jobs":
+        return jobs_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands
 
 

@@ -1,0 +1,30 @@
+"""The durable job queue between the webhook server and the workers."""
+
+from bot.queue.base import (
+    DEFAULT_MAX_ATTEMPTS,
+    EnqueueResult,
+    Heartbeat,
+    JobQueue,
+    LeaseLost,
+    QueueClosed,
+    QueueError,
+)
+from bot.queue.sqlite import SqliteQueue, WriteStats
+from bot.queue.url import data_dir, default_queue_url, open_queue, sqlite_path, sqlite_url
+
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "EnqueueResult",
+    "Heartbeat",
+    "JobQueue",
+    "LeaseLost",
+    "QueueClosed",
+    "QueueError",
+    "SqliteQueue",
+    "WriteStats",
+    "data_dir",
+    "default_queue_url",
+    "open_queue",
+    "sqlite_path",
+    "sqlite_url",
+]

@@ -1,0 +1,159 @@
+"""The queue between intake and workers, as a Protocol.
+
+The webhook handler calls `enqueue` and acknowledges a delivery only after it
+returns (ARCHITECTURE rule 4); workers `claim` jobs under a lease, `heartbeat`
+while they run and `finish` them. Every backend keeps the same promises:
+
+- A delivery id is recorded once. Enqueueing it again records nothing and
+  reports `duplicate=True`.
+- A dedupe key makes one job. A request whose key is already stored is not
+  queued again; its existing job's id is reported instead.
+- A "cancel" request is itself stored as a job, already `succeeded`, whose
+  result names what it stopped: the thread's queued jobs become `cancelled`
+  and its running job gets `cancel_requested`. Being a job, it is deduplicated
+  and listed like any other.
+- Jobs of one thread run one at a time, in id order: `claim` skips a thread
+  that has a running job.
+- A lease that expires without a heartbeat puts its job back in the queue;
+  after `max_attempts` claims it fails instead, with a result that says so.
+
+Small on purpose: a PostgreSQL backend on an existing task-queue engine can
+implement it without changing callers.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.jobs import Job, JobRequest, JobState
+
+DEFAULT_MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    """What `enqueue` recorded for one delivery, durably, before it returned."""
+
+    # The delivery id was seen before: nothing was recorded this time.
+    duplicate: bool
+    # One id per request, in order. A request whose dedupe key was already
+    # stored gets the existing job's id, and that id is also in `existing`.
+    job_ids: tuple[int, ...] = ()
+    existing: tuple[int, ...] = ()
+
+    @property
+    def created(self) -> tuple[int, ...]:
+        """The jobs this delivery made."""
+        return tuple(job_id for job_id in self.job_ids if job_id not in self.existing)
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """What a worker learns when it extends its lease."""
+
+    # The job is no longer this worker's (its lease expired and it was
+    # requeued or failed, or it was finished): stop, and publish nothing.
+    lease_lost: bool
+    # Someone asked to stop the job: wind down and finish it as cancelled.
+    cancel_requested: bool = False
+
+
+class QueueError(Exception):
+    """A queue failure, one line, safe to print."""
+
+
+class QueueClosed(QueueError):
+    """The queue was closed; nothing more can be written to it."""
+
+
+class LeaseLost(QueueError):
+    """`finish` by a worker that no longer holds the job's lease."""
+
+
+class JobQueue(Protocol):
+    """Durable jobs: deliveries in, leased jobs out."""
+
+    async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
+        """Record a delivery and its requests in one transaction.
+
+        Returns only after the transaction is durable: the caller may then
+        acknowledge the delivery. An empty `requests` still records the id.
+        """
+        ...
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        """Take the oldest queued job whose thread has nothing running.
+
+        The job becomes `running` under `worker`, its attempts go up by one
+        and its lease lasts `lease` seconds. None when nothing is claimable.
+        """
+        ...
+
+    async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
+        """Extend `worker`'s lease on a running job by `lease` seconds from now.
+
+        A lease that has expired but not yet been handled by
+        `requeue_expired` is still the worker's, and is renewed.
+        """
+        ...
+
+    async def finish(
+        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
+    ) -> None:
+        """Record the outcome (`succeeded`, `failed` or `cancelled`).
+
+        Raises LeaseLost if `worker` no longer holds the job.
+        """
+        ...
+
+    async def release(self, job_id: int, worker: str) -> None:
+        """Give a running job back to the queue (graceful shutdown).
+
+        The attempt does not count. Nothing happens if the lease was lost.
+        """
+        ...
+
+    async def requeue_expired(self) -> builtins.list[int]:
+        """Handle running jobs whose lease has expired; return their ids.
+
+        Each goes back to the queue, or fails once it has used its attempts,
+        or is cancelled if cancellation had been requested.
+        """
+        ...
+
+    async def cancel(self, job_id: int) -> bool:
+        """Cancel a queued job, or request cancellation of a running one.
+
+        False when the job is unknown or already finished.
+        """
+        ...
+
+    async def retry(self, job_id: int) -> bool:
+        """Put a failed or cancelled job back in the queue with fresh attempts.
+
+        False when the job is unknown or in any other state.
+        """
+        ...
+
+    async def get(self, job_id: int) -> Job | None: ...
+
+    async def list(
+        self,
+        *,
+        state: JobState | None = None,
+        repository: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Job]:
+        """The newest jobs first, optionally of one state and one repository (owner/name)."""
+        ...
+
+    async def counts(self) -> dict[JobState, int]:
+        """How many jobs are in each state; every state is present."""
+        ...
+
+    async def close(self) -> None:
+        """Finish pending writes and release the backend's resources."""
+        ...

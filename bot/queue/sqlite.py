@@ -1,0 +1,664 @@
+"""The embedded queue: one SQLite file, WAL, fsync on every commit.
+
+Durability: `synchronous=FULL` in WAL mode fsyncs the log at each commit, so
+once `enqueue` returns its delivery survives a `kill -9` (and a power cut).
+
+Throughput comes from group commit. One writer thread owns the write
+connection. Every write (enqueue, claim, finish, ...) is an operation put on
+its inbox; the writer takes everything pending, runs it in one transaction
+with a savepoint per operation (one failing operation is rolled back alone),
+commits once — one fsync for the whole batch — and only then resolves each
+caller's future with its own outcome. While it waits on one fsync the next
+batch gathers, so the batch size follows the load without any timer.
+
+Reads (`get`, `list`, `counts`) use a second, read-only connection: WAL lets
+them run beside the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bot.jobs import FINAL_STATES, Job, JobRequest, JobState
+from bot.queue.base import (
+    DEFAULT_MAX_ATTEMPTS,
+    EnqueueResult,
+    Heartbeat,
+    LeaseLost,
+    QueueClosed,
+    QueueError,
+)
+from runner.errors import ConfigError
+
+SCHEMA_VERSION = 1
+
+T = TypeVar("T")
+Clock = Callable[[], float]
+_Operation = Callable[[sqlite3.Connection], Any]
+
+# Version 1. Every insert updates each index, so there are only the two
+# the queries need.
+_SCHEMA = (
+    """CREATE TABLE deliveries (
+        id TEXT PRIMARY KEY,
+        received_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    # AUTOINCREMENT: a job id is never reused; ids appear in comments and logs.
+    # `thread_key` is Thread.key ("owner/name#number", lower case); `request`
+    # is JobRequest.to_json().
+    """CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        delivery_id TEXT NOT NULL,
+        dedupe_key TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL,
+        thread_key TEXT NOT NULL,
+        request TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        worker TEXT,
+        lease_expires_at REAL,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        result TEXT
+    )""",
+    # claim (the oldest queued job), list by state, counts.
+    "CREATE INDEX jobs_state ON jobs (state, id)",
+    # "does this thread have a running job?", cancel requests for a thread,
+    # and a repository's jobs: its thread keys share the prefix "owner/name#".
+    "CREATE INDEX jobs_thread ON jobs (thread_key, state)",
+)
+
+_JOB_COLUMNS = (
+    " id, request, state, attempts, created_at, updated_at,"
+    " worker, lease_expires_at, cancel_requested, result"
+)
+_SELECT_JOBS = "SELECT" + _JOB_COLUMNS + " FROM jobs"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteStats:
+    """How well group commit is batching: writes per commit = writes / commits."""
+
+    commits: int
+    writes: int
+
+
+class SqliteQueue:
+    """The `JobQueue` on one SQLite file. Open it with `open_queue`."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Clock = time.time,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        max_batch: int = 1024,
+        busy_timeout: float = 10.0,
+        create: bool = True,
+    ) -> None:
+        if not create and not path.exists():
+            raise ConfigError(f"no queue database at {path}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._clock = clock
+        self._max_attempts = max_attempts
+        writer = _connect(path, busy_timeout)
+        try:
+            _prepare(writer, path)
+            reader = _connect(path, busy_timeout)
+        except BaseException:
+            writer.close()
+            raise
+        reader.execute("PRAGMA query_only = ON")
+        self._reader = reader
+        self._read_lock = threading.Lock()
+        self._writer = _GroupCommitter(writer, max_batch)
+
+    @property
+    def stats(self) -> WriteStats:
+        return self._writer.stats()
+
+    async def __aenter__(self) -> SqliteQueue:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- writes ---------------------------------------------------------------
+
+    async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
+        # Serialise here, on the caller's side: a bad request fails alone,
+        # before it reaches the writer, and the writer does less per batch.
+        rows = [_request_row(request) for request in requests]
+
+        def operation(conn: sqlite3.Connection) -> EnqueueResult:
+            now = self._clock()
+            inserted = conn.execute(
+                "INSERT INTO deliveries (id, received_at) VALUES (?, ?)"
+                " ON CONFLICT (id) DO NOTHING",
+                (delivery_id, now),
+            )
+            if inserted.rowcount == 0:
+                return EnqueueResult(duplicate=True)
+            job_ids: list[int] = []
+            existing: list[int] = []
+            for row in rows:
+                job_id = _insert_job(conn, delivery_id, row, now)
+                if job_id is None:
+                    (job_id,) = conn.execute(
+                        "SELECT id FROM jobs WHERE dedupe_key = ?", (row.dedupe_key,)
+                    ).fetchone()
+                    existing.append(job_id)
+                elif row.kind == "cancel":
+                    _apply_cancel_request(conn, job_id, row, now)
+                job_ids.append(job_id)
+            return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
+
+        return await self._write(operation)
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        def operation(conn: sqlite3.Connection) -> Job | None:
+            now = self._clock()
+            row = conn.execute(
+                "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?,"
+                " lease_expires_at = ?, updated_at = ?"
+                " WHERE id = ("
+                "  SELECT j.id FROM jobs AS j WHERE j.state = 'queued' AND NOT EXISTS ("
+                "   SELECT 1 FROM jobs AS r WHERE r.thread_key = j.thread_key"
+                "   AND r.state = 'running')"
+                "  ORDER BY j.id LIMIT 1)"
+                " RETURNING id, request, state, attempts, created_at, updated_at,"
+                " worker, lease_expires_at, cancel_requested, result",
+                (worker, now + lease, now),
+            ).fetchone()
+            return None if row is None else _job(row)
+
+        return await self._write(operation)
+
+    async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
+        def operation(conn: sqlite3.Connection) -> Heartbeat:
+            row = conn.execute(
+                "UPDATE jobs SET lease_expires_at = ?"
+                " WHERE id = ? AND state = 'running' AND worker = ?"
+                " RETURNING cancel_requested",
+                (self._clock() + lease, job_id, worker),
+            ).fetchone()
+            if row is None:
+                return Heartbeat(lease_lost=True)
+            return Heartbeat(lease_lost=False, cancel_requested=bool(row[0]))
+
+        return await self._write(operation)
+
+    async def finish(
+        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
+    ) -> None:
+        if state not in FINAL_STATES:
+            raise ValueError(f"a job finishes as succeeded, failed or cancelled, not {state}")
+        encoded = json.dumps(dict(result))
+
+        def operation(conn: sqlite3.Connection) -> None:
+            updated = conn.execute(
+                "UPDATE jobs SET state = ?, result = ?, updated_at = ?,"
+                " worker = NULL, lease_expires_at = NULL"
+                " WHERE id = ? AND state = 'running' AND worker = ?",
+                (state.value, encoded, self._clock(), job_id, worker),
+            )
+            if updated.rowcount == 0:
+                raise LeaseLost(f"job {job_id} is no longer running under {worker}")
+
+        await self._write(operation)
+
+    async def release(self, job_id: int, worker: str) -> None:
+        def operation(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT cancel_requested FROM jobs"
+                " WHERE id = ? AND state = 'running' AND worker = ?",
+                (job_id, worker),
+            ).fetchone()
+            if row is None:
+                return
+            if row[0]:
+                _end(
+                    conn,
+                    job_id,
+                    JobState.CANCELLED,
+                    "cancelled before its worker finished it",
+                    self._clock(),
+                )
+                return
+            # A graceful shutdown is not a failed attempt.
+            conn.execute(
+                "UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),"
+                " worker = NULL, lease_expires_at = NULL, updated_at = ? WHERE id = ?",
+                (self._clock(), job_id),
+            )
+
+        await self._write(operation)
+
+    async def requeue_expired(self) -> builtins.list[int]:
+        def operation(conn: sqlite3.Connection) -> list[int]:
+            now = self._clock()
+            expired = conn.execute(
+                "SELECT id, attempts, cancel_requested FROM jobs"
+                " WHERE state = 'running' AND lease_expires_at < ? ORDER BY id",
+                (now,),
+            ).fetchall()
+            for job_id, attempts, cancel_requested in expired:
+                if cancel_requested:
+                    _end(
+                        conn,
+                        job_id,
+                        JobState.CANCELLED,
+                        "cancelled; its worker stopped answering",
+                        now,
+                    )
+                elif attempts >= self._max_attempts:
+                    _end(
+                        conn,
+                        job_id,
+                        JobState.FAILED,
+                        f"gave up after {attempts} attempts: each time the worker's lease"
+                        " expired before it finished",
+                        now,
+                    )
+                else:
+                    conn.execute(
+                        "UPDATE jobs SET state = 'queued', worker = NULL,"
+                        " lease_expires_at = NULL, updated_at = ? WHERE id = ?",
+                        (now, job_id),
+                    )
+            return [job_id for job_id, _, _ in expired]
+
+        return await self._write(operation)
+
+    async def cancel(self, job_id: int) -> bool:
+        def operation(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                return False
+            if row[0] == JobState.QUEUED:
+                _end(
+                    conn,
+                    job_id,
+                    JobState.CANCELLED,
+                    "cancelled on request before it ran",
+                    self._clock(),
+                )
+                return True
+            if row[0] == JobState.RUNNING:
+                conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
+                return True
+            return False
+
+        return await self._write(operation)
+
+    async def retry(self, job_id: int) -> bool:
+        def operation(conn: sqlite3.Connection) -> bool:
+            updated = conn.execute(
+                "UPDATE jobs SET state = 'queued', attempts = 0, worker = NULL,"
+                " lease_expires_at = NULL, cancel_requested = 0, result = NULL, updated_at = ?"
+                " WHERE id = ? AND kind = 'run' AND state IN ('failed', 'cancelled')",
+                (self._clock(), job_id),
+            )
+            return updated.rowcount == 1
+
+        return await self._write(operation)
+
+    async def _write(self, operation: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._writer.submit(operation)
+
+    # -- reads ----------------------------------------------------------------
+
+    async def get(self, job_id: int) -> Job | None:
+        rows = await self._read(_SELECT_JOBS + " WHERE id = ?", (job_id,))
+        return _job(rows[0]) if rows else None
+
+    async def list(
+        self,
+        *,
+        state: JobState | None = None,
+        repository: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Job]:
+        where: list[str] = []
+        params: list[object] = []
+        if state is not None:
+            where.append("state = ?")
+            params.append(JobState(state).value)
+        if repository is not None:
+            # "$" sorts right after "#": the range holds exactly this
+            # repository's thread keys.
+            where.append("thread_key >= ? AND thread_key < ?")
+            prefix = repository.lower()
+            params.extend((prefix + "#", prefix + "$"))
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._read(
+            _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT ?",
+            (*params, limit),
+        )
+        return [_job(row) for row in rows]
+
+    async def counts(self) -> dict[JobState, int]:
+        rows = await self._read("SELECT state, count(*) FROM jobs GROUP BY state", ())
+        counts = dict.fromkeys(JobState, 0)
+        for state, count in rows:
+            counts[JobState(state)] = count
+        return counts
+
+    async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
+        def query() -> list[Any]:
+            with self._read_lock:
+                try:
+                    return self._reader.execute(sql, params).fetchall()
+                except sqlite3.ProgrammingError as error:
+                    raise QueueClosed("the queue is closed") from error
+                except sqlite3.Error as error:
+                    raise QueueError(f"the queue database failed: {error}") from error
+
+        return await asyncio.to_thread(query)
+
+    # -- lifetime -------------------------------------------------------------
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.close_sync)
+
+    def close_sync(self) -> None:
+        """Close from synchronous code: pending writes are committed first."""
+        self._writer.close()
+        with self._read_lock:
+            self._reader.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _RequestRow:
+    kind: str
+    dedupe_key: str
+    thread_key: str
+    author: str
+    request: str
+
+
+def _request_row(request: JobRequest) -> _RequestRow:
+    if request.kind not in ("run", "cancel"):
+        raise ValueError(f"unknown job request kind {request.kind!r}")
+    return _RequestRow(
+        kind=request.kind,
+        dedupe_key=request.dedupe_key,
+        thread_key=request.thread.key,
+        author=request.author,
+        request=json.dumps(request.to_json(), separators=(",", ":")),
+    )
+
+
+def _insert_job(
+    conn: sqlite3.Connection, delivery_id: str, row: _RequestRow, now: float
+) -> int | None:
+    """The new job's id, or None when its dedupe key is already stored."""
+    # A cancel request is done the moment it is recorded.
+    state = JobState.QUEUED if row.kind == "run" else JobState.SUCCEEDED
+    inserted = conn.execute(
+        "INSERT INTO jobs (delivery_id, dedupe_key, kind, thread_key, request,"
+        " state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
+        (
+            delivery_id,
+            row.dedupe_key,
+            row.kind,
+            row.thread_key,
+            row.request,
+            state.value,
+            now,
+            now,
+        ),
+    ).fetchone()
+    return None if inserted is None else int(inserted[0])
+
+
+def _apply_cancel_request(
+    conn: sqlite3.Connection, request_id: int, row: _RequestRow, now: float
+) -> None:
+    reason = f"cancelled: @{row.author} asked to stop (job {request_id})"
+    cancelled = conn.execute(
+        "UPDATE jobs SET state = 'cancelled', result = ?, updated_at = ?"
+        " WHERE thread_key = ? AND state = 'queued' RETURNING id",
+        (json.dumps({"error": reason}), now, row.thread_key),
+    ).fetchall()
+    requested = conn.execute(
+        "UPDATE jobs SET cancel_requested = 1"
+        " WHERE thread_key = ? AND state = 'running' RETURNING id",
+        (row.thread_key,),
+    ).fetchall()
+    outcome = {
+        "cancelled": sorted(job_id for (job_id,) in cancelled),
+        "cancel_requested": sorted(job_id for (job_id,) in requested),
+    }
+    conn.execute("UPDATE jobs SET result = ? WHERE id = ?", (json.dumps(outcome), request_id))
+
+
+def _end(conn: sqlite3.Connection, job_id: int, state: JobState, reason: str, now: float) -> None:
+    """Finish a job on the queue's own authority, saying why in its result."""
+    conn.execute(
+        "UPDATE jobs SET state = ?, result = ?, worker = NULL, lease_expires_at = NULL,"
+        " updated_at = ? WHERE id = ?",
+        (state.value, json.dumps({"error": reason}), now, job_id),
+    )
+
+
+def _job(row: Sequence[Any]) -> Job:
+    (
+        job_id,
+        request,
+        state,
+        attempts,
+        created_at,
+        updated_at,
+        worker,
+        lease_expires_at,
+        cancel_requested,
+        result,
+    ) = row
+    return Job(
+        id=job_id,
+        request=JobRequest.from_json(json.loads(request)),
+        state=JobState(state),
+        attempts=attempts,
+        created_at=created_at,
+        updated_at=updated_at,
+        worker=worker,
+        lease_expires_at=lease_expires_at,
+        cancel_requested=bool(cancel_requested),
+        result=None if result is None else json.loads(result),
+    )
+
+
+def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    try:
+        # isolation_level=None: we write BEGIN/COMMIT ourselves. `timeout` is
+        # SQLite's busy timeout: how long to wait for another process's write.
+        conn = sqlite3.connect(
+            path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        conn.execute("PRAGMA synchronous = FULL")
+    except sqlite3.Error as error:
+        raise ConfigError(f"cannot open the queue database {path}: {error}") from error
+    return conn
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> None:
+    """WAL mode and the schema, created on first open."""
+    try:
+        (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":
+            raise ConfigError(f"the queue database {path} cannot use WAL (journal mode {mode})")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise ConfigError(
+                    f"the queue database {path} has schema version {version};"
+                    f" this Neo knows up to {SCHEMA_VERSION}"
+                )
+            if version == 0:
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as error:
+        raise ConfigError(f"cannot open the queue database {path}: {error}") from error
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One caller's write: what to run, and where its answer goes."""
+
+    operation: _Operation
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[Any]
+    ok: bool = False
+    value: Any = None
+
+
+class _GroupCommitter:
+    """The writer thread: many callers' operations, one transaction and one fsync per batch."""
+
+    def __init__(self, conn: sqlite3.Connection, max_batch: int) -> None:
+        self._conn = conn
+        self._max_batch = max_batch
+        self._inbox: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._commits = 0
+        self._writes = 0
+        # A daemon: a process that exits without closing loses only writes
+        # nobody was told about.
+        self._thread = threading.Thread(target=self._run, name="neo-queue-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, operation: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            if self._closed:
+                raise QueueClosed("the queue is closed")
+            self._inbox.put(_Pending(operation, loop, future))
+        return future
+
+    def stats(self) -> WriteStats:
+        return WriteStats(commits=self._commits, writes=self._writes)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._inbox.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                item = self._inbox.get()
+                if item is None:
+                    break
+                batch = [item]
+                stopping = False
+                while len(batch) < self._max_batch:
+                    try:
+                        item = self._inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        stopping = True
+                        break
+                    batch.append(item)
+                self._commit(batch)
+                if stopping:
+                    break
+        finally:
+            # Whatever stopped us, no caller waits forever.
+            with self._lock:
+                self._closed = True
+            left: list[_Pending] = []
+            while True:
+                try:
+                    item = self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item.value = QueueClosed("the queue is closed")
+                    left.append(item)
+            _deliver(left)
+            self._conn.close()
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        # A caller that gave up (its task was cancelled) before we started is
+        # skipped: it was never told anything. Reading `cancelled()` from this
+        # thread races benignly: `_resolve` checks again on the caller's loop.
+        live = [pending for pending in batch if not pending.future.cancelled()]
+        if not live:
+            return
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for pending in live:
+                conn.execute("SAVEPOINT operation")
+                try:
+                    pending.value = pending.operation(conn)
+                except Exception as error:
+                    # This operation alone is undone; the batch goes on.
+                    conn.execute("ROLLBACK TO operation")
+                    conn.execute("RELEASE operation")
+                    if isinstance(error, sqlite3.Error):
+                        error = QueueError(f"the queue database failed: {error}")
+                    pending.value = error
+                else:
+                    conn.execute("RELEASE operation")
+                    pending.ok = True
+            conn.execute("COMMIT")
+        except Exception as error:
+            # Nothing in this batch is durable: every caller hears so.
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            failure = QueueError(f"the queue database failed: {error}")
+            for pending in live:
+                pending.ok, pending.value = False, failure
+        else:
+            self._commits += 1
+            self._writes += len(live)
+        _deliver(live)
+
+
+def _deliver(done: list[_Pending]) -> None:
+    """Wake each event loop once per batch, not once per caller."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Pending]] = {}
+    for pending in done:
+        by_loop.setdefault(pending.loop, []).append(pending)
+    for loop, answers in by_loop.items():
+        # A closed loop has nobody left waiting.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_resolve, answers)
+
+
+def _resolve(answers: list[_Pending]) -> None:
+    for pending in answers:
+        if pending.future.done():  # cancelled meanwhile
+            continue
+        if pending.ok:
+            pending.future.set_result(pending.value)
+        else:
+            pending.future.set_exception(pending.value)

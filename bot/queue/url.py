@@ -1,0 +1,68 @@
+"""Queue URLs: which backend, where, and the default every command shares."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bot.queue.base import JobQueue
+from bot.queue.sqlite import SqliteQueue
+from runner.errors import ConfigError
+
+SQLITE_PREFIX = "sqlite:///"
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$NEO_DATA_DIR`, else Neo's home (`$NEO_HOME`, else `~/.neo`)."""
+    env = os.environ if environ is None else environ
+    # NEO_HOME as runner.session.neo_home reads it; importing that module
+    # would load every model SDK into the server and `neo jobs`.
+    configured = env.get("NEO_DATA_DIR") or env.get("NEO_HOME")
+    return Path(configured).expanduser() if configured else Path.home() / ".neo"
+
+
+def sqlite_url(path: Path) -> str:
+    """The URL of a SQLite queue file; an absolute path gives `sqlite:////abs/path.db`."""
+    return f"{SQLITE_PREFIX}{path}"
+
+
+def default_queue_url(environ: Mapping[str, str] | None = None) -> str:
+    """`$NEO_QUEUE_URL`, else `sqlite:///<data dir>/neo.db`."""
+    env = os.environ if environ is None else environ
+    return env.get("NEO_QUEUE_URL") or sqlite_url(data_dir(env).absolute() / "neo.db")
+
+
+def sqlite_path(url: str, *, source: str = "NEO_QUEUE_URL") -> Path:
+    """The file a `sqlite:///PATH` URL names.
+
+    As in SQLAlchemy, PATH is everything after the third slash:
+    `sqlite:////var/lib/neo/neo.db` is absolute, `sqlite:///neo.db` is
+    relative to the current directory. Raises ConfigError for anything else.
+    Messages name the scheme, never the URL: it may hold a password.
+    """
+    scheme, separator, _ = url.partition("://")
+    if not separator:
+        raise ConfigError(f"the queue URL is not a URL; expected sqlite:///PATH ({source})")
+    scheme = scheme.lower()
+    if scheme.split("+")[0] in ("postgres", "postgresql"):
+        raise ConfigError(f"postgres queues are not supported yet ({source})")
+    if scheme != "sqlite":
+        raise ConfigError(f"unsupported queue URL scheme {scheme!r}; use sqlite:///PATH ({source})")
+    if not url.startswith(SQLITE_PREFIX):
+        raise ConfigError(f"a sqlite queue URL is sqlite:///PATH ({source})")
+    location = url[len(SQLITE_PREFIX) :]
+    if not location or location == ":memory:" or "?" in location:
+        raise ConfigError(f"a sqlite queue URL needs a file path and no options ({source})")
+    return Path(location).absolute()
+
+
+def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) -> JobQueue:
+    """Open the queue `url` names, creating its database (and directory) if `create`.
+
+    `source` is where the URL came from, for error messages.
+    """
+    path = sqlite_path(url, source=source)
+    if not create and not path.exists():
+        raise ConfigError(f"no queue database at {path} ({source})")
+    return SqliteQueue(path, create=create)

@@ -1,0 +1,519 @@
+"""The SQLite queue against real database files: semantics, group commit, durability."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.jobs import JobState
+from bot.queue import (
+    EnqueueResult,
+    Heartbeat,
+    LeaseLost,
+    QueueClosed,
+    SqliteQueue,
+    default_queue_url,
+    open_queue,
+    sqlite_path,
+)
+from runner.errors import ConfigError
+from tests.bot.queue.factories import make_request
+
+ROOT = Path(__file__).resolve().parents[3]
+LEASE = 30.0
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "neo.db"
+
+
+@pytest.fixture
+async def queue(db: Path, clock: FakeClock) -> AsyncIterator[SqliteQueue]:
+    async with SqliteQueue(db, clock=clock) as opened:
+        yield opened
+
+
+async def enqueue_one(
+    queue: SqliteQueue, delivery_id: str, *, repository: str = "octo/hello", number: int = 1
+) -> int:
+    request = make_request(delivery_id, repository=repository, number=number)
+    result = await queue.enqueue(delivery_id, [request])
+    assert not result.duplicate
+    (job_id,) = result.job_ids
+    return job_id
+
+
+async def test_enqueue_claim_finish(queue: SqliteQueue, clock: FakeClock) -> None:
+    request = make_request("d1")
+    result = await queue.enqueue("d1", [request])
+    assert result == EnqueueResult(duplicate=False, job_ids=result.job_ids)
+    assert result.created == result.job_ids
+
+    job = await queue.claim("w1", LEASE)
+    assert job is not None
+    assert job.id == result.job_ids[0]
+    assert job.request == request
+    assert (job.state, job.attempts, job.worker) == (JobState.RUNNING, 1, "w1")
+    assert job.lease_expires_at == clock.now + LEASE
+    assert await queue.claim("w2", LEASE) is None
+
+    clock.advance(5)
+    await queue.finish(job.id, "w1", JobState.SUCCEEDED, {"summary": "fixed", "pr": 7})
+    done = await queue.get(job.id)
+    assert done is not None
+    assert done.state == JobState.SUCCEEDED
+    assert done.result == {"summary": "fixed", "pr": 7}
+    assert (done.worker, done.lease_expires_at) == (None, None)
+    assert done.updated_at == clock.now
+    assert done.created_at == clock.now - 5
+
+
+async def test_finish_by_another_worker_is_refused(queue: SqliteQueue) -> None:
+    job_id = await enqueue_one(queue, "d1")
+    await queue.claim("w1", LEASE)
+    with pytest.raises(LeaseLost):
+        await queue.finish(job_id, "w2", JobState.SUCCEEDED, {})
+    with pytest.raises(ValueError, match="succeeded, failed or cancelled"):
+        await queue.finish(job_id, "w1", JobState.QUEUED, {})
+    job = await queue.get(job_id)
+    assert job is not None
+    assert job.state == JobState.RUNNING
+
+
+async def test_a_delivery_without_requests_is_still_recorded(queue: SqliteQueue) -> None:
+    assert await queue.enqueue("d1", []) == EnqueueResult(duplicate=False)
+    assert await queue.enqueue("d1", []) == EnqueueResult(duplicate=True)
+
+
+async def test_duplicate_delivery_queues_nothing(queue: SqliteQueue) -> None:
+    first = await queue.enqueue("d1", [make_request("d1")])
+    again = await queue.enqueue("d1", [make_request("d1", dedupe_key="another comment")])
+    assert again == EnqueueResult(duplicate=True, job_ids=())
+    assert [job.id for job in await queue.list()] == list(first.job_ids)
+
+
+async def test_same_dedupe_key_in_another_delivery_makes_no_second_job(
+    queue: SqliteQueue,
+) -> None:
+    first = await queue.enqueue("d1", [make_request("d1", dedupe_key="comment:99")])
+    second = await queue.enqueue(
+        "d2",
+        [make_request("d2", dedupe_key="comment:99"), make_request("d2", dedupe_key="comment:100")],
+    )
+    assert not second.duplicate
+    assert second.job_ids[0] == first.job_ids[0]
+    assert second.existing == (first.job_ids[0],)
+    assert second.created == (second.job_ids[1],)
+    assert len(await queue.list()) == 2
+
+
+async def test_one_thread_runs_one_job_at_a_time_in_order(queue: SqliteQueue) -> None:
+    first = await enqueue_one(queue, "d1", number=1)
+    second = await enqueue_one(queue, "d2", number=1)
+    other = await enqueue_one(queue, "d3", number=2)
+
+    claimed = await queue.claim("w1", LEASE)
+    assert claimed is not None
+    assert claimed.id == first
+    # The thread is busy: its second job waits, another thread's does not.
+    claimed = await queue.claim("w2", LEASE)
+    assert claimed is not None
+    assert claimed.id == other
+    assert await queue.claim("w3", LEASE) is None
+
+    await queue.finish(first, "w1", JobState.SUCCEEDED, {})
+    claimed = await queue.claim("w3", LEASE)
+    assert claimed is not None
+    assert claimed.id == second
+
+
+async def test_thread_key_ignores_repository_case(queue: SqliteQueue) -> None:
+    await enqueue_one(queue, "d1", repository="Octo/Hello")
+    await enqueue_one(queue, "d2", repository="octo/hello")
+    assert await queue.claim("w1", LEASE) is not None
+    assert await queue.claim("w2", LEASE) is None
+
+
+async def test_expired_lease_returns_the_job_to_the_queue(
+    queue: SqliteQueue, clock: FakeClock
+) -> None:
+    job_id = await enqueue_one(queue, "d1")
+    await queue.claim("w1", LEASE)
+    clock.advance(LEASE - 1)
+    assert await queue.requeue_expired() == []
+    clock.advance(2)
+    assert await queue.requeue_expired() == [job_id]
+
+    job = await queue.get(job_id)
+    assert job is not None
+    assert (job.state, job.attempts, job.worker, job.lease_expires_at) == (
+        JobState.QUEUED,
+        1,
+        None,
+        None,
+    )
+    # The old worker learns it lost the job; a new one gets it.
+    assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(lease_lost=True)
+    again = await queue.claim("w2", LEASE)
+    assert again is not None
+    assert (again.id, again.attempts) == (job_id, 2)
+
+
+async def test_past_max_attempts_the_job_fails(db: Path, clock: FakeClock) -> None:
+    async with SqliteQueue(db, clock=clock, max_attempts=2) as queue:
+        job_id = await enqueue_one(queue, "d1")
+        for _ in range(2):
+            assert await queue.claim("w1", LEASE) is not None
+            clock.advance(LEASE + 1)
+            assert await queue.requeue_expired() == [job_id]
+        job = await queue.get(job_id)
+        assert job is not None
+        assert (job.state, job.attempts) == (JobState.FAILED, 2)
+        assert job.result == {
+            "error": "gave up after 2 attempts: each time the worker's lease expired"
+            " before it finished"
+        }
+        assert await queue.claim("w1", LEASE) is None
+
+
+async def test_heartbeat_extends_the_lease_and_reports_cancellation(
+    queue: SqliteQueue, clock: FakeClock
+) -> None:
+    job_id = await enqueue_one(queue, "d1")
+    await queue.claim("w1", LEASE)
+    clock.advance(LEASE - 1)
+    assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(lease_lost=False)
+    clock.advance(LEASE - 1)
+    assert await queue.requeue_expired() == []
+
+    assert await queue.heartbeat(job_id, "w2", LEASE) == Heartbeat(lease_lost=True)
+    assert await queue.cancel(job_id)
+    assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(
+        lease_lost=False, cancel_requested=True
+    )
+    await queue.finish(job_id, "w1", JobState.CANCELLED, {"summary": "stopped"})
+    assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(lease_lost=True)
+
+
+async def test_a_cancel_request_stops_its_thread_only(queue: SqliteQueue) -> None:
+    running = await enqueue_one(queue, "d1", number=1)
+    await queue.claim("w1", LEASE)
+    waiting = await enqueue_one(queue, "d2", number=1)
+    elsewhere = await enqueue_one(queue, "d3", number=2)
+
+    stop = make_request("d4", number=1, kind="cancel", author="bob", instruction="@neo stop")
+    (request_id,) = (await queue.enqueue("d4", [stop])).job_ids
+
+    recorded = await queue.get(request_id)
+    assert recorded is not None
+    assert recorded.state == JobState.SUCCEEDED
+    assert recorded.result == {"cancelled": [waiting], "cancel_requested": [running]}
+    cancelled = await queue.get(waiting)
+    assert cancelled is not None
+    assert cancelled.state == JobState.CANCELLED
+    assert cancelled.result == {"error": f"cancelled: @bob asked to stop (job {request_id})"}
+    still_running = await queue.get(running)
+    assert still_running is not None
+    assert (still_running.state, still_running.cancel_requested) == (JobState.RUNNING, True)
+    untouched = await queue.get(elsewhere)
+    assert untouched is not None
+    assert untouched.state == JobState.QUEUED
+
+    # Redelivered under another delivery id, the same comment stops nothing twice.
+    again = await queue.enqueue(
+        "d5", [make_request("d5", kind="cancel", dedupe_key=stop.dedupe_key)]
+    )
+    assert again.existing == (request_id,)
+
+    claimed = await queue.claim("w2", LEASE)
+    assert claimed is not None
+    assert claimed.id == elsewhere
+
+
+async def test_an_expired_job_whose_cancel_was_requested_is_cancelled(
+    queue: SqliteQueue, clock: FakeClock
+) -> None:
+    job_id = await enqueue_one(queue, "d1")
+    await queue.claim("w1", LEASE)
+    assert await queue.cancel(job_id)
+    clock.advance(LEASE + 1)
+    assert await queue.requeue_expired() == [job_id]
+    job = await queue.get(job_id)
+    assert job is not None
+    assert job.state == JobState.CANCELLED
+
+
+async def test_cancel(queue: SqliteQueue) -> None:
+    queued = await enqueue_one(queue, "d1", number=1)
+    assert await queue.cancel(queued)
+    job = await queue.get(queued)
+    assert job is not None
+    assert job.state == JobState.CANCELLED
+    assert not await queue.cancel(queued)
+    assert not await queue.cancel(12345)
+
+
+async def test_retry_puts_failed_and_cancelled_jobs_back(queue: SqliteQueue) -> None:
+    failed = await enqueue_one(queue, "d1", number=1)
+    cancelled = await enqueue_one(queue, "d2", number=2)
+    succeeded = await enqueue_one(queue, "d3", number=3)
+    for _ in range(3):
+        job = await queue.claim("w1", LEASE)
+        assert job is not None
+        outcome = {failed: JobState.FAILED, succeeded: JobState.SUCCEEDED}
+        if job.id in outcome:
+            await queue.finish(job.id, "w1", outcome[job.id], {"error": "boom"})
+        else:
+            assert await queue.cancel(job.id)
+            await queue.finish(job.id, "w1", JobState.CANCELLED, {})
+
+    assert await queue.retry(failed)
+    assert await queue.retry(cancelled)
+    assert not await queue.retry(succeeded)
+    assert not await queue.retry(failed)  # already queued
+    assert not await queue.retry(999)
+    job = await queue.get(failed)
+    assert job is not None
+    assert (job.state, job.attempts, job.result, job.cancel_requested) == (
+        JobState.QUEUED,
+        0,
+        None,
+        False,
+    )
+    job = await queue.get(cancelled)
+    assert job is not None
+    assert (job.state, job.cancel_requested) == (JobState.QUEUED, False)
+
+
+async def test_release_gives_the_job_back_without_spending_an_attempt(
+    queue: SqliteQueue,
+) -> None:
+    job_id = await enqueue_one(queue, "d1")
+    await queue.claim("w1", LEASE)
+    await queue.release(job_id, "w2")  # not w2's: nothing happens
+    await queue.release(job_id, "w1")
+    job = await queue.get(job_id)
+    assert job is not None
+    assert (job.state, job.attempts, job.worker) == (JobState.QUEUED, 0, None)
+
+
+async def test_list_filters_and_counts(queue: SqliteQueue) -> None:
+    first = await enqueue_one(queue, "d1", repository="octo/hello")
+    second = await enqueue_one(queue, "d2", repository="Octo/World")
+    third = await enqueue_one(queue, "d3", repository="octo/world", number=2)
+    # A name that starts like another is another repository.
+    fourth = await enqueue_one(queue, "d4", repository="octo/world-2")
+    await queue.claim("w1", LEASE)
+
+    assert [job.id for job in await queue.list()] == [fourth, third, second, first]
+    assert [job.id for job in await queue.list(limit=2)] == [fourth, third]
+    assert [job.id for job in await queue.list(repository="octo/world")] == [third, second]
+    assert [job.id for job in await queue.list(repository="Octo/World", limit=1)] == [third]
+    assert [job.id for job in await queue.list(state=JobState.RUNNING)] == [first]
+    assert await queue.list(state=JobState.QUEUED, repository="octo/hello") == []
+    assert await queue.list(repository="octo") == []
+    assert await queue.counts() == {
+        JobState.QUEUED: 3,
+        JobState.RUNNING: 1,
+        JobState.SUCCEEDED: 0,
+        JobState.FAILED: 0,
+        JobState.CANCELLED: 0,
+    }
+
+
+async def test_group_commit_under_500_concurrent_enqueues(queue: SqliteQueue) -> None:
+    # 400 distinct deliveries; 100 of them sent twice at the same moment,
+    # so duplicates meet inside one batch.
+    ids = [f"delivery-{n}" for n in range(400)]
+    sent = ids + ids[:100]
+    random.Random(4).shuffle(sent)
+    before = queue.stats
+
+    results = await asyncio.gather(*(queue.enqueue(d, [make_request(d)]) for d in sent))
+
+    outcomes: dict[str, list[EnqueueResult]] = {}
+    for delivery_id, result in zip(sent, results, strict=True):
+        outcomes.setdefault(delivery_id, []).append(result)
+    for delivery_id, seen in outcomes.items():
+        flags = sorted(result.duplicate for result in seen)
+        assert flags == [False] + [True] * (len(seen) - 1), delivery_id
+    job_ids = [job_id for result in results for job_id in result.job_ids]
+    assert len(job_ids) == len(set(job_ids)) == 400
+    stats = queue.stats
+    assert stats.writes - before.writes == 500
+    assert stats.commits - before.commits < 500  # batched, some at least
+
+    stored = await queue.list(limit=1000)
+    assert sorted(job.id for job in stored) == sorted(job_ids)
+    assert Counter(job.request.delivery_id for job in stored) == Counter(dict.fromkeys(ids, 1))
+
+
+async def test_one_failing_write_does_not_fail_its_batch(queue: SqliteQueue) -> None:
+    def broken(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO deliveries (id, received_at) VALUES ('half-done', 0)")
+        raise RuntimeError("boom")
+
+    ids = [f"d{n}" for n in range(50)]
+    outcomes = await asyncio.gather(
+        *(queue.enqueue(d, [make_request(d)]) for d in ids[:25]),
+        queue._write(broken),
+        *(queue.enqueue(d, [make_request(d)]) for d in ids[25:]),
+        return_exceptions=True,
+    )
+    assert [type(outcome).__name__ for outcome in outcomes].count("RuntimeError") == 1
+    assert len(await queue.list()) == 50
+    # The failing write was undone: its delivery id is free.
+    assert not (await queue.enqueue("half-done", [])).duplicate
+
+
+async def test_reopening_keeps_everything(db: Path, clock: FakeClock) -> None:
+    async with SqliteQueue(db, clock=clock) as queue:
+        job_id = await enqueue_one(queue, "d1")
+        await enqueue_one(queue, "d2", number=2)
+        await queue.claim("w1", LEASE)
+        before = await queue.list()
+    async with SqliteQueue(db, clock=clock) as queue:
+        assert await queue.list() == before
+        assert (await queue.enqueue("d1", [])).duplicate
+        clock.advance(LEASE + 1)
+        assert await queue.requeue_expired() == [job_id]
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+async def test_closed_queue_refuses_writes(db: Path) -> None:
+    queue = SqliteQueue(db)
+    await queue.close()
+    with pytest.raises(QueueClosed):
+        await queue.enqueue("d1", [])
+
+
+def test_newer_schema_is_refused(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    with pytest.raises(ConfigError, match="schema version 99"):
+        SqliteQueue(db)
+
+
+def test_a_file_that_is_not_a_database_is_one_clear_error(db: Path) -> None:
+    db.parent.mkdir(parents=True)
+    db.write_text("hello, not sqlite\n" * 100)
+    with pytest.raises(ConfigError, match=f"cannot open the queue database {db}"):
+        SqliteQueue(db)
+
+
+def test_kill_9_loses_no_acknowledged_delivery(db: Path) -> None:
+    """A producer is SIGKILLed at random moments; every id it printed is queued once."""
+    rng = random.Random()
+    acknowledged: list[str] = []
+    for round_ in range(4):
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "tests.bot.queue.enqueuer", str(db), f"r{round_}"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        # A stuck producer must not hang the suite.
+        watchdog = threading.Timer(60, producer.kill)
+        watchdog.start()
+        try:
+            assert producer.stdout is not None
+            wanted = rng.randrange(50, 1500)
+            for _ in range(wanted):
+                line = producer.stdout.readline()
+                assert line.endswith(b"\n"), "the producer stopped early"
+                acknowledged.append(line.decode().strip())
+            os.kill(producer.pid, signal.SIGKILL)
+            # Whatever it printed before dying was acknowledged too.
+            rest = producer.stdout.read()
+        finally:
+            watchdog.cancel()
+            producer.wait()
+        assert producer.returncode == -signal.SIGKILL
+        # The last piece is a line cut short by the kill (or empty).
+        acknowledged.extend(line.decode() for line in rest.split(b"\n")[:-1])
+
+    async def stored() -> Counter[str]:
+        async with SqliteQueue(db) as queue:
+            jobs = await queue.list(limit=1_000_000)
+            for delivery_id in acknowledged[:: max(1, len(acknowledged) // 50)]:
+                assert (await queue.enqueue(delivery_id, [])).duplicate
+        return Counter(job.request.delivery_id for job in jobs)
+
+    counts = asyncio.run(stored())
+    assert len(acknowledged) == len(set(acknowledged)) >= 200
+    missing = [d for d in acknowledged if counts[d] != 1]
+    assert missing == []
+
+
+def test_open_queue_reads_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    absolute = tmp_path / "nested" / "dir" / "neo.db"
+    assert sqlite_path(f"sqlite:///{absolute}") == absolute
+    monkeypatch.chdir(tmp_path)
+    assert sqlite_path("sqlite:///relative/neo.db") == tmp_path / "relative" / "neo.db"
+
+    queue = open_queue(f"sqlite:///{absolute}")
+    assert absolute.exists()
+    asyncio.run(queue.close())
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("postgresql://neo:secret@db/neo", "postgres queues are not supported yet (NEO_QUEUE_URL)"),
+        ("postgres://neo:secret@db/neo", "postgres queues are not supported yet (NEO_QUEUE_URL)"),
+        ("redis://localhost", "unsupported queue URL scheme 'redis'"),
+        ("neo.db", "not a URL"),
+        ("sqlite://", "sqlite:///PATH"),
+        ("sqlite:///:memory:", "needs a file path"),
+        ("sqlite:///neo.db?mode=ro", "needs a file path"),
+    ],
+)
+def test_open_queue_refuses_other_urls(url: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as error:
+        open_queue(url)
+    assert "secret" not in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_open_queue_without_create_wants_an_existing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no queue database at"):
+        open_queue(f"sqlite:///{tmp_path}/missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_default_queue_url(tmp_path: Path) -> None:
+    assert default_queue_url({"NEO_QUEUE_URL": "sqlite:///x.db"}) == "sqlite:///x.db"
+    assert default_queue_url({"NEO_DATA_DIR": str(tmp_path)}) == f"sqlite:///{tmp_path}/neo.db"
+    assert default_queue_url({"NEO_HOME": str(tmp_path)}) == f"sqlite:///{tmp_path}/neo.db"
+    assert default_queue_url({}) == f"sqlite:///{Path.home()}/.neo/neo.db"
