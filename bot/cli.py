@@ -15,6 +15,7 @@ from typing import NoReturn
 
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
+from bot.serve_cli import add_serve_parser, serve_command
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.llm.registry import PROVIDERS
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
 
     add_jobs_parser(commands)
+    add_serve_parser(commands)
     return parser
 
 
@@ -65,6 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(args)
     if args.command == "jobs":
         return jobs_command(args)
+    if args.command == "serve":
+        return serve_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands
 
 

@@ -9,8 +9,9 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.queue import data_dir as default_data_dir
+from bot.queue import sqlite_url
 from runner.errors import ConfigError
-from runner.session import neo_home
 
 
 class Settings(BaseSettings):
@@ -23,7 +24,7 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     webhook_secret: SecretStr = Field(min_length=1)
     github_api_url: str = "https://api.github.com"
-    data_dir: Path = Field(default_factory=neo_home)
+    data_dir: Path = Field(default_factory=default_data_dir)
     # Empty: the embedded SQLite queue in the data directory (see `queue`).
     queue_url: str = ""
     # In-process workers; 0 receives and queues only. The worker arrives
@@ -67,7 +68,7 @@ class Settings(BaseSettings):
     @property
     def queue(self) -> str:
         """NEO_QUEUE_URL, or the embedded SQLite queue in the data directory."""
-        return self.queue_url or f"sqlite:///{self.data_dir / 'neo.db'}"
+        return self.queue_url or sqlite_url(self.data_dir / "neo.db")
 
 
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -1,8 +1,11 @@
-"""Provider-neutral model types, the Provider protocol and the adapters."""
+"""Provider-neutral model types and the Provider protocol.
+
+Adapters load their SDKs, which are slow to import: reach them through
+`runner.llm.registry.make_provider`, not from here.
+"""
 
 from runner.llm.errors import ProviderConnectionError, ProviderError, ProviderHTTPError
 from runner.llm.provider import Completed, Provider, Retrying, StreamEvent, TextDelta
-from runner.llm.registry import DEFAULT_PROVIDER, PROVIDERS, make_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     JSON,
@@ -22,9 +25,7 @@ from runner.llm.types import (
 )
 
 __all__ = [
-    "DEFAULT_PROVIDER",
     "JSON",
-    "PROVIDERS",
     "Block",
     "Completed",
     "Image",
@@ -47,5 +48,4 @@ __all__ = [
     "ToolSpec",
     "ToolUse",
     "Usage",
-    "make_provider",
 ]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 
 from runner.errors import ConfigError
-from runner.llm.anthropic import DEFAULT_MODEL as ANTHROPIC_MODEL
-from runner.llm.anthropic import AnthropicProvider
 from runner.llm.provider import Provider
 
 # Every name the CLI contract accepts; those without an adapter yet are
@@ -24,7 +22,10 @@ def make_provider(name: str, model: str | None = None) -> Provider:
     if name == "anthropic":
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError("ANTHROPIC_API_KEY is not set (export your Anthropic API key)")
-        return AnthropicProvider(model or ANTHROPIC_MODEL)
+        # The SDK takes seconds to import; only runs that use it pay for it.
+        from runner.llm.anthropic import DEFAULT_MODEL, AnthropicProvider
+
+        return AnthropicProvider(model or DEFAULT_MODEL)
     if name in PROVIDERS:
         raise ConfigError(
             f"provider {name!r} is not available in this version of neo (use --provider anthropic)"

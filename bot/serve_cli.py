@@ -1,0 +1,97 @@
+"""`neo serve`: the webhook server (and, once they exist, in-process workers)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import uvicorn
+
+from bot.server import Intake, create_app, serve_intake
+from bot.settings import Settings, load_settings
+from runner.errors import ConfigError
+
+log = logging.getLogger("neo.server")
+
+
+def add_serve_parser(commands: Any) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="receive GitHub webhooks and queue the work they ask for",
+        description=(
+            "Serve POST /api/github/webhooks, GET /healthz and GET /metrics. "
+            "Settings come from NEO_* variables (see the README)."
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on")
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    _log_to_stderr()
+    try:
+        settings = load_settings()
+        if settings.workers:
+            raise ConfigError(
+                f"NEO_WORKERS={settings.workers}: in-process workers are not available in "
+                "this version; set NEO_WORKERS=0 (deliveries are queued for `neo jobs`)"
+            )
+        asyncio.run(_serve(settings, args.host, args.port))
+    except ConfigError as error:
+        print(f"neo: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _serve(settings: Settings, host: str, port: int) -> None:
+    if settings.sandbox == "docker":
+        await asyncio.to_thread(_sweep_orphans)
+    # The intake opens before the server listens: bad credentials or an
+    # unusable queue stop start-up with one line instead of a traceback.
+    async with asynccontextmanager(serve_intake(settings))() as intake:
+
+        async def open_intake() -> AsyncIterator[Intake]:
+            yield intake
+
+        config = uvicorn.Config(
+            create_app(open_intake),
+            host=host,
+            port=port,
+            access_log=False,
+            log_config=None,
+            server_header=False,
+        )
+        await uvicorn.Server(config).serve()
+
+
+def _sweep_orphans() -> None:
+    """Remove sandbox containers left over from a crash, when docker answers."""
+    from runner.sandbox.docker import docker_client, sweep_orphans
+    from runner.sandbox.factory import MAX_JOB_SECONDS
+
+    try:
+        client = docker_client()
+        removed = sweep_orphans(client, max_age=MAX_JOB_SECONDS)
+        client.close()
+    except Exception as error:  # the intake works without docker
+        log.warning(json.dumps({"event": "sweep_skipped", "reason": str(error).splitlines()[0]}))
+        return
+    if removed:
+        log.info(json.dumps({"event": "swept_orphans", "containers": removed}))
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    for name in ("neo", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)

@@ -1,0 +1,119 @@
+"""A real `neo serve` process for tests, and signed deliveries to post to it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.fakes import FakeGitHub
+
+NEO = Path(sys.executable).with_name("neo")
+SECRET = "webhook-secret-for-tests"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "octokit-webhooks-examples.json"
+
+
+def corpus() -> list[tuple[str, dict[str, Any]]]:
+    """Every (event, payload) of the vendored octokit examples."""
+    events = json.loads(CORPUS.read_text())
+    return [(event["name"], payload) for event in events for payload in event["examples"]]
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def headers(event: str, body: bytes, delivery: str | None = None) -> dict[str, str]:
+    return {
+        "content-type": "application/json",
+        "x-github-event": event,
+        "x-github-delivery": delivery or str(uuid.uuid4()),
+        "x-hub-signature-256": sign(body),
+    }
+
+
+def serve_env(github: FakeGitHub, data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(
+        {
+            "NEO_GITHUB_APP_ID": str(github.app_id),
+            "NEO_GITHUB_PRIVATE_KEY": github.private_key_pem,
+            "NEO_WEBHOOK_SECRET": SECRET,
+            "NEO_GITHUB_API_URL": github.base_url,
+            "NEO_DATA_DIR": str(data_dir),
+            "NEO_WORKERS": "0",
+            "NEO_SANDBOX": "local",
+        }
+    )
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[str]
+    env: Mapping[str, str]
+    log: Path
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+
+@contextmanager
+def neo_serve(env: Mapping[str, str], log: Path, port: int | None = None) -> Iterator[Server]:
+    """`neo serve` on a free port, up and answering /healthz; stopped afterwards."""
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    with log.open("a") as out:
+        process = subprocess.Popen(
+            [str(NEO), "serve", "--port", str(port)],
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    server = Server(url, process, env, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"neo serve exited {process.returncode}: {log.read_text()}")
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"neo serve did not come up: {log.read_text()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
