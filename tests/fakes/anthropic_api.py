@@ -699,6 +699,9 @@ class FakeAnthropicAPI:
         """Serve on an OS-chosen port; return once connections are accepted."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
+        # Accepted sockets inherit this: without it a response's headers and
+        # body, written apart, wait out the client's delayed ACK.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         config = uvicorn.Config(
             self._app,
             lifespan="off",
