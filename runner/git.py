@@ -68,6 +68,7 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import shutil
 import signal
 import stat
@@ -103,6 +104,9 @@ RECENT_COMMITS = 20
 
 NETWORK_TIMEOUT = 600.0
 LOCAL_TIMEOUT = 120.0
+# git compares file and index times in whole seconds: wait this long after a
+# checkout before refreshing its index (see `_make_spare`).
+RACY_GIT_SECONDS = 1.1
 
 # How often a job waiting for another job's mirror lock looks again.
 _LOCK_POLL_SECONDS = 0.02
@@ -418,26 +422,42 @@ class MirrorCache:
 
     async def _make_spare(self, url: str, commit: str) -> None:
         """Check out `commit` (whose blobs the mirror holds) as the spare tree of `url`."""
+        spare = self.spare_path(url)
+        # Each maker stages apart: another process may be making one too.
+        staging = spare.with_name(f"{spare.name}.tmp-{secrets.token_hex(4)}")
         try:
             async with self.locked(url) as mirror:
-                spare = self.spare_path(url)
                 if await asyncio.to_thread(spare.exists):
                     return
-                staging = spare.with_suffix(".spare-tmp")
-                await asyncio.to_thread(_remove_tree, staging)
                 await _clone_mirror(mirror, staging, LOCAL_TIMEOUT)
-                git_dir = await _sanitize(staging, origin=url)
-                await _git(
-                    ["checkout", "--quiet", "--detach", commit],
-                    what="checkout",
-                    git_dir=git_dir,
-                    work_tree=staging,
-                    config=_OFFLINE,
-                )
-                await _prune_branches(git_dir, keep=None)
-                await asyncio.to_thread(staging.rename, spare)
+            git_dir = await _sanitize(staging, origin=url)
+            await _git(
+                ["checkout", "--quiet", "--detach", commit],
+                what="checkout",
+                git_dir=git_dir,
+                work_tree=staging,
+                config=_OFFLINE,
+            )
+            await _prune_branches(git_dir, keep=None)
+            # Files written in the same second as the index are "racily
+            # clean": the next checkout would re-read every one of them. A
+            # refresh once the clock has moved on records them as clean.
+            await asyncio.sleep(RACY_GIT_SECONDS)
+            await _git(
+                ["update-index", "-q", "--refresh"],
+                what="update-index",
+                git_dir=git_dir,
+                work_tree=staging,
+                config=_OFFLINE,
+                check=False,
+            )
+            async with self.locked(url):
+                if not await asyncio.to_thread(spare.exists):
+                    await asyncio.to_thread(staging.rename, spare)
         except (GitError, OSError) as error:
             log.warning("no spare tree for %s: %s", _scrub(url), error)
+        finally:
+            await asyncio.to_thread(_remove_tree, staging)
 
     async def _update(self, mirror: Path, auth: _Auth, timeout: float) -> None:
         """Create the mirror of `auth.url`, or fetch what changed; under its lock."""
