@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from bot.argtypes import positive_float, positive_int
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
 from bot.serve_cli import add_serve_parser, serve_command
@@ -49,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--image", help="sandbox image for --sandbox docker")
     run.add_argument("--provider", choices=PROVIDERS, help="model provider (default: anthropic)")
     run.add_argument("--model", help="model name (default: the provider's default)")
-    run.add_argument("--max-turns", type=_positive_int, default=100, metavar="N")
-    run.add_argument("--timeout", type=_positive_float, metavar="SECONDS")
+    run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
+    run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
 
@@ -133,23 +134,3 @@ def _debug_logging() -> None:
     logger = logging.getLogger("neo")
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-    return value

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import TypeVar
 
+from bot.argtypes import positive_int
 from bot.jobs import Job, JobState
 from bot.queue import JobQueue, QueueError, default_queue_url, open_queue
 from runner.errors import ConfigError
@@ -46,7 +47,7 @@ def add_jobs_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     listing = actions.add_parser("list", parents=[common], help="the newest jobs first")
     listing.add_argument("--state", choices=[state.value for state in JobState])
     listing.add_argument("--repo", type=_repository, metavar="OWNER/NAME")
-    listing.add_argument("--limit", type=_positive_int, default=100, metavar="N")
+    listing.add_argument("--limit", type=positive_int, default=100, metavar="N")
     listing.add_argument("--format", choices=formats, default="text")
 
     show = actions.add_parser("show", parents=[common], help="one job in full")
@@ -245,16 +246,6 @@ def _job_id(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a job id is a whole number, not {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"a job id is at least 1, not {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
 
 
