@@ -26,26 +26,24 @@ request, rejected or not, is appended to `server.requests`.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import secrets
-import socket
 import string
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 import anyio
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+from tests.fakes.threaded import ThreadedServer
 
 __all__ = [
     "BrokenStream",
@@ -72,8 +70,6 @@ Block: TypeAlias = Mapping[str, Any]
 
 MAX_CACHE_CONTROL_BLOCKS = 4
 
-# How long a stopping server waits for in-flight responses before cancelling them.
-_DRAIN_SECONDS = 2.0
 
 # The status the real API answers with for each error type.
 ERROR_STATUS = {
@@ -614,29 +610,6 @@ class _PlannedResponse(Response):
 # --- the server ----------------------------------------------------------------
 
 
-class _Uvicorn(uvicorn.Server):
-    # The stock server ticks and drains every 0.1 s; a per-test fixture wants a
-    # quicker stop, so both loops poll faster. Nothing else changes.
-
-    async def main_loop(self) -> None:
-        while not self.should_exit:
-            await asyncio.sleep(0.005)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        deadline = time.monotonic() + _DRAIN_SECONDS
-        state = self.server_state
-        while (state.connections or state.tasks) and not self.force_exit:
-            if time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.005)
-        for task in state.tasks:
-            task.cancel()
-
-
 class FakeAnthropicAPI:
     """The fake API served on 127.0.0.1 in a background thread; a context manager.
 
@@ -649,10 +622,8 @@ class FakeAnthropicAPI:
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: _Uvicorn | None = None
-        self._thread: threading.Thread | None = None
-        self._port: int | None = None
         self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
+        self._serving = ThreadedServer(self._app, "fake-anthropic")
 
     # -- scripting and inspection --
 
@@ -669,9 +640,9 @@ class FakeAnthropicAPI:
 
     @property
     def base_url(self) -> str:
-        if self._port is None:
+        if self._serving.port is None:
             raise RuntimeError("the fake Anthropic API is not running")
-        return f"http://127.0.0.1:{self._port}"
+        return f"http://127.0.0.1:{self._serving.port}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -680,7 +651,7 @@ class FakeAnthropicAPI:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._serving.running
 
     @property
     def stopping(self) -> bool:
@@ -697,52 +668,17 @@ class FakeAnthropicAPI:
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on an OS-chosen port; return once connections are accepted."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        # Accepted sockets inherit this: without it a response's headers and
-        # body, written apart, wait out the client's delayed ACK.
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        config = uvicorn.Config(
-            self._app,
-            lifespan="off",
-            http="h11",
-            ws="none",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-        )
-        self._server = _Uvicorn(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-anthropic", daemon=True
-        )
         self._stopping.clear()
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                sock.close()
-                raise RuntimeError("the fake Anthropic API did not start")
-            time.sleep(0.002)
-        self._port = sock.getsockname()[1]
+        self._serving.start(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving; stalled replies end at once."""
-        if self._server is None or self._thread is None:
-            return
         self._stopping.set()
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            # Still draining connections: let uvicorn skip the wait.
-            self._server.force_exit = True
-            self._thread.join(timeout)
-        self._server = None
-        self._port = None
+        self._serving.stop(timeout)
 
     def _close_connection(self, client: tuple[str, int] | None) -> None:
         """Close the server side of the connection from `client`, if it is still open."""
-        server = self._server
-        for connection in list(server.server_state.connections) if server else []:
+        for connection in self._serving.connections:
             if client is not None and getattr(connection, "client", None) == tuple(client):
                 connection.transport.close()
 

@@ -30,12 +30,10 @@ are also parsed into `token_requests`, and the tokens issued into `tokens`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import re
 import secrets
-import socket
 import string
 import threading
 import time
@@ -45,13 +43,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeAlias
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from tests.fakes.threaded import ThreadedServer
 
 __all__ = [
     "ALL_JOB_PERMISSIONS",
@@ -93,7 +92,6 @@ _LEGACY_PERMISSION = {
     "none": "none",
 }
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-_DRAIN_SECONDS = 2.0
 
 
 # --- keys ------------------------------------------------------------------------
@@ -331,26 +329,6 @@ def _random_token() -> str:
 # --- the server ------------------------------------------------------------------
 
 
-class _Uvicorn(uvicorn.Server):
-    # Poll faster than uvicorn's 0.1 s so a per-test server stops at once.
-
-    async def main_loop(self) -> None:
-        while not self.should_exit:
-            await asyncio.sleep(0.005)
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        for connection in list(self.server_state.connections):
-            connection.shutdown()
-        deadline = time.monotonic() + _DRAIN_SECONDS
-        state = self.server_state
-        while (state.connections or state.tasks) and time.monotonic() < deadline:
-            await asyncio.sleep(0.005)
-        for task in state.tasks:
-            task.cancel()
-
-
 class FakeGitHub:
     """A GitHub App's view of the REST API, served on 127.0.0.1; a context manager.
 
@@ -389,10 +367,8 @@ class FakeGitHub:
         self._tokens: dict[str, IssuedToken] = {}
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
-        self._server: _Uvicorn | None = None
-        self._thread: threading.Thread | None = None
-        self._port: int | None = None
         self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
+        self._serving = ThreadedServer(self._app, "fake-github")
         self.add_route("GET", "/app", self._get_app, auth="app")
         self.add_route(
             "POST",
@@ -458,9 +434,9 @@ class FakeGitHub:
     @property
     def base_url(self) -> str:
         """The API URL to give the client (NEO_GITHUB_API_URL), prefix included."""
-        if self._port is None:
+        if self._serving.port is None:
             raise RuntimeError("the fake GitHub API is not running")
-        return f"http://127.0.0.1:{self._port}{self.path_prefix}"
+        return f"http://127.0.0.1:{self._serving.port}{self.path_prefix}"
 
     @property
     def requests(self) -> list[GitHubRequest]:
@@ -482,8 +458,7 @@ class FakeGitHub:
     @property
     def open_connections(self) -> int:
         """Client connections the server holds open right now."""
-        server = self._server
-        return len(server.server_state.connections) if server else 0
+        return len(self._serving.connections)
 
     def clear(self) -> None:
         with self._lock:
@@ -501,44 +476,10 @@ class FakeGitHub:
 
     def start(self, timeout: float = 10.0) -> None:
         """Serve on an OS-chosen port; return once connections are accepted."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        # Accepted sockets inherit this: without it a response's headers and
-        # body, written apart, wait out the client's delayed ACK (40 ms each).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        config = uvicorn.Config(
-            self._app,
-            lifespan="off",
-            http="h11",
-            ws="none",
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-        )
-        self._server = _Uvicorn(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-github", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                sock.close()
-                raise RuntimeError("the fake GitHub API did not start")
-            time.sleep(0.002)
-        self._port = sock.getsockname()[1]
+        self._serving.start(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self._server is None or self._thread is None:
-            return
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(timeout)
-        self._server = None
-        self._thread = None
-        self._port = None
+        self._serving.stop(timeout)
 
     # -- the HTTP side --
 
@@ -812,7 +753,7 @@ class FakeGitHub:
         return 200, {"permission": legacy, "role_name": role, "user": user}
 
     def _base(self) -> str:
-        return self.base_url if self._port is not None else ""
+        return self.base_url if self._serving.port is not None else ""
 
 
 def _check_scope(token: IssuedToken, params: Mapping[str, str]) -> None:

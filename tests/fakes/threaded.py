@@ -1,0 +1,101 @@
+"""Serving a fake's ASGI app from a background thread, for one test's lifetime."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
+
+# How long a stopping server waits for in-flight responses before cancelling them.
+DRAIN_SECONDS = 2.0
+
+
+class _QuickServer(uvicorn.Server):
+    # The stock server ticks and drains every 0.1 s; a per-test fixture wants a
+    # quicker stop, so both loops poll faster. Nothing else changes.
+
+    async def main_loop(self) -> None:
+        while not self.should_exit:
+            await asyncio.sleep(0.005)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = time.monotonic() + DRAIN_SECONDS
+        state = self.server_state
+        while (state.connections or state.tasks) and not self.force_exit:
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.005)
+        for task in state.tasks:
+            task.cancel()
+
+
+class ThreadedServer:
+    """`app` on 127.0.0.1 at an OS-chosen port, in a daemon thread."""
+
+    def __init__(self, app: ASGIApp, name: str) -> None:
+        self._app = app
+        self._name = name
+        self._server: _QuickServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def connections(self) -> list[Any]:
+        """The server's open client connections (uvicorn protocol objects)."""
+        return list(self._server.server_state.connections) if self._server else []
+
+    def start(self, timeout: float = 10.0) -> int:
+        """Serve; return the port once connections are accepted."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        # Accepted sockets inherit this: without it a response's headers and
+        # body, written apart, wait out the client's delayed ACK (40 ms each).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        config = uvicorn.Config(
+            self._app,
+            lifespan="off",
+            http="h11",
+            ws="none",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+        )
+        self._server = _QuickServer(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name=self._name, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                sock.close()
+                raise RuntimeError(f"{self._name} did not start")
+            time.sleep(0.002)
+        self.port = int(sock.getsockname()[1])
+        return self.port
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._server is None or self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            # Still draining connections: skip the wait.
+            self._server.force_exit = True
+            self._thread.join(timeout)
+        self._server = None
+        self._thread = None
+        self.port = None
