@@ -1,0 +1,521 @@
+"""One job, end to end: clone on the host, the agent in a sandbox, commit and push on the host.
+
+    result = await run(JobSpec(...), on_event=progress.observe, stop=stopped)
+
+The token given in the spec is used by the host's git processes only (clone,
+fetch of a pull request head, push); the sandbox and the model never see it
+(ARCHITECTURE rule 3). Under the spec's data directory live:
+
+    sessions/<id>.jsonl    one transcript per thread, resumed by the next job
+                           of the same session key (the id is derived from it)
+    mirrors/               the mirror cache, unless the caller passes its own
+    workspaces/<job id>/   the job's working tree, removed when the job ends
+
+After the agent has finished, the host folds whatever the agent left (files,
+and commits it may have made itself) into one commit on the work branch:
+changes under `.github/workflows/` are reverted first unless the spec allows
+them (a pushed workflow runs with the repository's secrets), then the rest is
+committed as the bot with the requester as co-author and pushed. Every failure
+after the spec is accepted ends up in `JobResult` as one line; only a spec
+that cannot work raises `ConfigError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import re
+import shutil
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+# Host-side git runner.git has no public function for yet (listing and
+# reverting paths, merge-base) runs through its hardened internals.
+from runner import git as host_git
+from runner.agent import Agent, Event, TurnFinished, TurnStarted
+from runner.context import build_system_prompt
+from runner.context import project_context as read_project_context
+from runner.errors import ConfigError, NeoError
+from runner.git import (
+    DiffStat,
+    GitError,
+    MirrorCache,
+    checkout_branch,
+    clone,
+    commit_all,
+    diffstat,
+    fetch_pull_request,
+    push,
+)
+from runner.llm.pricing import cost_usd
+from runner.llm.provider import Provider
+from runner.llm.registry import make_provider
+from runner.llm.types import Usage
+from runner.sandbox.base import Sandbox, SandboxError
+from runner.sandbox.factory import SANDBOXES, open_sandbox
+from runner.session import Session, SessionError, SessionMeta, SessionStore, utc_timestamp
+from runner.tools import Workflow, default_tools
+
+__all__ = [
+    "WORKFLOWS_DIR",
+    "Conclusion",
+    "JobInterrupted",
+    "JobResult",
+    "JobSpec",
+    "JobTimeout",
+    "ProviderFactory",
+    "run",
+    "session_id_for",
+]
+
+ProviderFactory = Callable[[str, "str | None"], Provider]
+Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
+
+# Workflows run with the repository's secrets: the agent may not write them
+# unless the repository's configuration says so.
+WORKFLOWS_DIR = ".github/workflows"
+SETUP_TIMEOUT = 600.0
+
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """Everything one job needs; the caller (bot or action) builds it."""
+
+    job_id: str
+    # https (http for local test servers) clone URL, without credentials.
+    repo_url: str
+    # For clone, fetch and push on the host only; never in repr, the sandbox
+    # or the model's context.
+    token: str = field(repr=False)
+    base_branch: str
+    # Created from the base (or the pull request head) unless it exists on
+    # the remote, in which case the job continues it.
+    work_branch: str
+    # The task text, built by the caller.
+    prompt: str
+    data_dir: Path
+    # A fork's pull request: its head (refs/pull/N/head) is where a new work
+    # branch starts.
+    pull_request: int | None = None
+    system_extra: str = ""
+    provider: str = "anthropic"
+    model: str | None = None
+    max_turns: int = 100
+    time_limit: float = 30 * 60.0
+    sandbox: str = "docker"
+    image: str | None = None
+    setup: tuple[str, ...] = ()
+    setup_network: bool = False
+    allow_workflow_edits: bool = False
+    # (name, email) of the person who asked: the commit's Co-authored-by.
+    co_author: tuple[str, str] | None = None
+    bot_name: str = "neo[bot]"
+    bot_email: str = "neo[bot]@users.noreply.github.com"
+    # The thread (e.g. "owner/repo#12") whose conversation this job continues.
+    session_key: str | None = None
+    commit_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    conclusion: Conclusion
+    branch: str
+    commit: str | None = None
+    diffstat: DiffStat | None = None
+    # Paths under .github/workflows/ the agent changed and the host reverted.
+    blocked_paths: tuple[str, ...] = ()
+    summary: str = ""
+    error_kind: str | None = None
+    error_message: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    num_turns: int = 0
+    duration_ms: int = 0
+    session_id: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.conclusion == "changed"
+
+
+class JobTimeout(NeoError):
+    kind = "timeout"
+
+
+class JobInterrupted(NeoError):
+    kind = "interrupted"
+
+
+def session_id_for(key: str) -> str:
+    """The session id of thread `key`: readable, and a hash so distinct keys never collide."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-")[:60] or "thread"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{slug}-{digest}"
+
+
+@dataclass
+class _Progress:
+    """What the agent phase learned, kept even when it is cut short."""
+
+    session_id: str | None = None
+    turns: int = 0
+    finished: TurnFinished | None = None
+    start: str | None = None  # the commit the work branch was at before the agent
+    error: NeoError | None = None  # how the agent's turn failed
+
+
+async def run(
+    spec: JobSpec,
+    *,
+    on_event: Callable[[Event], None] | None = None,
+    stop: asyncio.Event | None = None,
+    provider_factory: ProviderFactory = make_provider,
+    cache: MirrorCache | None = None,
+    project_context: str | None = None,
+) -> JobResult:
+    """Run the job; failures are reported in the result, bar ConfigError for a bad spec.
+
+    `project_context` replaces the AGENTS.md context read from the tree (a
+    pull request job passes the default branch's, so the PR cannot rewrite
+    Neo's instructions). Setting `stop` cancels the job (conclusion
+    "cancelled"); the time limit covers everything up to the end of the
+    agent's run.
+    """
+    started = time.monotonic()
+    _check(spec)
+    provider = provider_factory(spec.provider, spec.model)
+    workspace = spec.data_dir / "workspaces" / spec.job_id
+    progress = _Progress()
+    try:
+        async with _mirrors(spec, cache) as mirrors:
+            await asyncio.to_thread(_remove, workspace)
+            await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
+            work = _prepare_and_run_agent(
+                spec, workspace, mirrors, provider, project_context, progress, on_event
+            )
+            error = await _bounded(work, spec.time_limit, stop)
+            error = error or progress.error
+            if error is not None:
+                return _result(spec, provider, progress, started, error=error)
+            return await _publish(spec, workspace, provider, progress, started)
+    except (GitError, SandboxError, SessionError) as error:
+        return _result(spec, provider, progress, started, error=error)
+    finally:
+        await _close(provider)
+        await asyncio.to_thread(_remove, workspace)
+
+
+def _check(spec: JobSpec) -> None:
+    if not _ID_RE.fullmatch(spec.job_id):
+        raise ConfigError(f"invalid job id {spec.job_id!r}: use letters, digits, '.', '_', '-'")
+    if spec.sandbox not in SANDBOXES:
+        raise ConfigError(f"unknown sandbox {spec.sandbox!r} (one of: {', '.join(SANDBOXES)})")
+    if spec.sandbox == "local" and spec.image is not None:
+        raise ConfigError("a sandbox image applies to the docker sandbox only")
+    if spec.max_turns < 1:
+        raise ConfigError("max turns must be at least 1")
+    if not spec.time_limit > 0:
+        raise ConfigError("the time limit must be positive")
+    if spec.pull_request is not None and spec.pull_request < 1:
+        raise ConfigError(f"not a pull request number: {spec.pull_request}")
+    if not spec.prompt.strip():
+        raise ConfigError("the job has no prompt")
+
+
+@contextlib.asynccontextmanager
+async def _mirrors(spec: JobSpec, cache: MirrorCache | None) -> AsyncIterator[MirrorCache]:
+    if cache is not None:
+        yield cache
+        return
+    # A cache of its own lives for one job only: a spare tree would be wasted.
+    async with MirrorCache(spec.data_dir / "mirrors", spare_trees=False) as own:
+        yield own
+
+
+async def _bounded(
+    work: Awaitable[_T], time_limit: float, stop: asyncio.Event | None
+) -> NeoError | None:
+    """Await `work` until it ends, `time_limit` passes or `stop` is set; the error, if cut."""
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    waiters: set[asyncio.Future[Any]] = {task} if stopper is None else {task, stopper}
+    try:
+        await asyncio.wait(waiters, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+        if not task.done():
+            # Cancelling lets the agent answer its open tool calls and the
+            # sandbox remove its container.
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if task.cancelled():
+        if stop is not None and stop.is_set():
+            return JobInterrupted("the job was stopped")
+        return JobTimeout(f"the job did not finish within its time limit of {time_limit:g}s")
+    task.result()  # re-raises what the work raised
+    return None
+
+
+async def _prepare_and_run_agent(
+    spec: JobSpec,
+    tree: Path,
+    mirrors: MirrorCache,
+    provider: Provider,
+    project_context: str | None,
+    progress: _Progress,
+    on_event: Callable[[Event], None] | None,
+) -> None:
+    progress.start = await _checkout(spec, tree, mirrors)
+    project = project_context
+    if project is None:
+        project = await asyncio.to_thread(read_project_context, tree)
+    async with _sandbox(spec, tree) as box:
+        await _run_agent(spec, box, provider, project, progress, on_event, tree)
+
+
+async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
+    """Clone and put the work branch in `tree`; the commit it starts from."""
+    try:
+        # An existing work branch (a follow-up, a pull request's own branch) is continued.
+        return await clone(
+            spec.repo_url, tree, token=spec.token, cache=mirrors, ref=spec.work_branch
+        )
+    except GitError as error:
+        if "no branch or tag named" not in str(error):
+            raise
+    await asyncio.to_thread(_remove, tree)
+    start = await clone(spec.repo_url, tree, token=spec.token, cache=mirrors, ref=spec.base_branch)
+    if spec.pull_request is not None:
+        return await fetch_pull_request(
+            tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
+        )
+    await checkout_branch(tree, spec.work_branch)
+    return start
+
+
+@contextlib.asynccontextmanager
+async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
+    """The spec's sandbox on `tree`, with the repository's setup commands run in it."""
+    if spec.sandbox == "docker" and spec.setup:
+        # Only the docker sandbox can give setup a network and take it away after.
+        from runner.sandbox.docker import DockerSandbox
+        from runner.sandbox.factory import DEFAULT_IMAGE
+
+        async with DockerSandbox.start(
+            tree,
+            image=spec.image or DEFAULT_IMAGE,
+            job_id=spec.job_id,
+            network=spec.setup_network,
+            setup=spec.setup,
+            setup_timeout=SETUP_TIMEOUT,
+        ) as docker_box:
+            yield docker_box
+        return
+    async with open_sandbox(spec.sandbox, tree, job_id=spec.job_id, image=spec.image) as box:
+        for command in spec.setup:
+            done = await box.run(["bash", "-c", command], timeout=SETUP_TIMEOUT)
+            if done.exit_code != 0:
+                raise SandboxError(
+                    f"setup command {_one_line(command)!r} failed with exit code {done.exit_code}"
+                )
+        yield box
+
+
+async def _run_agent(
+    spec: JobSpec,
+    box: Sandbox,
+    provider: Provider,
+    project: str,
+    progress: _Progress,
+    on_event: Callable[[Event], None] | None,
+    tree: Path,
+) -> None:
+    store = SessionStore(spec.data_dir)
+    session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
+    previous = store.load(session_id) if store.path(session_id).is_file() else None
+    now = utc_timestamp()
+    meta = (
+        replace(previous.meta, provider=spec.provider, model=provider.model, cwd=str(tree))
+        if previous
+        else SessionMeta(session_id, spec.provider, provider.model, str(tree), now, now)
+    )
+    progress.session_id = session_id
+    system = build_system_prompt(
+        workdir=box.root, project=project, extra=spec.system_extra, is_git_repo=True
+    )
+    agent = Agent(
+        provider,
+        tools=default_tools(box, workflow=Workflow()),
+        system=system,
+        max_turns=spec.max_turns,
+        messages=previous.messages if previous else (),
+        usage=previous.meta.usage if previous else None,
+    )
+
+    def save() -> None:
+        store.save(
+            Session(
+                replace(meta, updated_at=utc_timestamp(), usage=agent.usage),
+                tuple(agent.transcript()),
+            )
+        )
+
+    def observe(event: Event) -> None:
+        if isinstance(event, TurnStarted):
+            progress.turns = event.turn
+            save()  # each model call starts from a complete transcript
+        elif isinstance(event, TurnFinished):
+            progress.finished = event
+        if on_event is not None:
+            on_event(event)
+
+    agent.subscribe(observe)
+    try:
+        await agent.send(spec.prompt)
+    except NeoError as error:
+        progress.error = error
+    finally:
+        save()
+
+
+async def _publish(
+    spec: JobSpec, tree: Path, provider: Provider, progress: _Progress, started: float
+) -> JobResult:
+    """On the host: drop blocked paths, commit the rest, push the work branch."""
+    assert progress.start is not None
+    git_dir = await host_git._sanitize(tree)
+
+    async def git(*args: str, check: bool = True) -> bytes:
+        result = await host_git._git(
+            args,
+            what=args[0],
+            git_dir=git_dir,
+            work_tree=tree,
+            config=host_git._OFFLINE,
+            check=check,
+        )
+        return result.stdout
+
+    # Whatever the agent did to HEAD, the job's commit goes on the work branch,
+    # on top of where it started; commits the agent made fold into it.
+    await git("symbolic-ref", "HEAD", f"refs/heads/{spec.work_branch}")
+    await git("reset", "--quiet", "--no-refresh", progress.start, "--")
+    blocked: tuple[str, ...] = ()
+    if not spec.allow_workflow_edits:
+        await git("add", "--all")
+        listed = await git(
+            "diff",
+            "--cached",
+            "--name-only",
+            "-z",
+            "--no-renames",
+            progress.start,
+            "--",
+            WORKFLOWS_DIR,
+        )
+        blocked = tuple(sorted(p for p in listed.decode(errors="replace").split("\0") if p))
+        if blocked:
+            await git(
+                "restore",
+                f"--source={progress.start}",
+                "--staged",
+                "--worktree",
+                "--",
+                WORKFLOWS_DIR,
+            )
+    co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
+    commit = await commit_all(
+        tree,
+        spec.commit_message or _default_message(spec, progress),
+        author_name=spec.bot_name,
+        author_email=spec.bot_email,
+        co_authors=co_authors,
+    )
+    if commit is None:
+        return _result(spec, provider, progress, started, conclusion="no_changes", blocked=blocked)
+    base = (
+        (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
+        .decode()
+        .strip()
+    )
+    stat: DiffStat | None
+    try:
+        stat = await diffstat(tree, base or progress.start)
+    except GitError:
+        stat = None  # the summary loses its numbers; the change is still good
+    await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
+    return _result(
+        spec,
+        provider,
+        progress,
+        started,
+        conclusion="changed",
+        commit=commit,
+        stat=stat,
+        blocked=blocked,
+    )
+
+
+def _default_message(spec: JobSpec, progress: _Progress) -> str:
+    summary = progress.finished.text.strip() if progress.finished else ""
+    subject = f"Neo: {spec.session_key}" if spec.session_key else f"Neo: job {spec.job_id}"
+    body = summary[:4000]
+    return f"{subject}\n\n{body}" if body else subject
+
+
+def _result(
+    spec: JobSpec,
+    provider: Provider,
+    progress: _Progress,
+    started: float,
+    *,
+    error: NeoError | None = None,
+    conclusion: Conclusion | None = None,
+    commit: str | None = None,
+    stat: DiffStat | None = None,
+    blocked: Sequence[str] = (),
+) -> JobResult:
+    finished = progress.finished
+    usage = finished.usage if finished else Usage()
+    if conclusion is None:
+        conclusion = "cancelled" if isinstance(error, JobInterrupted) else "failed"
+    return JobResult(
+        conclusion=conclusion,
+        branch=spec.work_branch,
+        commit=commit,
+        diffstat=stat,
+        blocked_paths=tuple(blocked),
+        summary=finished.text if finished else "",
+        error_kind=error.kind if error else None,
+        error_message=_one_line(str(error)) if error else None,
+        usage=usage,
+        cost_usd=cost_usd(provider.model, usage),
+        num_turns=progress.turns,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        session_id=progress.session_id,
+    )
+
+
+async def _close(provider: Provider) -> None:
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def _remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -1,0 +1,506 @@
+"""runner.job end to end: the real git CLI against a smart-HTTP server, the anthropic SDK
+against the fake Messages API, and the local sandbox (one test: the docker sandbox)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import docker
+import pytest
+from docker import DockerClient
+from docker.errors import DockerException, ImageNotFound
+
+from runner.agent import Event, ToolStarted
+from runner.job import JobResult, JobSpec, run, session_id_for
+from runner.session import SessionStore
+from tests.fakes import (
+    FakeAnthropicAPI,
+    FakeGitServer,
+    Reply,
+    add_commit,
+    git_env,
+    make_pull_request,
+    make_repo,
+    text,
+    tool_use,
+)
+
+TOKEN = "ghs_S3cretJobTokenForTheTests0123456789ab"
+OTHER = "ghs_TheServerNowWantsThisOne000000000000"
+LEAKS = (
+    TOKEN.encode(),
+    base64.b64encode(f"x-access-token:{TOKEN}".encode()),
+    base64.b64encode(TOKEN.encode()),
+)
+BOT = ("neo[bot]", "neo-bot@users.noreply.github.com")
+REQUESTER = ("Mona Lisa", "mona@example.com")
+BRANCH = "neo/issue-12"
+CI_YML = ".github/workflows/ci.yml"
+
+pytestmark = pytest.mark.usefixtures("anthropic_env")
+
+
+@pytest.fixture
+def anthropic_env(fake_anthropic: FakeAnthropicAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in fake_anthropic.env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    repo = tmp_path / "served" / "octo" / "hello.git"
+    make_repo(repo, files=3)
+    add_commit(repo, {CI_YML: b"on: push\n"}, message="Add CI")
+    return repo
+
+
+@pytest.fixture
+def server(tmp_path: Path, origin: Path) -> Iterator[FakeGitServer]:
+    with FakeGitServer(tmp_path / "served", token=TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def make_spec(server: FakeGitServer, data_dir: Path) -> Callable[..., JobSpec]:
+    def make(**changes: Any) -> JobSpec:
+        values: dict[str, Any] = {
+            "job_id": "job-1",
+            "repo_url": server.url("octo/hello.git"),
+            "token": TOKEN,
+            "base_branch": "main",
+            "work_branch": BRANCH,
+            "prompt": "Add a line to README.md and check it.",
+            "data_dir": data_dir,
+            "model": "claude-test",
+            "sandbox": "local",
+            "co_author": REQUESTER,
+            "bot_name": BOT[0],
+            "bot_email": BOT[1],
+            "session_key": "octo/hello#12",
+            "time_limit": 60.0,
+        }
+        values.update(changes)
+        return JobSpec(**values)
+
+    return make
+
+
+def git(origin: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(origin), *args], capture_output=True, env=git_env(), check=False
+    )
+    if check:
+        assert done.returncode == 0, done.stderr.decode()
+    return done.stdout.decode().strip() if done.returncode == 0 else ""
+
+
+def branch_head(origin: Path, branch: str = BRANCH) -> str:
+    return git(origin, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
+
+
+def workspace_leaks(root: Path) -> list[Path]:
+    found = []
+    for directory, _, names in os.walk(root):
+        for name in names:
+            path = Path(directory, name)
+            readable = path.is_file() and not path.is_symlink()
+            if readable and any(leak in path.read_bytes() for leak in LEAKS):
+                found.append(path)
+    return found
+
+
+def assert_no_token_sent(fake: FakeAnthropicAPI) -> None:
+    assert fake.requests
+    for request in fake.requests:
+        assert all(leak not in request.raw_body for leak in LEAKS)
+        assert all(TOKEN not in value for value in request.headers.values())
+
+
+def edit_and_check(fake: FakeAnthropicAPI, workspace: Path, seen: list[Path]) -> None:
+    """Script: edit README.md, run a command (the workspace is scanned then), answer."""
+
+    def scan_then_run(body: dict[str, Any]) -> Reply:
+        seen.extend(workspace_leaks(workspace))
+        seen.append(workspace)  # proves the scan ran while the workspace existed
+        return Reply([tool_use("t2", "bash", {"command": "grep -c Neo README.md"})], "tool_use")
+
+    fake.script(
+        Reply(
+            [
+                tool_use(
+                    "t1",
+                    "edit_file",
+                    {
+                        "path": "README.md",
+                        "old_string": "# fixture\n",
+                        "new_string": "# fixture\n\nEdited by Neo.\n",
+                    },
+                )
+            ],
+            "tool_use",
+        ),
+        scan_then_run,
+        Reply([text("Added a line to README.md; grep finds it once.")]),
+    )
+
+
+def assert_changed(result: JobResult, origin: Path) -> str:
+    assert result.conclusion == "changed", result
+    assert result.error_kind is None
+    assert result.commit is not None
+    assert branch_head(origin) == result.commit
+    return result.commit
+
+
+# --- the happy path
+
+
+async def test_a_change_is_committed_as_the_bot_and_pushed(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    seen: list[Path] = []
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", seen)
+    events: list[Event] = []
+
+    result = await run(make_spec(), on_event=events.append)
+
+    commit = assert_changed(result, origin)
+    assert git(origin, "log", "-1", "--format=%an <%ae>|%cn <%ce>", commit) == (
+        f"{BOT[0]} <{BOT[1]}>|{BOT[0]} <{BOT[1]}>"
+    )
+    trailers = git(origin, "log", "-1", "--format=%(trailers:key=Co-authored-by)", commit)
+    assert trailers == f"Co-authored-by: {REQUESTER[0]} <{REQUESTER[1]}>"
+    assert git(origin, "rev-parse", f"{commit}^") == git(origin, "rev-parse", "main")
+    assert git(origin, "show", f"{commit}:README.md") == "# fixture\n\nEdited by Neo."
+    assert result.branch == BRANCH
+    assert result.summary == "Added a line to README.md; grep finds it once."
+    assert result.diffstat is not None
+    assert [(f.path, f.insertions, f.deletions) for f in result.diffstat.files] == [
+        ("README.md", 2, 0)
+    ]
+    assert result.blocked_paths == ()
+    assert result.num_turns == 3
+    assert result.usage.input_tokens > 0
+    assert result.session_id == session_id_for("octo/hello#12")
+    # The bash call ran in the tree and its exit code came back.
+    tool_result = fake_anthropic.requests[2].body["messages"][-1]["content"][0]
+    assert "exit code: 0" in json.dumps(tool_result)
+    assert any(isinstance(event, ToolStarted) and event.name == "bash" for event in events)
+    # The token was in no file of the tree while the agent ran, nor sent to the model.
+    assert seen == [data_dir / "workspaces" / "job-1"]
+    assert_no_token_sent(fake_anthropic)
+    assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+async def test_no_change_pushes_nothing(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    server: FakeGitServer,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    fake_anthropic.script(Reply([text("Nothing to do: README.md already says it.")]))
+
+    result = await run(make_spec())
+
+    assert result.conclusion == "no_changes"
+    assert result.commit is None
+    assert result.diffstat is None
+    assert result.summary == "Nothing to do: README.md already says it."
+    assert branch_head(origin) == ""
+    assert all(request.service != "git-receive-pack" for request in server.requests)
+    assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+# --- workflow files
+
+
+def edit_workflow_and_notes(fake: FakeAnthropicAPI) -> None:
+    fake.script(
+        Reply(
+            [
+                tool_use("t1", "write_file", {"path": CI_YML, "content": "on: [push, pr]\n"}),
+                tool_use(
+                    "t2",
+                    "write_file",
+                    {"path": ".github/workflows/new.yml", "content": "on: push\n"},
+                ),
+                tool_use("t3", "write_file", {"path": "notes.txt", "content": "notes\n"}),
+            ],
+            "tool_use",
+        ),
+        Reply([text("Changed CI and wrote notes.")]),
+    )
+
+
+async def test_workflow_changes_are_reverted_and_reported_and_the_rest_committed(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    edit_workflow_and_notes(fake_anthropic)
+
+    result = await run(make_spec())
+
+    commit = assert_changed(result, origin)
+    assert result.blocked_paths == (CI_YML, ".github/workflows/new.yml")
+    assert git(origin, "diff", "--name-only", "main", commit) == "notes.txt"
+    assert git(origin, "show", f"{commit}:{CI_YML}") == "on: push"
+
+
+async def test_only_workflow_changes_make_no_commit(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("t1", "bash", {"command": f"rm {CI_YML}"})], "tool_use"),
+        Reply([text("Removed CI.")]),
+    )
+
+    result = await run(make_spec())
+
+    assert result.conclusion == "no_changes"
+    assert result.blocked_paths == (CI_YML,)
+    assert branch_head(origin) == ""
+
+
+async def test_workflow_changes_are_committed_when_allowed(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    edit_workflow_and_notes(fake_anthropic)
+
+    result = await run(make_spec(allow_workflow_edits=True))
+
+    commit = assert_changed(result, origin)
+    assert result.blocked_paths == ()
+    changed = git(origin, "diff", "--name-only", "main", commit).splitlines()
+    assert changed == [CI_YML, ".github/workflows/new.yml", "notes.txt"]
+
+
+async def test_commits_the_agent_made_itself_are_folded_and_checked(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    command = (
+        f"echo 'on: pull_request_target' > {CI_YML} && echo hi > hi.txt && git add -A"
+        " && git -c user.name=x -c user.email=x@example.com commit -qm sneaky"
+    )
+    fake_anthropic.script(
+        Reply([tool_use("t1", "bash", {"command": command})], "tool_use"),
+        Reply([text("Committed.")]),
+    )
+
+    result = await run(make_spec())
+
+    commit = assert_changed(result, origin)
+    assert result.blocked_paths == (CI_YML,)
+    assert git(origin, "rev-parse", f"{commit}^") == git(origin, "rev-parse", "main")
+    assert git(origin, "log", "-1", "--format=%an", commit) == BOT[0]
+    assert git(origin, "diff", "--name-only", "main", commit) == "hi.txt"
+
+
+# --- follow-ups
+
+
+async def test_a_follow_up_continues_the_session_on_the_same_branch(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    first = await run(make_spec())
+    first_commit = assert_changed(first, origin)
+    asked = len(fake_anthropic.requests)
+
+    fake_anthropic.script(
+        Reply([tool_use("t9", "write_file", {"path": "docs.md", "content": "docs\n"})], "tool_use"),
+        Reply([text("Documented it.")]),
+    )
+    second = await run(make_spec(job_id="job-2", prompt="Also add docs."))
+
+    second_commit = assert_changed(second, origin)
+    assert git(origin, "rev-parse", f"{second_commit}^") == first_commit
+    assert second.session_id == first.session_id
+    body = json.dumps(fake_anthropic.requests[asked].body["messages"])
+    assert "Add a line to README.md and check it." in body
+    assert "Added a line to README.md; grep finds it once." in body
+    assert "Also add docs." in body
+    # The session on disk holds both conversations.
+    assert first.session_id is not None
+    session = SessionStore(data_dir).load(first.session_id)
+    assert "Documented it." in json.dumps([repr(m) for m in session.messages])
+
+
+async def test_a_fork_pull_request_starts_its_branch_from_the_pull_request_head(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    head = make_pull_request(origin, 7, {"feature.txt": b"from a fork\n"})
+    fake_anthropic.script(
+        Reply([tool_use("t1", "bash", {"command": "cat feature.txt >> README.md"})], "tool_use"),
+        Reply([text("Merged the feature note into README.md.")]),
+    )
+
+    result = await run(make_spec(work_branch="neo/pr-7", pull_request=7))
+
+    assert result.conclusion == "changed", result
+    assert result.commit == branch_head(origin, "neo/pr-7")
+    assert git(origin, "rev-parse", f"{result.commit}^") == head
+    assert result.diffstat is not None
+    assert sorted(f.path for f in result.diffstat.files) == ["README.md", "feature.txt"]
+
+
+# --- failures
+
+
+async def test_the_time_limit_fails_the_job_and_removes_the_workspace(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})], "tool_use"),
+        Reply([tool_use("t2", "bash", {"command": "sleep 30"})], "tool_use"),
+    )
+
+    result = await run(make_spec(time_limit=3.0))
+
+    assert result.conclusion == "failed"
+    assert result.error_kind == "timeout"
+    assert result.error_message is not None
+    assert "time limit" in result.error_message
+    assert branch_head(origin) == ""
+    assert not (data_dir / "workspaces" / "job-1").exists()
+    # The session was saved, with the interrupted tool call answered.
+    assert result.session_id is not None
+    assert SessionStore(data_dir).load(result.session_id).messages
+
+
+async def test_stop_cancels_the_job(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    fake_anthropic.script(Reply([tool_use("t1", "bash", {"command": "sleep 30"})], "tool_use"))
+    stop = asyncio.Event()
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ToolStarted):
+            stop.set()
+
+    result = await asyncio.wait_for(run(make_spec(), on_event=on_event, stop=stop), 20)
+
+    assert result.conclusion == "cancelled"
+    assert result.error_kind == "interrupted"
+    assert branch_head(origin) == ""
+    assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+async def test_a_rejected_push_fails_in_one_line_without_the_token(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    server: FakeGitServer,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    def rotate_token_then_answer(body: dict[str, Any]) -> Reply:
+        server.token = OTHER  # the job's token is no longer accepted
+        return Reply([text("Wrote x.txt.")])
+
+    fake_anthropic.script(
+        Reply([tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})], "tool_use"),
+        rotate_token_then_answer,
+    )
+
+    result = await run(make_spec())
+
+    assert result.conclusion == "failed"
+    assert result.error_kind == "git_error"
+    assert result.error_message is not None
+    assert "\n" not in result.error_message
+    assert "push" in result.error_message
+    assert all(leak.decode() not in result.error_message for leak in LEAKS)
+    assert branch_head(origin) == ""
+    assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+async def test_a_provider_error_fails_in_one_line(
+    make_spec: Callable[..., JobSpec], monkeypatch: pytest.MonkeyPatch, origin: Path
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+
+    result = await run(make_spec())
+
+    assert result.conclusion == "failed"
+    assert result.error_kind == "provider_http_error"
+    assert result.error_message is not None
+    assert "401" in result.error_message
+    assert branch_head(origin) == ""
+
+
+async def test_an_unknown_repository_fails_in_one_line(
+    make_spec: Callable[..., JobSpec], server: FakeGitServer
+) -> None:
+    result = await run(make_spec(repo_url=server.url("octo/absent.git")))
+
+    assert result.conclusion == "failed"
+    assert result.error_kind == "git_error"
+    assert result.num_turns == 0
+
+
+def test_the_token_is_not_in_the_spec_repr(make_spec: Callable[..., JobSpec]) -> None:
+    assert TOKEN not in repr(make_spec())
+
+
+# --- the docker sandbox
+
+
+@pytest.fixture
+def docker_client() -> Iterator[DockerClient]:
+    """The local engine with the sandbox image; its absence fails the test, never skips it."""
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get("neo-sandbox:local")
+    except ImageNotFound:
+        pytest.fail("neo-sandbox:local is missing: build it with scripts/build-images")
+    except DockerException as error:
+        pytest.fail(f"the Docker engine is not reachable ({error}): run scripts/ensure-docker")
+    yield client
+    client.close()
+
+
+async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+    docker_client: DockerClient,
+) -> None:
+    seen: list[Path] = []
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-docker", seen)
+
+    result = await run(make_spec(job_id="job-docker", sandbox="docker"))
+
+    commit = assert_changed(result, origin)
+    assert git(origin, "show", f"{commit}:README.md") == "# fixture\n\nEdited by Neo."
+    assert "Co-authored-by: Mona Lisa <mona@example.com>" in git(origin, "log", "-1", commit)
+    tool_result = fake_anthropic.requests[2].body["messages"][-1]["content"][0]
+    assert "exit code: 0" in json.dumps(tool_result)
+    assert seen == [data_dir / "workspaces" / "job-docker"]
+    assert_no_token_sent(fake_anthropic)
+    assert not (data_dir / "workspaces" / "job-docker").exists()
+    assert not docker_client.containers.list(all=True, filters={"label": "neo.job=job-docker"})
