@@ -323,6 +323,8 @@ async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
     async with open_sandbox(spec.sandbox, tree, job_id=spec.job_id, image=spec.image) as box:
         for command in spec.setup:
             done = await box.run(["bash", "-c", command], timeout=SETUP_TIMEOUT)
+            if done.timed_out:
+                raise SandboxError(f"setup command {_one_line(command)!r} timed out")
             if done.exit_code != 0:
                 raise SandboxError(
                     f"setup command {_one_line(command)!r} failed with exit code {done.exit_code}"

@@ -332,6 +332,9 @@ async def test_a_follow_up_continues_the_session_on_the_same_branch(
 
     second_commit = assert_changed(second, origin)
     assert git(origin, "rev-parse", f"{second_commit}^") == first_commit
+    # The diffstat is the branch's against its base, as the pull request shows it.
+    assert second.diffstat is not None
+    assert sorted(f.path for f in second.diffstat.files) == ["README.md", "docs.md"]
     assert second.session_id == first.session_id
     body = json.dumps(fake_anthropic.requests[asked].body["messages"])
     assert "Add a line to README.md and check it." in body
@@ -461,6 +464,18 @@ async def test_an_unknown_repository_fails_in_one_line(
     assert result.num_turns == 0
 
 
+async def test_a_failing_setup_command_fails_the_job_before_the_model_is_asked(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, data_dir: Path
+) -> None:
+    result = await run(make_spec(setup=("true", "exit 3")))
+
+    assert result.conclusion == "failed"
+    assert result.error_kind == "sandbox_error"
+    assert result.error_message == "setup command 'exit 3' failed with exit code 3"
+    assert fake_anthropic.requests == []
+    assert not (data_dir / "workspaces" / "job-1").exists()
+
+
 def test_the_token_is_not_in_the_spec_repr(make_spec: Callable[..., JobSpec]) -> None:
     assert TOKEN not in repr(make_spec())
 
@@ -493,7 +508,10 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     seen: list[Path] = []
     edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-docker", seen)
 
-    result = await run(make_spec(job_id="job-docker", sandbox="docker"))
+    # A setup command makes the job start its container with setup (and no network).
+    spec = make_spec(job_id="job-docker", sandbox="docker", setup=("test -f README.md",))
+
+    result = await run(spec)
 
     commit = assert_changed(result, origin)
     assert git(origin, "show", f"{commit}:README.md") == "# fixture\n\nEdited by Neo."
