@@ -30,7 +30,10 @@ are also parsed into `token_requests`, and the tokens issued into `tokens`.
 
 from __future__ import annotations
 
+import base64
+import copy
 import functools
+import hashlib
 import json
 import re
 import secrets
@@ -67,7 +70,8 @@ __all__ = [
 ]
 
 AuthKind: TypeAlias = Literal["none", "jwt", "installation", "rejected"]
-Handler: TypeAlias = "Callable[[Call], tuple[int, Any]]"
+# A handler answers (status, JSON body) or (status, JSON body, extra headers).
+Handler: TypeAlias = "Callable[[Call], tuple[int, Any] | tuple[int, Any, Mapping[str, str]]]"
 
 DOCS_URL = "https://docs.github.com/rest"
 CLOCK_SKEW = 60  # seconds GitHub tolerates between the App's clock and its own
@@ -167,6 +171,7 @@ class Call:
     body: Any
     token: IssuedToken | None  # for installation routes
     claims: Mapping[str, Any] | None  # for App routes
+    query: Mapping[str, str] = field(default_factory=dict)  # the query string
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,10 +318,20 @@ def repository_json(
 
 
 def _pattern(template: str) -> re.Pattern[str]:
-    """`/repos/{owner}/{repo}` → a regex with one named group per `{name}`."""
-    parts = re.split(r"\{(\w+)\}", template)
+    """`/repos/{owner}/{repo}` → a regex with one named group per `{name}`.
+
+    `{name:path}` matches across slashes, for file paths.
+    """
+    parts = re.split(r"\{(\w+(?::path)?)\}", template)
     regex = "".join(
-        f"(?P<{part}>[^/]+)" if i % 2 else re.escape(part) for i, part in enumerate(parts)
+        (
+            f"(?P<{part.removesuffix(':path')}>.+)"
+            if part.endswith(":path")
+            else f"(?P<{part}>[^/]+)"
+        )
+        if i % 2
+        else re.escape(part)
+        for i, part in enumerate(parts)
     )
     return re.compile(f"^{regex}$")
 
@@ -382,6 +397,28 @@ class FakeGitHub:
             "/repos/{owner}/{repo}/collaborators/{username}/permission",
             self._get_permission,
         )
+        self._repos: dict[str, _RepoState] = {}
+        self._failures: list[_Failure] = []
+        self._next_id = 1
+        self._user_ids: dict[str, int] = {}
+        repo = "/repos/{owner}/{repo}"
+        routes: list[tuple[str, str, Handler]] = [
+            ("GET", "/issues/{number}", self._get_issue),
+            ("GET", "/issues/{number}/comments", self._list_comments),
+            ("POST", "/issues/{number}/comments", self._create_comment),
+            ("GET", "/issues/comments/{comment_id}", self._get_comment),
+            ("PATCH", "/issues/comments/{comment_id}", self._update_comment),
+            ("POST", "/issues/comments/{comment_id}/reactions", self._react_comment),
+            ("POST", "/pulls/comments/{comment_id}/reactions", self._react_review_comment),
+            ("POST", "/issues/{number}/reactions", self._react_issue),
+            ("GET", "/pulls", self._list_pulls),
+            ("POST", "/pulls", self._create_pull),
+            ("GET", "/pulls/{number}", self._get_pull),
+            ("PATCH", "/pulls/{number}", self._update_pull),
+            ("GET", "/contents/{path:path}", self._get_contents),
+        ]
+        for method, template, handler in routes:
+            self.add_route(method, repo + template, handler)
 
     # -- configuration --
 
@@ -429,7 +466,108 @@ class FakeGitHub:
         with self._lock:
             self._routes.append(_Route(method, _pattern(template), auth, handler))
 
+    def set_default_branch(self, repository: str, branch: str) -> None:
+        with self._lock:
+            self._repo(repository).default_branch = branch
+
+    def put_file(self, repository: str, path: str, text: str, ref: str | None = None) -> None:
+        """Store `text` at `path` on `ref` (the default branch when None)."""
+        with self._lock:
+            state = self._repo(repository)
+            state.files[(ref or state.default_branch, path.strip("/"))] = text.encode()
+
+    def add_issue(
+        self, repository: str, title: str = "An issue", body: str = "", *, user: str = "alice"
+    ) -> int:
+        """Open an issue by `user`; return its number."""
+        with self._lock:
+            state = self._repo(repository)
+            number = state.next_number
+            state.next_number += 1
+            stamp = _stamp()
+            state.issues[number] = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "user": user,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+        return number
+
+    def add_comment(self, repository: str, number: int, body: str, *, user: str = "alice") -> int:
+        """A comment by `user` on issue or pull request `number`; return its id."""
+        with self._lock:
+            return int(self._new_comment(self._repo(repository), number, body, user)["id"])
+
+    def add_review_comment(
+        self, repository: str, number: int, body: str, *, user: str = "alice"
+    ) -> int:
+        """A review comment by `user` on pull request `number`; return its id."""
+        with self._lock:
+            state = self._repo(repository)
+            comment_id = self._take_id()
+            state.review_comments[comment_id] = {
+                "id": comment_id,
+                "pull_number": number,
+                "body": body,
+                "user": user,
+            }
+        return comment_id
+
+    def fail_next(
+        self,
+        method: str,
+        path_pattern: str,
+        status: int,
+        *,
+        headers: Mapping[str, str] | None = None,
+        message: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` requests matching `method path_pattern` with an error.
+
+        `path_pattern` is a route template as for `add_route`, e.g.
+        "/repos/{owner}/{repo}/issues/{number}/comments". The request is
+        authenticated first, as GitHub does; the error body is GitHub's JSON,
+        with `message` or a default for the status (a 403's default is the
+        secondary rate limit's).
+        """
+        with self._lock:
+            self._failures.append(
+                _Failure(
+                    method.upper(),
+                    _pattern(path_pattern),
+                    status,
+                    dict(headers or {}),
+                    message or _DEFAULT_MESSAGES.get(status, "Server Error"),
+                    times,
+                )
+            )
+
     # -- inspection --
+
+    def comments(self, repository: str, number: int | None = None) -> list[dict[str, Any]]:
+        """Issue comments on `repository` (on `number` only, if given), as GitHub sends them."""
+        with self._lock:
+            state = self._repo(repository)
+            return [
+                self._comment_json(state, c)
+                for c in sorted(state.comments.values(), key=lambda c: int(c["id"]))
+                if number is None or c["number"] == number
+            ]
+
+    def pulls(self, repository: str) -> list[dict[str, Any]]:
+        """Pull requests on `repository`, oldest first, as GitHub sends them."""
+        with self._lock:
+            state = self._repo(repository)
+            return [self._pull_json(state, p) for p in sorted(state.pulls.values(), key=_number)]
+
+    def reactions(self, repository: str) -> list[dict[str, Any]]:
+        """Reactions created: `subject` ("issue_comment", "review_comment", "issue"),
+        `subject_id`, `content`, `user` (login)."""
+        with self._lock:
+            return copy.deepcopy(self._repo(repository).reactions)
 
     @property
     def base_url(self) -> str:
@@ -510,10 +648,21 @@ class FakeGitHub:
                 token = self._verify_token(header)
                 auth = "installation"
                 _check_scope(token, params)
-            call = Call(request.method, route, params, body, token, claims)
-            status, payload = spec.handler(call)
+            call = Call(
+                request.method, route, params, body, token, claims, dict(request.query_params)
+            )
+            extra: Mapping[str, str] = {}
+            failure = self._take_failure(request.method, route)
+            if failure is not None:
+                status, payload = failure.status, error_json(failure.status, failure.message)
+                extra = failure.headers
+            else:
+                answer = spec.handler(call)
+                status, payload = answer[0], answer[1]
+                extra = answer[2] if len(answer) == 3 else {}
         except _Refusal as refusal:
             status, payload = refusal.status, error_json(refusal.status, refusal.message)
+            extra = {}
         client = request.client
         self._record(
             GitHubRequest(
@@ -526,7 +675,7 @@ class FakeGitHub:
                 client.port if client else None,
             )
         )
-        headers = {"X-GitHub-Media-Type": "github.v3; format=json"}
+        headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
         if status == 204:
             return Response(status_code=204, headers=headers)
         return JSONResponse(payload, status_code=status, headers=headers)
@@ -729,7 +878,8 @@ class FakeGitHub:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
         with self._lock:
             repo_id = self._repo_id(full)
-        return 200, repository_json(full, repo_id, base=self._base())
+            branch = self._repo(full).default_branch
+        return 200, repository_json(full, repo_id, base=self._base(), default_branch=branch)
 
     def _get_permission(self, call: Call) -> tuple[int, Any]:
         full = f"{call.params['owner']}/{call.params['repo']}".lower()
@@ -752,6 +902,461 @@ class FakeGitHub:
         user["role_name"] = role
         return 200, {"permission": legacy, "role_name": role, "user": user}
 
+    # -- issues, comments, reactions, pulls, contents --
+
+    def _repo(self, repository: str) -> _RepoState:
+        # Caller holds the lock.
+        key = repository.lower()
+        if key not in self._repos:
+            self._repos[key] = _RepoState(full_name=self._full_name(repository))
+        return self._repos[key]
+
+    def _take_id(self) -> int:
+        # Caller holds the lock. One counter: ids only ever increase.
+        value = self._next_id
+        self._next_id += 1
+        return value
+
+    def _user(self, login: str) -> dict[str, Any]:
+        # Caller holds the lock.
+        user_id = self._user_ids.setdefault(login.lower(), 9000 + len(self._user_ids))
+        kind = "Bot" if login.endswith("[bot]") else "User"
+        return user_json(login, user_id, kind=kind, base=self._base())
+
+    @property
+    def bot_login(self) -> str:
+        """The App's bot user: what comments made with an installation token show."""
+        return f"{self.slug}[bot]"
+
+    def _association(self, repository: str, login: str) -> str:
+        # Caller holds the lock.
+        if login.lower() == repository.split("/", 1)[0].lower():
+            return "OWNER"
+        return (
+            "COLLABORATOR" if (repository.lower(), login.lower()) in self.collaborators else "NONE"
+        )
+
+    def _take_failure(self, method: str, route: str) -> _Failure | None:
+        with self._lock:
+            for failure in self._failures:
+                if failure.method == method and failure.pattern.match(route):
+                    failure.remaining -= 1
+                    if failure.remaining <= 0:
+                        self._failures.remove(failure)
+                    return failure
+        return None
+
+    def _state(self, call: Call) -> tuple[str, _RepoState]:
+        # Caller holds the lock.
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        return full, self._repo(full)
+
+    def _new_comment(self, state: _RepoState, number: int, body: str, user: str) -> dict[str, Any]:
+        # Caller holds the lock.
+        if number not in state.issues:
+            raise _Refusal(404, "Not Found")
+        stamp = _stamp()
+        comment: dict[str, Any] = {
+            "id": self._take_id(),
+            "number": number,
+            "body": body,
+            "user": user,
+            "created_at": stamp,
+            "updated_at": stamp,
+        }
+        state.comments[int(comment["id"])] = comment
+        return comment
+
+    def _comment_json(self, state: _RepoState, comment: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        full = state.full_name
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        number, comment_id = comment["number"], comment["id"]
+        return {
+            "id": comment_id,
+            "node_id": f"IC_{comment_id}",
+            "url": f"{api}/issues/comments/{comment_id}",
+            "html_url": f"{html}/issues/{number}#issuecomment-{comment_id}",
+            "issue_url": f"{api}/issues/{number}",
+            "body": comment["body"],
+            "user": self._user(comment["user"]),
+            "created_at": comment["created_at"],
+            "updated_at": comment["updated_at"],
+            "author_association": self._association(full, comment["user"]),
+            "performed_via_github_app": None,
+        }
+
+    def _issue_json(self, state: _RepoState, issue: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        full = state.full_name
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        number = issue["number"]
+        answer: dict[str, Any] = {
+            "id": 700000 + number,
+            "node_id": f"I_{number}",
+            "url": f"{api}/issues/{number}",
+            "repository_url": api,
+            "labels_url": f"{api}/issues/{number}/labels{{/name}}",
+            "comments_url": f"{api}/issues/{number}/comments",
+            "events_url": f"{api}/issues/{number}/events",
+            "html_url": f"{html}/issues/{number}",
+            "number": number,
+            "state": issue.get("state", "open"),
+            "title": issue["title"],
+            "body": issue["body"],
+            "user": self._user(issue["user"]),
+            "labels": [],
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "locked": False,
+            "comments": sum(1 for c in state.comments.values() if c["number"] == number),
+            "closed_at": None,
+            "created_at": issue["created_at"],
+            "updated_at": issue["updated_at"],
+            "author_association": self._association(full, issue["user"]),
+        }
+        if number in state.pulls:
+            answer["pull_request"] = {
+                "url": f"{api}/pulls/{number}",
+                "html_url": f"{html}/pull/{number}",
+                "diff_url": f"{html}/pull/{number}.diff",
+                "patch_url": f"{html}/pull/{number}.patch",
+            }
+        return answer
+
+    def _branch_json(self, full: str, ref: str) -> dict[str, Any]:
+        # Caller holds the lock.
+        owner = full.split("/", 1)[0]
+        return {
+            "label": f"{owner}:{ref}",
+            "ref": ref,
+            "sha": hashlib.sha1(f"{full}:{ref}".encode()).hexdigest(),
+            "user": user_json(
+                owner, self._repo_id(full) * 10, kind="Organization", base=self._base()
+            ),
+            "repo": repository_json(full, self._repo_id(full), base=self._base()),
+        }
+
+    def _pull_json(self, state: _RepoState, pull: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        full = state.full_name
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        number = pull["number"]
+        links = {
+            "self": f"{api}/pulls/{number}",
+            "html": f"{html}/pull/{number}",
+            "issue": f"{api}/issues/{number}",
+            "comments": f"{api}/issues/{number}/comments",
+            "review_comments": f"{api}/pulls/{number}/comments",
+            "review_comment": f"{api}/pulls/comments{{/number}}",
+            "commits": f"{api}/pulls/{number}/commits",
+            "statuses": f"{api}/statuses/{number}",
+        }
+        closed = pull["state"] == "closed"
+        return {
+            "url": links["self"],
+            "id": 800000 + number,
+            "node_id": f"PR_{number}",
+            "html_url": links["html"],
+            "diff_url": f"{html}/pull/{number}.diff",
+            "patch_url": f"{html}/pull/{number}.patch",
+            "issue_url": links["issue"],
+            "commits_url": links["commits"],
+            "review_comments_url": links["review_comments"],
+            "review_comment_url": links["review_comment"],
+            "comments_url": links["comments"],
+            "statuses_url": links["statuses"],
+            "number": number,
+            "state": pull["state"],
+            "locked": False,
+            "title": pull["title"],
+            "user": self._user(pull["user"]),
+            "body": pull["body"],
+            "labels": [],
+            "milestone": None,
+            "active_lock_reason": None,
+            "created_at": pull["created_at"],
+            "updated_at": pull["updated_at"],
+            "closed_at": pull["updated_at"] if closed else None,
+            "merged_at": None,
+            "merge_commit_sha": None,
+            "assignee": None,
+            "assignees": [],
+            "requested_reviewers": [],
+            "requested_teams": [],
+            "head": self._branch_json(pull["head_repo"], pull["head"]),
+            "base": self._branch_json(full, pull["base"]),
+            "_links": {name: {"href": href} for name, href in links.items()},
+            "author_association": self._association(full, pull["user"]),
+            "auto_merge": None,
+            "draft": pull["draft"],
+            "merged": False,
+            "mergeable": None,
+            "rebaseable": None,
+            "mergeable_state": "unknown",
+            "merged_by": None,
+            "comments": sum(1 for c in state.comments.values() if c["number"] == number),
+            "review_comments": sum(
+                1 for c in state.review_comments.values() if c["pull_number"] == number
+            ),
+            "maintainer_can_modify": pull["maintainer_can_modify"],
+            "commits": 1,
+            "additions": 1,
+            "deletions": 0,
+            "changed_files": 1,
+        }
+
+    def _writer(self, call: Call) -> str:
+        """The login a write with this token shows: the App's bot user."""
+        return self.bot_login
+
+    def _get_issue(self, call: Call) -> tuple[int, Any]:
+        number = _int(call.params["number"])
+        with self._lock:
+            _, state = self._state(call)
+            issue = state.issues.get(number)
+            if issue is None:
+                raise _Refusal(404, "Not Found")
+            return 200, self._issue_json(state, issue)
+
+    def _list_comments(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        number = _int(call.params["number"])
+        per_page = min(max(_int(call.query.get("per_page", "30"), 422), 1), 100)
+        page = max(_int(call.query.get("page", "1"), 422), 1)
+        with self._lock:
+            full, state = self._state(call)
+            if number not in state.issues:
+                raise _Refusal(404, "Not Found")
+            every = sorted(
+                (c for c in state.comments.values() if c["number"] == number),
+                key=lambda c: int(c["id"]),
+            )
+            chosen = every[(page - 1) * per_page : page * per_page]
+            answer = [self._comment_json(state, c) for c in chosen]
+            url = f"{self._base()}/repos/{full}/issues/{number}/comments"
+        headers = {}
+        if page * per_page < len(every):
+            headers["Link"] = f'<{url}?per_page={per_page}&page={page + 1}>; rel="next"'
+        return 200, answer, headers
+
+    def _create_comment(self, call: Call) -> tuple[int, Any]:
+        _need(call, "issues", "pull_requests")
+        number = _int(call.params["number"])
+        body = _field(call, "body", str)
+        with self._lock:
+            _, state = self._state(call)
+            comment = self._new_comment(state, number, body, self._writer(call))
+            return 201, self._comment_json(state, comment)
+
+    def _get_comment(self, call: Call) -> tuple[int, Any]:
+        comment_id = _int(call.params["comment_id"])
+        with self._lock:
+            _, state = self._state(call)
+            comment = state.comments.get(comment_id)
+            if comment is None:
+                raise _Refusal(404, "Not Found")
+            return 200, self._comment_json(state, comment)
+
+    def _update_comment(self, call: Call) -> tuple[int, Any]:
+        _need(call, "issues", "pull_requests")
+        comment_id = _int(call.params["comment_id"])
+        body = _field(call, "body", str)
+        with self._lock:
+            _, state = self._state(call)
+            comment = state.comments.get(comment_id)
+            if comment is None:
+                raise _Refusal(404, "Not Found")
+            if comment["user"] != self._writer(call):
+                raise _Refusal(403, "Resource not accessible by integration")
+            comment["body"] = body
+            comment["updated_at"] = _stamp()
+            return 200, self._comment_json(state, comment)
+
+    def _react(self, call: Call, subject: str, subject_id: int, exists: bool) -> tuple[int, Any]:
+        content = _field(call, "content", str)
+        if content not in _REACTIONS:
+            raise _Refusal(422, "Validation Failed")
+        if not exists:
+            raise _Refusal(404, "Not Found")
+        login = self._writer(call)
+        with self._lock:
+            _, state = self._state(call)
+            for reaction in state.reactions:
+                same = (reaction["subject"], reaction["subject_id"], reaction["content"])
+                if same == (subject, subject_id, content) and reaction["user"] == login:
+                    return 200, self._reaction_json(reaction)  # GitHub: already there
+            reaction = {
+                "id": self._take_id(),
+                "subject": subject,
+                "subject_id": subject_id,
+                "content": content,
+                "user": login,
+                "created_at": _stamp(),
+            }
+            state.reactions.append(reaction)
+            return 201, self._reaction_json(reaction)
+
+    def _reaction_json(self, reaction: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        return {
+            "id": reaction["id"],
+            "node_id": f"REA_{reaction['id']}",
+            "user": self._user(reaction["user"]),
+            "content": reaction["content"],
+            "created_at": reaction["created_at"],
+        }
+
+    def _react_comment(self, call: Call) -> tuple[int, Any]:
+        _need(call, "issues", "pull_requests")
+        comment_id = _int(call.params["comment_id"])
+        with self._lock:
+            exists = comment_id in self._state(call)[1].comments
+        return self._react(call, "issue_comment", comment_id, exists)
+
+    def _react_review_comment(self, call: Call) -> tuple[int, Any]:
+        _need(call, "pull_requests")
+        comment_id = _int(call.params["comment_id"])
+        with self._lock:
+            exists = comment_id in self._state(call)[1].review_comments
+        return self._react(call, "review_comment", comment_id, exists)
+
+    def _react_issue(self, call: Call) -> tuple[int, Any]:
+        _need(call, "issues", "pull_requests")
+        number = _int(call.params["number"])
+        with self._lock:
+            exists = number in self._state(call)[1].issues
+        return self._react(call, "issue", number, exists)
+
+    def _list_pulls(self, call: Call) -> tuple[int, Any]:
+        wanted_state = call.query.get("state", "open")
+        head, base = call.query.get("head"), call.query.get("base")
+        per_page = min(max(_int(call.query.get("per_page", "30"), 422), 1), 100)
+        page = max(_int(call.query.get("page", "1"), 422), 1)
+        with self._lock:
+            _, state = self._state(call)
+            chosen = []
+            # GitHub's default order: newest first.
+            for pull in sorted(state.pulls.values(), key=_number, reverse=True):
+                if wanted_state != "all" and pull["state"] != wanted_state:
+                    continue
+                if head is not None:
+                    owner, _, branch = head.rpartition(":")
+                    head_owner = pull["head_repo"].split("/", 1)[0]
+                    if branch != pull["head"] or (owner and owner.lower() != head_owner.lower()):
+                        continue
+                if base is not None and base != pull["base"]:
+                    continue
+                chosen.append(self._pull_json(state, pull))
+        return 200, chosen[(page - 1) * per_page : page * per_page]
+
+    def _create_pull(self, call: Call) -> tuple[int, Any]:
+        _need(call, "pull_requests")
+        title = _field(call, "title", str)
+        head = _field(call, "head", str)
+        base = _field(call, "base", str)
+        body = call.body.get("body") or ""
+        draft = bool(call.body.get("draft", False))
+        with self._lock:
+            full, state = self._state(call)
+            owner, _, branch = head.rpartition(":")
+            head_repo = f"{owner}/{full.split('/', 1)[1]}" if owner else full
+            if head_repo.lower() == full.lower() and branch == base:
+                raise _Refusal(422, "Validation Failed")
+            for pull in state.pulls.values():
+                if (
+                    pull["state"] == "open"
+                    and pull["head"] == branch
+                    and pull["head_repo"].lower() == head_repo.lower()
+                    and pull["base"] == base
+                ):
+                    label = f"{head_repo.split('/', 1)[0]}:{branch}"
+                    raise _Refusal(422, f"A pull request already exists for {label}.")
+            number = state.next_number
+            state.next_number += 1
+            stamp = _stamp()
+            login = self._writer(call)
+            state.issues[number] = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "user": login,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            pull = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "head": branch,
+                "head_repo": head_repo,
+                "base": base,
+                "draft": draft,
+                "state": "open",
+                "user": login,
+                "maintainer_can_modify": bool(call.body.get("maintainer_can_modify", False)),
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            state.pulls[number] = pull
+            return 201, self._pull_json(state, pull)
+
+    def _get_pull(self, call: Call) -> tuple[int, Any]:
+        number = _int(call.params["number"])
+        with self._lock:
+            _, state = self._state(call)
+            pull = state.pulls.get(number)
+            if pull is None:
+                raise _Refusal(404, "Not Found")
+            return 200, self._pull_json(state, pull)
+
+    def _update_pull(self, call: Call) -> tuple[int, Any]:
+        _need(call, "pull_requests")
+        number = _int(call.params["number"])
+        if not isinstance(call.body, dict):
+            raise _Refusal(400, "Problems parsing JSON")
+        with self._lock:
+            _, state = self._state(call)
+            pull = state.pulls.get(number)
+            if pull is None:
+                raise _Refusal(404, "Not Found")
+            for name in ("title", "body", "base"):
+                if isinstance(call.body.get(name), str):
+                    pull[name] = call.body[name]
+            if call.body.get("state") in ("open", "closed"):
+                pull["state"] = call.body["state"]
+            pull["updated_at"] = _stamp()
+            issue = state.issues[number]
+            issue.update(title=pull["title"], body=pull["body"], updated_at=pull["updated_at"])
+            return 200, self._pull_json(state, pull)
+
+    def _get_contents(self, call: Call) -> tuple[int, Any]:
+        _need(call, "contents", level="read")
+        path = call.params["path"].strip("/")
+        with self._lock:
+            full, state = self._state(call)
+            ref = call.query.get("ref") or state.default_branch
+            data = state.files.get((ref, path))
+            api = f"{self._base()}/repos/{full}"
+            if data is not None:
+                return 200, _content_json(api, full, ref, path, data)
+            inside = sorted(
+                (p, d) for (r, p), d in state.files.items() if r == ref and p.startswith(path + "/")
+            )
+        if not inside:
+            raise _Refusal(404, "Not Found")
+        entries: dict[str, dict[str, Any]] = {}
+        for file_path, file_data in inside:
+            rest = file_path[len(path) + 1 :]
+            name, _, deeper = rest.partition("/")
+            item = _content_json(api, full, ref, f"{path}/{name}", file_data)
+            item.pop("content")
+            item.pop("encoding")
+            if deeper:
+                item.update(type="dir", size=0, download_url=None)
+            entries.setdefault(name, item)
+        return 200, list(entries.values())
+
     def _base(self) -> str:
         return self.base_url if self._serving.port is not None else ""
 
@@ -768,3 +1373,97 @@ def _all(values: object, kind: type) -> bool:
     return isinstance(values, list) and all(
         isinstance(value, kind) and not isinstance(value, bool) for value in values
     )
+
+
+_DEFAULT_MESSAGES = {
+    403: "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+    "try again. If you reach out to GitHub Support for help, please include the request ID.",
+    404: "Not Found",
+    422: "Validation Failed",
+    429: "You have exceeded a secondary rate limit. Please wait a few minutes before you "
+    "try again.",
+    500: "Server Error",
+    502: "Server Error",
+    503: "Service Unavailable",
+}
+_REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+
+
+@dataclass
+class _Failure:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    headers: Mapping[str, str]
+    message: str
+    remaining: int
+
+
+@dataclass
+class _RepoState:
+    """One repository's issues, comments, pulls, reactions and files, in memory."""
+
+    full_name: str = ""
+    default_branch: str = "main"
+    next_number: int = 1  # issues and pull requests share their numbers, as on GitHub
+    issues: dict[int, dict[str, Any]] = field(default_factory=dict)
+    comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reactions: list[dict[str, Any]] = field(default_factory=list)
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _number(item: Mapping[str, Any]) -> int:
+    return int(item["number"])
+
+
+def _int(value: str, status: int = 404) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise _Refusal(status, "Not Found" if status == 404 else "Validation Failed") from None
+
+
+def _field(call: Call, name: str, kind: type) -> Any:
+    if not isinstance(call.body, dict):
+        raise _Refusal(400, "Problems parsing JSON")
+    value = call.body.get(name)
+    if not isinstance(value, kind):
+        raise _Refusal(422, "Invalid request.")
+    return value
+
+
+def _need(call: Call, *names: str, level: str = "write") -> None:
+    """403, as GitHub answers, unless the token grants one of `names` at `level`."""
+    granted = call.token.permissions if call.token is not None else {}
+    if not any(_LEVELS.get(granted.get(name, ""), 0) >= _LEVELS[level] for name in names):
+        raise _Refusal(403, "Resource not accessible by integration")
+
+
+def _content_json(api: str, full: str, ref: str, path: str, data: bytes) -> dict[str, Any]:
+    """A contents API file object; `content` is base64 in 60-character lines, as GitHub's."""
+    sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    encoded = base64.b64encode(data).decode()
+    lines = [encoded[i : i + 60] for i in range(0, len(encoded), 60)]
+    url = f"{api}/contents/{path}?ref={ref}"
+    html = f"https://github.example.com/{full}/blob/{ref}/{path}"
+    git = f"{api}/git/blobs/{sha}"
+    return {
+        "type": "file",
+        "encoding": "base64",
+        "size": len(data),
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "content": "".join(line + "\n" for line in lines),
+        "sha": sha,
+        "url": url,
+        "git_url": git,
+        "html_url": html,
+        "download_url": f"https://raw.example.com/{full}/{ref}/{path}",
+        "_links": {"self": url, "git": git, "html": html},
+    }
