@@ -94,6 +94,7 @@ __all__ = [
     "diffstat",
     "fetch_pull_request",
     "push",
+    "run_local",
 ]
 
 log = logging.getLogger("neo.git")
@@ -933,6 +934,24 @@ async def fetch_pull_request(
         timeout=timeout,
     )
     return (await _git(["rev-parse", "HEAD"], what="rev-parse", git_dir=git_dir)).text
+
+
+async def run_local(tree: Path, *args: str, check: bool = True) -> bytes:
+    """Run an offline git command in `tree` under the same protections as
+    every operation here (sanitised config, no hooks, no lazy fetch); its stdout.
+
+    For steps this module has no function for (reset, restore, diff).
+    """
+    git_dir = await _sanitize(tree)
+    result = await _git(
+        args,
+        what=args[0] if args else "git",
+        git_dir=git_dir,
+        work_tree=tree,
+        config=_OFFLINE,
+        check=check,
+    )
+    return result.stdout
 
 
 async def commit_all(

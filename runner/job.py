@@ -394,18 +394,9 @@ async def _publish(
 ) -> JobResult:
     """On the host: drop blocked paths, commit the rest, push the work branch."""
     assert progress.start is not None
-    git_dir = await host_git._sanitize(tree)
 
     async def git(*args: str, check: bool = True) -> bytes:
-        result = await host_git._git(
-            args,
-            what=args[0],
-            git_dir=git_dir,
-            work_tree=tree,
-            config=host_git._OFFLINE,
-            check=check,
-        )
-        return result.stdout
+        return await host_git.run_local(tree, *args, check=check)
 
     # Whatever the agent did to HEAD, the job's commit goes on the work branch,
     # on top of where it started; commits the agent made fold into it.
