@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -19,6 +19,9 @@ from bot.publish import (
 )
 from tests.fakes import FakeGitHub
 from tests.fakes.github_api import Call
+
+if TYPE_CHECKING:
+    from githubkit_schemas.latest.models import IssueComment
 
 INSTALLATION = 7
 REPO = "octo/hello"
@@ -387,3 +390,45 @@ async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
     # Another installation's spacing is its own.
     assert spacers.for_installation(8) is not spacers.for_installation(INSTALLATION)
     assert spacers.for_installation(INSTALLATION) is spacers.for_installation(INSTALLATION)
+
+
+# --- the fake's bodies are GitHub's -------------------------------------------------
+
+
+async def test_githubkit_parses_the_fakes_issue_pull_and_comment_bodies(
+    app: GitHubApp, github: FakeGitHub, publisher: Publisher, issue: int
+) -> None:
+    pr = await publisher.open_or_update_pr("neo/issue-1", "main", "T", "Fixes #1")
+    comment = await publisher.progress_comment(3, "hi")
+    for n in range(3):
+        github.add_comment(REPO, issue, f"n{n}")
+    client = await app.installation_client(INSTALLATION, REPO)
+
+    got_issue = (await client.rest.issues.async_get("octo", "hello", issue)).parsed_data
+    pr_issue = (await client.rest.issues.async_get("octo", "hello", pr.number)).parsed_data
+    pull = (await client.rest.pulls.async_get("octo", "hello", pr.number)).parsed_data
+    got = (await client.rest.issues.async_get_comment("octo", "hello", comment)).parsed_data
+    first_page = await client.rest.issues.async_list_comments(
+        "octo", "hello", issue, per_page=2, page=1
+    )
+    last_page = await client.rest.issues.async_list_comments(
+        "octo", "hello", issue, per_page=2, page=2
+    )
+    # githubkit's generated `list[...]` annotation confuses mypy: read the JSON ids.
+    first_ids = [c.id for c in cast("list[IssueComment]", first_page.parsed_data)]
+    paged = first_ids + [c.id for c in cast("list[IssueComment]", last_page.parsed_data)]
+
+    assert (got_issue.title, got_issue.user and got_issue.user.login) == (
+        "Export needs --json",
+        "alice",
+    )
+    assert not got_issue.pull_request  # UNSET: GitHub sends none for a plain issue
+    assert pr_issue.pull_request
+    assert (pull.draft, pull.head.ref, pull.base.ref) == (True, "neo/issue-1", "main")
+    assert pull.user is not None
+    assert pull.user.login == "neo-test[bot]"
+    assert got.html_url.endswith(f"#issuecomment-{comment}")
+    assert paged == [c["id"] for c in github.comments(REPO, issue)]
+    assert len(paged) == 4
+    assert 'page=2>; rel="next"' in first_page.headers["link"]
+    assert "link" not in last_page.headers

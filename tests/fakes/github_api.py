@@ -18,8 +18,27 @@ Installation tokens (`ghs_...`, `Authorization: token ...` or `Bearer ...`)
 open the repository endpoints, and only for the repositories the token was
 scoped to (404 otherwise, as GitHub hides what a token cannot see):
 `GET /repos/{owner}/{repo}` and
-`GET /repos/{owner}/{repo}/collaborators/{username}/permission`. More
-endpoints are one `add_route` away.
+`GET /repos/{owner}/{repo}/collaborators/{username}/permission`, and what a
+job publishes, held in memory per repository:
+
+- issues: `GET .../issues/{number}` (seed with `add_issue`; pull requests share
+  the numbering);
+- issue comments: list (`per_page`, `page`, a `Link: rel="next"` header),
+  create, get, update. Ids only increase; comments made with an installation
+  token are by the App's bot user, `bot_login` (`<slug>[bot]`), and only those
+  can be edited. Seed others' with `add_comment`, inspect with `comments()`;
+- reactions on issue comments, review comments (`add_review_comment`) and
+  issues: 201, or 200 when the bot already reacted so; `reactions()`;
+- pulls: list (`state`, `head=owner:branch`, `base`), create (422 when an open
+  PR has that head and base), get, update; `pulls()`;
+- contents: `GET .../contents/{path}?ref=` (base64, 404 when missing, a list for
+  a directory); `put_file`, `set_default_branch` (also what `GET /repos/...`
+  says).
+
+Writes check the token's permissions (403 "Resource not accessible by
+integration"). `fail_next(method, template, status, headers=..., message=...)`
+answers the next matching requests with an error: a 403 secondary rate limit
+with `retry-after`, a 502. More endpoints are one `add_route` away.
 
 With `path_prefix="/api/v3"` everything is served under that prefix, as GitHub
 Enterprise Server does, and nothing outside it.
