@@ -305,30 +305,15 @@ async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
 @contextlib.asynccontextmanager
 async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
     """The spec's sandbox on `tree`, with the repository's setup commands run in it."""
-    if spec.sandbox == "docker" and spec.setup:
-        # Only the docker sandbox can give setup a network and take it away after.
-        from runner.sandbox.docker import DockerSandbox
-        from runner.sandbox.factory import DEFAULT_IMAGE
-
-        async with DockerSandbox.start(
-            tree,
-            image=spec.image or DEFAULT_IMAGE,
-            job_id=spec.job_id,
-            network=spec.setup_network,
-            setup=spec.setup,
-            setup_timeout=SETUP_TIMEOUT,
-        ) as docker_box:
-            yield docker_box
-        return
-    async with open_sandbox(spec.sandbox, tree, job_id=spec.job_id, image=spec.image) as box:
-        for command in spec.setup:
-            done = await box.run(["bash", "-c", command], timeout=SETUP_TIMEOUT)
-            if done.timed_out:
-                raise SandboxError(f"setup command {_one_line(command)!r} timed out")
-            if done.exit_code != 0:
-                raise SandboxError(
-                    f"setup command {_one_line(command)!r} failed with exit code {done.exit_code}"
-                )
+    async with open_sandbox(
+        spec.sandbox,
+        tree,
+        job_id=spec.job_id,
+        image=spec.image,
+        setup=spec.setup,
+        network=spec.setup_network,
+        setup_timeout=SETUP_TIMEOUT,
+    ) as box:
         yield box
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -17,6 +17,7 @@ DEFAULT_IMAGE = "neo-sandbox:local"
 # as left over from a crash; containers of this host's runners are removed as
 # soon as their runner is gone.
 MAX_JOB_SECONDS = 6 * 3600.0
+SETUP_TIMEOUT = 600.0
 
 
 @asynccontextmanager
@@ -26,9 +27,17 @@ async def open_sandbox(
     *,
     job_id: str,
     image: str | None = None,
+    setup: Sequence[str] = (),
+    network: bool = False,
+    setup_timeout: float = SETUP_TIMEOUT,
     max_job_seconds: float = MAX_JOB_SECONDS,
 ) -> AsyncIterator[Sandbox]:
     """The sandbox named `kind` on `tree`, cleaned up when the block ends.
+
+    `setup` commands (the repository's, e.g. installing dependencies) run in
+    it first; in a docker sandbox they get the network when `network` is
+    set, which is taken away before the sandbox is handed out. A failing one
+    raises SandboxError.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
     Docker engine, a missing image) and SandboxError when starting fails.
@@ -36,7 +45,16 @@ async def open_sandbox(
     if kind == "local":
         if image is not None:
             raise ConfigError("--image applies to --sandbox docker only")
-        yield LocalSandbox(tree)
+        box = LocalSandbox(tree)
+        for command in setup:
+            done = await box.run(["bash", "-c", command], timeout=setup_timeout)
+            if done.timed_out:
+                raise SandboxError(f"setup command {_first_line(command)!r} timed out")
+            if done.exit_code != 0:
+                raise SandboxError(
+                    f"setup command {_first_line(command)!r} failed with exit code {done.exit_code}"
+                )
+        yield box
         return
     if kind != "docker":
         raise ConfigError(f"unknown sandbox {kind!r} (--sandbox: {', '.join(SANDBOXES)})")
@@ -61,10 +79,18 @@ async def open_sandbox(
             f"sandbox image {name} not found (build it with scripts/build-images, or pass --image)"
         ) from None
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
-    async with engine.DockerSandbox.start(tree, image=name, job_id=job_id, client=client) as box:
-        yield box
+    async with engine.DockerSandbox.start(
+        tree,
+        image=name,
+        job_id=job_id,
+        client=client,
+        network=network,
+        setup=setup,
+        setup_timeout=setup_timeout,
+    ) as docker_box:
+        yield docker_box
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
+def _first_line(what: BaseException | str) -> str:
+    text = str(what).strip().splitlines()
+    return text[0] if text else type(what).__name__
