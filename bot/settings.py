@@ -24,11 +24,14 @@ class Settings(BaseSettings):
     github_private_key_path: Path | None = None
     webhook_secret: SecretStr = Field(min_length=1)
     github_api_url: str = "https://api.github.com"
+    # Where jobs clone and push: `<git url>/<owner>/<repo>.git`. Empty: github.com,
+    # or the host of a GitHub Enterprise NEO_GITHUB_API_URL (`https://ghe/api/v3`).
+    github_git_url: str = ""
     data_dir: Path = Field(default_factory=default_data_dir)
     # Empty: the embedded SQLite queue in the data directory (see `queue`).
     queue_url: str = ""
-    # In-process workers; 0 receives and queues only. The worker arrives
-    # with the publishing issue, so nothing runs jobs yet.
+    # In-process workers of `neo serve`; 0 receives and queues only (run
+    # `neo worker` elsewhere).
     workers: int = Field(default=0, ge=0, le=64)
     sandbox: Literal["docker", "local"] = "docker"
     sandbox_image: str = "neo-sandbox:local"
@@ -51,6 +54,13 @@ class Settings(BaseSettings):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/")
 
+    @field_validator("github_git_url")
+    @classmethod
+    def _git_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
     @field_validator("allowed_bots", mode="before")
     @classmethod
     def _bots(cls, value: object) -> object:
@@ -64,6 +74,15 @@ class Settings(BaseSettings):
         if self.github_private_key is None and self.github_private_key_path is None:
             raise ValueError("NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH must be set")
         return self
+
+    @property
+    def git_url(self) -> str:
+        """NEO_GITHUB_GIT_URL, or the web host that goes with NEO_GITHUB_API_URL."""
+        if self.github_git_url:
+            return self.github_git_url
+        if self.github_api_url.endswith("/api/v3"):
+            return self.github_api_url.removesuffix("/api/v3")
+        return "https://github.com"
 
     @property
     def queue(self) -> str:

@@ -1,0 +1,682 @@
+"""The worker: takes jobs from the queue and runs each from trigger to report.
+
+    worker = Worker(queue, app, settings, name="host-1:0", concurrency=2)
+    await worker.run(stop)  # until `stop` is set, then drains
+
+One job, in order: the requester's permission (an unauthorised request gets
+one short reply per thread and runs nothing), the repository's config from
+the default branch (an invalid one gets one comment naming the field, and
+nothing runs), a 👀 reaction and the job's one progress comment, the task
+prompt from the thread, `runner.job.run` with the comment edited live as the
+agent works, then the draft pull request and the final report in the same
+comment. Every effect goes through `Publisher`, which finds what an earlier
+attempt of the same job made, so a retried job never duplicates a comment
+or a pull request (ARCHITECTURE rule 5).
+
+Leases: each running job is heartbeated; a lost lease or a requested cancel
+sets the runner's `stop`. A lost lease publishes nothing more (the job is
+someone else's now). On shutdown the worker takes no new jobs, waits up to
+`grace` seconds for running ones, then stops and releases them for retry.
+
+Every failure ends as one line in the report and in the job's result; the
+traceback goes to the log only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from bot.context import Post, Trigger, build_task_prompt
+from bot.github import GitHubApp
+from bot.jobs import Job, JobRequest, JobState
+from bot.progress import (
+    Conclusion,
+    Outcome,
+    Progress,
+    Throttle,
+    neutralise,
+    render_progress,
+    render_report,
+)
+from bot.publish import DEFAULT_SPACERS, GitHubError, Publisher, Spacers, trigger_kind
+from bot.queue import JobQueue, LeaseLost, QueueError
+from bot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from bot.repo_config import render_config_error as render_config_comment
+from bot.settings import Settings
+from runner import job as runner_job
+from runner.errors import NeoError
+from runner.git import DiffStat
+from runner.job import JobResult, JobSpec
+
+__all__ = ["RunJob", "Worker", "noreply_email"]
+
+log = logging.getLogger("neo.worker")
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], Awaitable[None]]
+RunJob = Callable[..., Awaitable[JobResult]]
+
+_COMMENT_EVENTS = ("issue_comment.", "pull_request_review_comment.", "pull_request_review.")
+_CONCLUSIONS = {
+    "changed": Conclusion.SUCCESS,
+    "no_changes": Conclusion.NO_CHANGES,
+    "failed": Conclusion.FAILED,
+    "cancelled": Conclusion.CANCELLED,
+}
+_STATES = {
+    Conclusion.SUCCESS: JobState.SUCCEEDED,
+    Conclusion.NO_CHANGES: JobState.SUCCEEDED,
+    Conclusion.FAILED: JobState.FAILED,
+    Conclusion.CANCELLED: JobState.CANCELLED,
+}
+
+
+def noreply_email(login: str, user_id: int | None = None) -> str:
+    """GitHub's no-reply address of `login`, the form that links commits to the account."""
+    if user_id is not None:
+        return f"{user_id}+{login}@users.noreply.github.com"
+    return f"{login}@users.noreply.github.com"
+
+
+class _Stopped(Exception):
+    """The job's lease was lost or the worker is shutting down: publish nothing more."""
+
+
+@dataclass
+class _Running:
+    """What the worker and a job's heartbeat share while the job runs."""
+
+    job: Job
+    # The runner's stop: set by a cancel, a lost lease or the end of the grace period.
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    lease_lost: bool = False
+    cancel_requested: bool = False
+    shutting_down: bool = False
+
+
+@dataclass
+class _Thread:
+    """What the worker read about the thread before the run."""
+
+    title: str
+    opening: Post
+    comments: tuple[Post, ...]
+    requester_id: int | None
+    # A pull request's head: its branch, and whether it lives in the repository.
+    head_ref: str | None = None
+    same_repository: bool = True
+    pr_url: str | None = None
+
+
+class Worker:
+    """Runs up to `concurrency` jobs of `queue` at once as `name`."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        app: GitHubApp,
+        settings: Settings,
+        *,
+        name: str,
+        concurrency: int = 1,
+        lease: float = 60.0,
+        heartbeat_every: float = 15.0,
+        requeue_every: float = 30.0,
+        poll_every: float = 1.0,
+        edit_every: float = 3.0,
+        grace: float = 30.0,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+        spacers: Spacers = DEFAULT_SPACERS,
+        run_job: RunJob = runner_job.run,
+        publisher_options: dict[str, Any] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.queue = queue
+        self.app = app
+        self.settings = settings
+        self.name = name
+        self.concurrency = concurrency
+        self.lease = lease
+        self.heartbeat_every = heartbeat_every
+        self.requeue_every = requeue_every
+        self.poll_every = poll_every
+        self.edit_every = edit_every
+        self.grace = grace
+        self._clock = clock
+        self._sleep = sleep
+        self._spacers = spacers
+        self._run_job = run_job
+        self._publisher_options = dict(publisher_options or {})
+        self._running: dict[int, tuple[_Running, asyncio.Task[None]]] = {}
+
+    # --- the loop ---------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Take and run jobs until `stop` is set; then drain within the grace period."""
+        await self._requeue_expired()
+        last_requeue = self._clock()
+        wake = asyncio.Event()
+        while not stop.is_set():
+            if self._clock() - last_requeue >= self.requeue_every:
+                await self._requeue_expired()
+                last_requeue = self._clock()
+            while len(self._running) < self.concurrency and not stop.is_set():
+                try:
+                    job = await self.queue.claim(self.name, self.lease)
+                except QueueError as error:
+                    self._log("claim_failed", error=str(error))
+                    job = None
+                if job is None:
+                    break
+                self._start(job, wake)
+            wake.clear()
+            await _first(stop.wait(), wake.wait(), self._sleep(self.poll_every))
+        await self._drain()
+
+    def _start(self, job: Job, wake: asyncio.Event) -> None:
+        running = _Running(job)
+        task = asyncio.create_task(self._guarded(running), name=f"neo-job-{job.id}")
+        self._running[job.id] = (running, task)
+
+        def done(_: asyncio.Task[None]) -> None:
+            self._running.pop(job.id, None)
+            wake.set()
+
+        task.add_done_callback(done)
+
+    async def _drain(self) -> None:
+        """Let running jobs finish within `grace`; stop and release the rest."""
+        if not self._running:
+            return
+        tasks = [task for _, task in self._running.values()]
+        await asyncio.wait(tasks, timeout=self.grace)
+        late = list(self._running.values())
+        for running, _ in late:
+            running.shutting_down = True
+            running.stop.set()
+        if late:
+            # The runner answers `stop` by cancelling the agent and removing
+            # its sandbox; give that a moment, then cut it short.
+            await asyncio.wait([task for _, task in late], timeout=10.0)
+        for running, task in late:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            with contextlib.suppress(QueueError):
+                await self.queue.release(running.job.id, self.name)
+            self._log("released", job=running.job.id)
+
+    async def _requeue_expired(self) -> None:
+        try:
+            ids = await self.queue.requeue_expired()
+        except QueueError as error:
+            self._log("requeue_failed", error=str(error))
+            return
+        if ids:
+            self._log("requeued_expired", jobs=ids)
+
+    async def _guarded(self, running: _Running) -> None:
+        heartbeat = asyncio.create_task(self._heartbeat(running))
+        try:
+            await self.process(running)
+        except _Stopped:
+            pass
+        except Exception:
+            # A bug of ours: the log gets the traceback, the job a line (in process).
+            log.exception("job %s crashed", running.job.id)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _heartbeat(self, running: _Running) -> None:
+        while True:
+            await self._sleep(self.heartbeat_every)
+            try:
+                beat = await self.queue.heartbeat(running.job.id, self.name, self.lease)
+            except QueueError as error:
+                self._log("heartbeat_failed", job=running.job.id, error=str(error))
+                continue
+            if beat.lease_lost:
+                running.lease_lost = True
+                running.stop.set()
+                self._log("lease_lost", job=running.job.id)
+                return
+            if beat.cancel_requested and not running.cancel_requested:
+                running.cancel_requested = True
+                running.stop.set()
+                self._log("cancel_requested", job=running.job.id)
+
+    # --- one job ----------------------------------------------------------------------
+
+    async def process(self, running: _Running) -> None:
+        """Run one claimed job to its end and record the outcome in the queue."""
+        job = running.job
+        request = job.request
+        if request.kind != "run":  # cancel requests are applied by the queue itself
+            await self._finish(running, JobState.SUCCEEDED, {"conclusion": "nothing_to_run"})
+            return
+        self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
+        progress = Progress(job.id, clock=self._clock)
+        publisher: Publisher | None = None
+        comment: int | None = None
+        try:
+            if request.installation_id is None:
+                raise GitHubError("github: the delivery named no App installation")
+            publisher = await Publisher.for_installation(
+                self.app,
+                request.installation_id,
+                request.thread.repository,
+                request.thread.number,
+                spacers=self._spacers,
+                **self._publisher_options,
+            )
+            default_branch = await publisher.default_branch()
+            config, config_error = await self._config(publisher, default_branch)
+            allowed = config.allowed_users if config else RepoConfig().allowed_users
+            bots = config.allowed_bots if config else ()
+            if not await self._authorised(publisher, request, allowed, bots):
+                await publisher.reply_once(
+                    request.thread.number, "unauthorised", _unauthorised(request, allowed)
+                )
+                await self._finish(
+                    running, JobState.FAILED, {"conclusion": "failed", "error": "unauthorised"}
+                )
+                return
+            await self._react(publisher, request)
+            if config is None:
+                assert config_error is not None
+                await publisher.reply_once(
+                    request.thread.number, "config-error", render_config_comment(config_error)
+                )
+                await self._finish(
+                    running,
+                    JobState.FAILED,
+                    {"conclusion": "failed", "error": str(config_error)},
+                )
+                return
+            progress.start()
+            comment = await publisher.progress_comment(
+                job.id, render_progress(progress.state, now=self._clock())
+            )
+            outcome = await self._run(running, publisher, config, default_branch, progress, comment)
+        except _Stopped:
+            raise
+        except NeoError as error:
+            outcome = Outcome(conclusion=Conclusion.FAILED, error=_error_line(error))
+        except Exception as error:
+            log.exception("job %s failed unexpectedly", job.id)
+            outcome = Outcome(
+                conclusion=Conclusion.FAILED,
+                error=f"internal error ({type(error).__name__}); the service log has details",
+            )
+        self._check_alive(running)
+        if publisher is not None and comment is not None:
+            progress.finish(outcome.conclusion)
+            try:
+                await publisher.update_progress(comment, render_report(progress.state, outcome))
+            except GitHubError as error:
+                self._log("report_failed", job=job.id, error=str(error))
+        result = {
+            "conclusion": outcome.conclusion.value,
+            "pr_url": outcome.pr_url,
+            "error": outcome.error,
+        }
+        if outcome.cancelled_by:
+            result["cancelled_by"] = outcome.cancelled_by
+        await self._finish(running, _STATES[outcome.conclusion], result)
+        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+    async def _run(
+        self,
+        running: _Running,
+        publisher: Publisher,
+        config: RepoConfig,
+        default_branch: str,
+        progress: Progress,
+        comment: int,
+    ) -> Outcome:
+        request = running.job.request
+        thread = await self._read_thread(request)
+        spec, pull_request_own_branch = await self._spec(
+            running.job, config, default_branch, thread
+        )
+        project_context = None
+        if request.thread.is_pull_request:
+            # The PR's own AGENTS.md could rewrite Neo's instructions: the default branch's.
+            agents = await publisher.read_file("AGENTS.md", ref=default_branch)
+            project_context = agents or ""
+
+        changed = asyncio.Event()
+
+        def on_event(event: Any) -> None:
+            progress.apply(event)
+            changed.set()
+
+        done = asyncio.Event()
+        live = asyncio.create_task(self._live(publisher, comment, progress, changed, done))
+        try:
+            result = await self._run_job(
+                spec, on_event=on_event, stop=running.stop, project_context=project_context
+            )
+        finally:
+            done.set()
+            await live
+        self._check_alive(running)
+        conclusion = _CONCLUSIONS[result.conclusion]
+        cancelled_by = None
+        if conclusion is Conclusion.CANCELLED:
+            cancelled_by = await self._cancelled_by(running.job)
+        pr_url: str | None = None
+        if result.changed:
+            progress.note("opening the pull request")
+            if pull_request_own_branch:
+                pr_url = thread.pr_url
+            else:
+                pr = await publisher.open_or_update_pr(
+                    head=spec.work_branch,
+                    base=default_branch,
+                    title=thread.title,
+                    body=_pr_body(result, request, thread),
+                    draft=config.draft,
+                )
+                pr_url = pr.url
+        summary = result.summary
+        if result.blocked_paths:
+            summary += (
+                "\n\nNot pushed: changes to "
+                + ", ".join(f"`{path}`" for path in result.blocked_paths)
+                + " (workflow edits are off in `.github/neo.yml`: `allow_workflow_edits`)."
+            )
+        error = None
+        if result.error_kind is not None:
+            error = f"{result.error_kind}: {result.error_message or 'no detail'}"
+        return Outcome(
+            conclusion=conclusion,
+            summary=summary,
+            pr_url=pr_url,
+            error=error,
+            cancelled_by=cancelled_by,
+            usage=result.usage,
+            cost_usd=result.cost_usd,
+            duration_ms=result.duration_ms,
+            num_turns=result.num_turns,
+        )
+
+    async def _live(
+        self,
+        publisher: Publisher,
+        comment: int,
+        progress: Progress,
+        changed: asyncio.Event,
+        done: asyncio.Event,
+    ) -> None:
+        """Edit the progress comment while the job runs: throttled, only when it changed."""
+        throttle = Throttle(self.edit_every)
+        now = self._clock()
+        throttle.edited(render_progress(progress.state, now=now), now)
+        while not done.is_set():
+            now = self._clock()
+            text = render_progress(progress.state, now=now)
+            delay = throttle.delay(text, now)
+            if delay == 0.0:
+                try:
+                    await publisher.update_progress(comment, text)
+                except GitHubError as error:  # the report still gets written at the end
+                    self._log("progress_edit_failed", error=str(error))
+                throttle.edited(text, now)
+                delay = self.edit_every
+            changed.clear()
+            wait = self.edit_every if delay is None else max(delay, 0.05)
+            await _first(done.wait(), asyncio.sleep(wait))
+
+    # --- before the run ---------------------------------------------------------------
+
+    async def _config(
+        self, publisher: Publisher, default_branch: str
+    ) -> tuple[RepoConfig | None, RepoConfigError | None]:
+        text = await publisher.read_file(CONFIG_PATH, ref=default_branch)
+        if text is None:
+            return RepoConfig(), None
+        try:
+            return parse_repo_config(text), None
+        except RepoConfigError as error:
+            return None, error
+
+    async def _authorised(
+        self,
+        publisher: Publisher,
+        request: JobRequest,
+        allowed: Sequence[str],
+        bots: Sequence[str],
+    ) -> bool:
+        author = request.author
+        if author.lower().endswith("[bot]"):
+            listed = {bot.lower() for bot in (*bots, *self.settings.allowed_bots)}
+            return author.lower() in listed and author != await self.app.bot_login()
+        return await publisher.permission(author) in allowed
+
+    async def _react(self, publisher: Publisher, request: JobRequest) -> None:
+        kind = trigger_kind(request.event)
+        target = request.thread.number if kind == "issue" else request.trigger_id
+        try:
+            await publisher.react(kind, target)
+        except GitHubError as error:  # an acknowledgement, not the work
+            self._log("react_failed", error=str(error))
+
+    async def _read_thread(self, request: JobRequest) -> _Thread:
+        assert request.installation_id is not None
+        repository = request.thread.repository
+        owner, _, name = repository.partition("/")
+        number = request.thread.number
+        client = await self.app.installation_client(request.installation_id, repository)
+        path = f"/repos/{repository}/issues/{number}"
+        try:
+            issue = (await client.rest.issues.async_get(owner, name, number)).parsed_data
+            listed = await client.rest.issues.async_list_comments(owner, name, number, per_page=100)
+            raw_comments = cast("list[Any]", listed.parsed_data)
+            pull = None
+            if request.thread.is_pull_request:
+                pull = (await client.rest.pulls.async_get(owner, name, number)).parsed_data
+        except Exception as error:
+            raise GitHubError(f"github: GET {path}: {_describe(error)}") from None
+        opening = Post(
+            author=issue.user.login if issue.user else "ghost",
+            association=str(issue.author_association),
+            body=issue.body if isinstance(issue.body, str) else "",
+            created_at=str(issue.created_at),
+        )
+        comments: list[Post] = []
+        requester_id: int | None = None
+        for item in raw_comments:
+            login = item.user.login if item.user else "ghost"
+            if item.id == request.trigger_id and item.user:
+                requester_id = int(item.user.id)
+            comments.append(
+                Post(
+                    author=login,
+                    association=str(item.author_association),
+                    body=item.body if isinstance(item.body, str) else "",
+                    created_at=str(item.created_at),
+                    is_bot=bool(item.user and item.user.type == "Bot"),
+                    id=int(item.id),
+                )
+            )
+        thread = _Thread(issue.title, opening, tuple(comments), requester_id)
+        if pull is not None:
+            head_repo = pull.head.repo.full_name if pull.head.repo else None
+            thread.head_ref = pull.head.ref
+            thread.same_repository = (head_repo or "").lower() == repository.lower()
+            thread.pr_url = pull.html_url
+        return thread
+
+    async def _spec(
+        self, job: Job, config: RepoConfig, default_branch: str, thread: _Thread
+    ) -> tuple[JobSpec, bool]:
+        """The runner's spec; and whether the job works on a pull request's own branch."""
+        request = job.request
+        assert request.installation_id is not None
+        repository = request.thread.repository
+        number = request.thread.number
+        own_branch = False
+        pull_request: int | None = None
+        if request.thread.is_pull_request and thread.head_ref and thread.same_repository:
+            work_branch, own_branch = thread.head_ref, True
+        elif request.thread.is_pull_request:
+            # A fork's branch cannot be pushed to: a branch of ours, from its head.
+            work_branch, pull_request = f"{config.branch_prefix}pr-{number}", number
+        else:
+            work_branch = f"{config.branch_prefix}issue-{number}"
+        post = None
+        if request.event.startswith(_COMMENT_EVENTS):
+            post = Post(
+                author=request.author,
+                association=request.author_association,
+                body=request.instruction,
+                id=request.trigger_id,
+            )
+        prompt = build_task_prompt(
+            request.thread,
+            title=thread.title,
+            opening=thread.opening,
+            trigger=Trigger(requester=request.author, event=request.event, post=post),
+            comments=thread.comments,
+            neo_login=await self.app.bot_login(),
+        )
+        token = await self.app.installation_token(request.installation_id, repository)
+        bot = await self.app.bot_login()
+        docker = self.settings.sandbox == "docker"
+        spec = JobSpec(
+            job_id=f"job-{job.id}",
+            repo_url=f"{self.settings.git_url}/{repository}.git",
+            token=token.token,
+            base_branch=default_branch,
+            work_branch=work_branch,
+            prompt=prompt,
+            data_dir=self.settings.data_dir,
+            pull_request=pull_request,
+            provider=config.provider,
+            model=config.model,
+            max_turns=config.max_turns,
+            time_limit=config.time_limit * 60.0,
+            sandbox=self.settings.sandbox,
+            image=(config.sandbox_image or self.settings.sandbox_image) if docker else None,
+            setup=config.setup,
+            setup_network=config.setup_network,
+            allow_workflow_edits=config.allow_workflow_edits,
+            co_author=(request.author, noreply_email(request.author, thread.requester_id)),
+            bot_name=bot,
+            bot_email=noreply_email(bot),
+            session_key=request.thread.key,
+            commit_message=_commit_message(thread.title, number),
+        )
+        return spec, own_branch
+
+    # --- the end ----------------------------------------------------------------------
+
+    async def _cancelled_by(self, job: Job) -> str | None:
+        """The author of the cancel request that stopped `job`, when the queue shows one."""
+        try:
+            jobs = await self.queue.list(
+                state=JobState.SUCCEEDED, repository=job.request.thread.repository, limit=100
+            )
+        except QueueError:
+            return None
+        for other in jobs:
+            result = other.result or {}
+            if other.request.kind == "cancel" and job.id in result.get("cancel_requested", ()):
+                return other.request.author
+        return None
+
+    def _check_alive(self, running: _Running) -> None:
+        if running.lease_lost:
+            self._log("abandoned", job=running.job.id, reason="lease lost")
+            raise _Stopped
+        if running.shutting_down:
+            raise _Stopped
+
+    async def _finish(self, running: _Running, state: JobState, result: dict[str, Any]) -> None:
+        try:
+            await self.queue.finish(running.job.id, self.name, state, result)
+        except LeaseLost:
+            self._log("finish_lost", job=running.job.id)
+
+    def _log(self, event: str, **fields: Any) -> None:
+        log.info(json.dumps({"event": event, "worker": self.name, **fields}, default=str))
+
+
+# --- pure helpers ---------------------------------------------------------------------
+
+
+async def _first(*waits: Awaitable[Any]) -> None:
+    """Wait until the first of `waits` is done; cancel the others."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _unauthorised(request: JobRequest, allowed: Sequence[str]) -> str:
+    roles = ", ".join(allowed)
+    return (
+        f"Sorry @{request.author}, Neo only works for people with {roles} access to this "
+        "repository (set by `allowed_users` in `.github/neo.yml`). Nothing was run."
+    )
+
+
+def _error_line(error: NeoError) -> str:
+    line = " ".join(str(error).split()) or type(error).__name__
+    return f"{error.kind}: {line}"
+
+
+def _describe(error: Exception) -> str:
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None)
+    return f"{status} {type(error).__name__}" if status else type(error).__name__
+
+
+def _commit_message(title: str, number: int) -> str:
+    subject = " ".join(title.split())[:60] or f"issue #{number}"
+    return f"Neo: {subject} (#{number})"
+
+
+def _diffstat(stat: DiffStat) -> str:
+    lines = [f"{f.path} | +{f.insertions} -{f.deletions}" for f in stat.files[:50]]
+    if len(stat.files) > 50:
+        lines.append(f"... {len(stat.files) - 50} more files")
+    lines.append(
+        f"{stat.files_changed} file{'s' if stat.files_changed != 1 else ''} changed, "
+        f"+{stat.insertions} -{stat.deletions}"
+    )
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def _pr_body(result: JobResult, request: JobRequest, thread: _Thread) -> str:
+    number = request.thread.number
+    parts = [
+        f"Neo made this change at the request of @{request.author} in #{number}.",
+        "## Summary",
+        neutralise(result.summary.strip()) or "_The agent gave no summary._",
+    ]
+    if result.diffstat is not None:
+        parts += ["## Changes", _diffstat(result.diffstat)]
+    if result.blocked_paths:
+        parts.append("Changes to .github/workflows/ were left out: `allow_workflow_edits` is off.")
+    if request.thread.is_pull_request:
+        parts.append(f"Based on #{number}.")
+    else:
+        parts.append(f"Fixes #{number}")
+    return "\n\n".join(parts)

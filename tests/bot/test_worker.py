@@ -1,0 +1,382 @@
+"""The worker end to end: a real SqliteQueue, githubkit against the fake GitHub, the
+git CLI against the fake git server, the anthropic SDK against the fake Messages
+API, and the local sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.github import GitHubApp
+from bot.jobs import Job, JobRequest, JobState, Thread
+from bot.queue import SqliteQueue
+from bot.settings import Settings, load_settings
+from bot.worker import Worker
+from tests.fakes import (
+    FakeAnthropicAPI,
+    FakeGitHub,
+    FakeGitServer,
+    Reply,
+    git_env,
+    make_repo,
+    text,
+    tool_use,
+)
+
+REPO = "octo/hello"
+INSTALLATION = 7
+LEASE = 60.0
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _GitServer(FakeGitServer):
+    """The fake git server accepting the installation token the fake GitHub issued last."""
+
+    def __init__(self, root: Path, github: FakeGitHub) -> None:
+        self._github = github
+        super().__init__(root)
+
+    @property
+    def token(self) -> str:
+        tokens = self._github.tokens
+        return tokens[-1].token if tokens else "no-token-yet"
+
+    @token.setter
+    def token(self, value: str) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def anthropic_env(fake_anthropic: FakeAnthropicAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in fake_anthropic.env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as fake:
+        fake.install(INSTALLATION, "octo", ["hello"])
+        fake.set_permission(REPO, "mona", "write")
+        yield fake
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    repo = tmp_path / "served" / "octo" / "hello.git"
+    make_repo(repo, files=3)
+    return repo
+
+
+@pytest.fixture
+def git_server(tmp_path: Path, origin: Path, github: FakeGitHub) -> Iterator[FakeGitServer]:
+    with _GitServer(tmp_path / "served", github) as server:
+        yield server
+
+
+@pytest.fixture
+def settings(tmp_path: Path, github: FakeGitHub, git_server: FakeGitServer) -> Settings:
+    return load_settings(
+        {
+            "NEO_GITHUB_APP_ID": str(github.app_id),
+            "NEO_GITHUB_PRIVATE_KEY": github.private_key_pem,
+            "NEO_WEBHOOK_SECRET": "secret",
+            "NEO_GITHUB_API_URL": github.base_url,
+            "NEO_GITHUB_GIT_URL": git_server.base_url,
+            "NEO_DATA_DIR": str(tmp_path / "data"),
+            "NEO_SANDBOX": "local",
+        }
+    )
+
+
+@pytest.fixture
+def clock() -> _Clock:
+    return _Clock()
+
+
+@pytest.fixture
+async def queue(tmp_path: Path, clock: _Clock) -> AsyncIterator[SqliteQueue]:
+    async with SqliteQueue(tmp_path / "queue.db", clock=clock) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def app(github: FakeGitHub) -> AsyncIterator[GitHubApp]:
+    async with GitHubApp(github.app_id, github.private_key_pem, github.base_url) as opened:
+        yield opened
+
+
+def request(number: int, comment: int, *, author: str = "mona", delivery: str = "d1") -> JobRequest:
+    return JobRequest(
+        kind="run",
+        thread=Thread(REPO, number),
+        installation_id=INSTALLATION,
+        event="issue_comment.created",
+        trigger_id=comment,
+        author=author,
+        author_association="COLLABORATOR",
+        instruction="@neo add a line to the README",
+        dedupe_key=f"comment:{comment}",
+        delivery_id=delivery,
+    )
+
+
+async def enqueue(queue: SqliteQueue, job_request: JobRequest) -> int:
+    queued = await queue.enqueue(job_request.delivery_id, [job_request])
+    return queued.job_ids[0]
+
+
+def worker(queue: Any, app: GitHubApp, settings: Settings, name: str = "w1") -> Worker:
+    # No spacing of writes and no retry waits: the fakes answer at once.
+    from bot.publish import Spacers
+
+    return Worker(
+        queue,
+        app,
+        settings,
+        name=name,
+        concurrency=2,
+        lease=LEASE,
+        heartbeat_every=0.2,
+        poll_every=0.05,
+        edit_every=0.2,
+        grace=5.0,
+        spacers=Spacers(0.0),
+    )
+
+
+async def run_until(w: Worker, done: Any, timeout: float = 60.0) -> None:
+    """Run `w` until `done()` is true, then stop it and let it drain."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(w.run(stop))
+    deadline = time.monotonic() + timeout
+    try:
+        while not await done():
+            assert not task.done(), task
+            assert time.monotonic() < deadline, "the worker did not get there in time"
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+
+
+def finished(queue: SqliteQueue, job_id: int) -> Any:
+    async def check() -> bool:
+        job = await queue.get(job_id)
+        assert job is not None
+        return job.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+    return check
+
+
+def script_edit(fake: FakeAnthropicAPI) -> None:
+    fake.script(
+        Reply(
+            [
+                tool_use(
+                    "t1",
+                    "edit_file",
+                    {
+                        "path": "README.md",
+                        "old_string": "# fixture\n",
+                        "new_string": "# fixture\n\nEdited by Neo.\n",
+                    },
+                )
+            ],
+            "tool_use",
+        ),
+        Reply([tool_use("t2", "bash", {"command": "grep -c Neo README.md"})], "tool_use"),
+        Reply([text("Added a line to README.md; grep finds it once.")]),
+    )
+
+
+def git(origin: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(origin), *args], capture_output=True, env=git_env(), check=True
+    )
+    return done.stdout.decode().strip()
+
+
+def bot_comments(github: FakeGitHub, number: int) -> list[Mapping[str, Any]]:
+    return [c for c in github.comments(REPO, number) if c["user"]["login"] == github.bot_login]
+
+
+async def get(queue: SqliteQueue, job_id: int) -> Job:
+    job = await queue.get(job_id)
+    assert job is not None
+    return job
+
+
+# --- the happy path
+
+
+async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", "Please.", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.result is not None
+    pulls = github.pulls(REPO)
+    assert len(pulls) == 1
+    pull = pulls[0]
+    assert pull["head"]["ref"] == f"neo/issue-{number}"
+    assert pull["base"]["ref"] == "main"
+    assert pull["draft"] is True
+    assert pull["title"] == "Say hello in the README"
+    assert f"Fixes #{number}" in pull["body"]
+    assert "README.md" in pull["body"]
+    assert job.result["pr_url"] == pull["html_url"]
+    # One comment of the bot's: the progress comment, edited into the report.
+    mine = bot_comments(github, number)
+    assert len(mine) == 1
+    report = mine[0]["body"]
+    assert "**Done**" in report
+    assert pull["html_url"] in report
+    assert "grep -c Neo README.md" in report
+    creates = [r for r in github.requests if r.method == "POST" and r.path.endswith("/comments")]
+    assert len(creates) == 1
+    # The commit in the bare repository, with the requester as co-author.
+    head = git(origin, "rev-parse", f"refs/heads/neo/issue-{number}")
+    trailer = git(origin, "log", "-1", "--format=%(trailers:key=Co-authored-by)", head)
+    assert trailer.startswith("Co-authored-by: mona <")
+    assert "+mona@users.noreply" in trailer
+    assert git(origin, "show", f"{head}:README.md") == "# fixture\n\nEdited by Neo."
+    # 👀 on the trigger.
+    reactions = github.reactions(REPO)
+    assert [(r["subject"], r["subject_id"], r["content"]) for r in reactions] == [
+        ("issue_comment", comment, "eyes")
+    ]
+    # The task reached the model as quoted data.
+    first = str(fake_anthropic.requests[0].body["messages"][0])
+    assert "Say hello in the README" in first
+    assert "add a line to the README" in first
+
+
+async def test_an_unauthorised_commenter_gets_one_short_reply_and_nothing_runs(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.set_permission(REPO, "eve", "read")
+    number = github.add_issue(REPO, "Do something")
+    first = github.add_comment(REPO, number, "@neo do it", user="eve")
+    second = github.add_comment(REPO, number, "@neo do it now", user="eve")
+    one = await enqueue(queue, request(number, first, author="eve", delivery="d1"))
+    two = await enqueue(queue, request(number, second, author="eve", delivery="d2"))
+
+    w = worker(queue, app, settings)
+    await run_until(w, finished(queue, one))
+    await run_until(w, finished(queue, two))
+
+    for job_id in (one, two):
+        job = await get(queue, job_id)
+        assert job.state is JobState.FAILED
+        assert job.result == {"conclusion": "failed", "error": "unauthorised"}
+    mine = bot_comments(github, number)
+    assert len(mine) == 1
+    assert "@eve" in mine[0]["body"]
+    assert "write" in mine[0]["body"]
+    assert len(mine[0]["body"]) < 400
+    assert fake_anthropic.requests == []
+    assert github.pulls(REPO) == []
+    assert github.reactions(REPO) == []
+
+
+async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_runs(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "max_turns: lots\n")
+    number = github.add_issue(REPO, "Do something")
+    comment = github.add_comment(REPO, number, "@neo do it", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    mine = bot_comments(github, number)
+    assert len(mine) == 1
+    assert "max_turns" in mine[0]["body"]
+    assert "Neo did not run" in mine[0]["body"]
+    assert fake_anthropic.requests == []
+    assert github.pulls(REPO) == []
+
+
+class _DiesBeforeFinishing:
+    """The queue, as seen by a worker whose process dies just before `finish`."""
+
+    def __init__(self, queue: SqliteQueue) -> None:
+        self._queue = queue
+        self.died = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    async def finish(self, *args: Any, **kwargs: Any) -> None:
+        self.died = True
+
+
+async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+    clock: _Clock,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line", user="mona")
+    script_edit(fake_anthropic)
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+    dying = _DiesBeforeFinishing(queue)
+
+    async def died() -> bool:
+        return dying.died
+
+    await run_until(worker(dying, app, settings, name="first"), died)
+    assert (await get(queue, job_id)).state is JobState.RUNNING
+    clock.now += LEASE + 1  # nobody heartbeats the dead worker's lease
+
+    await run_until(worker(queue, app, settings, name="second"), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.attempts == 2
+    assert len(github.pulls(REPO)) == 1
+    assert len(bot_comments(github, number)) == 1
+    assert "**Done**" in bot_comments(github, number)[0]["body"]
+    # The second attempt continued the branch the first one pushed.
+    log = git(origin, "log", "--format=%s", f"refs/heads/neo/issue-{number}")
+    assert len(log.splitlines()) == 3
