@@ -1,4 +1,4 @@
-"""`neo serve`: the webhook server (and, once they exist, in-process workers)."""
+"""`neo serve`: the webhook server and, with NEO_WORKERS > 0, in-process workers."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import uvicorn
 
 from bot.server import Intake, create_app, serve_intake
 from bot.settings import Settings, load_settings
+from bot.worker_cli import run_workers
 from runner.errors import ConfigError
 
 log = logging.getLogger("neo.server")
@@ -37,11 +38,6 @@ def serve_command(args: argparse.Namespace) -> int:
     _log_to_stderr()
     try:
         settings = load_settings()
-        if settings.workers:
-            raise ConfigError(
-                f"NEO_WORKERS={settings.workers}: in-process workers are not available in "
-                "this version; set NEO_WORKERS=0 (deliveries are queued for `neo jobs`)"
-            )
         asyncio.run(_serve(settings, args.host, args.port))
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
@@ -69,7 +65,27 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             log_config=None,
             server_header=False,
         )
-        await uvicorn.Server(config).serve()
+        server = uvicorn.Server(config)
+        if not settings.workers:
+            await server.serve()
+            return
+        # In-process workers share the intake's queue; they stop taking work
+        # when the server shuts down and drain before the queue closes.
+        stop = asyncio.Event()
+        workers = asyncio.create_task(
+            run_workers(settings, intake.queue, stop, concurrency=settings.workers)
+        )
+
+        def workers_ended(task: asyncio.Task[None]) -> None:
+            if not stop.is_set():  # they failed on their own: the service is not whole
+                server.should_exit = True
+
+        workers.add_done_callback(workers_ended)
+        try:
+            await server.serve()
+        finally:
+            stop.set()
+            await workers
 
 
 def _sweep_orphans() -> None:

@@ -5,12 +5,14 @@ API, and the local sandbox."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bot.github import GitHubApp
@@ -18,6 +20,8 @@ from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.queue import SqliteQueue
 from bot.settings import Settings, load_settings
 from bot.worker import Worker
+from tests.bot.serving import headers, neo_serve, serve_env
+from tests.bot.test_serve import mention
 from tests.fakes import (
     FakeAnthropicAPI,
     FakeGitHub,
@@ -380,3 +384,55 @@ async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
     # The second attempt continued the branch the first one pushed.
     log = git(origin, "log", "--format=%s", f"refs/heads/neo/issue-{number}")
     assert len(log.splitlines()) == 3
+
+
+# --- in-process workers of `neo serve`
+
+
+def test_neo_serve_with_workers_turns_a_signed_mention_into_a_draft_pr(
+    github: FakeGitHub,
+    git_server: FakeGitServer,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+    tmp_path: Path,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    payload = mention()
+    payload["repository"]["full_name"] = REPO
+    payload["repository"]["name"] = "hello"
+    payload["repository"]["owner"]["login"] = "octo"
+    payload["installation"]["id"] = INSTALLATION
+    payload["issue"]["number"] = number
+    payload["issue"].pop("pull_request", None)
+    payload["comment"].update(id=comment, body="@neo add a line to the README")
+    payload["comment"]["user"]["login"] = "mona"
+    payload["comment"]["author_association"] = "COLLABORATOR"
+    payload["sender"]["login"] = "mona"
+    env = {
+        **serve_env(github, tmp_path / "data"),
+        **fake_anthropic.env,
+        "NEO_WORKERS": "1",
+        "NEO_GITHUB_GIT_URL": git_server.base_url,
+    }
+    body = json.dumps(payload).encode()
+
+    with neo_serve(env, tmp_path / "serve.log") as server:
+        answer = httpx.post(
+            f"{server.url}/api/github/webhooks",
+            content=body,
+            headers=headers("issue_comment", body),
+        )
+        assert answer.status_code == 202, answer.text
+        assert answer.json()["decision"] == "queued", answer.text
+        deadline = time.monotonic() + 60
+        while not ("**Done**" in str(bot_comments(github, number)) and github.pulls(REPO)):
+            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
+            time.sleep(0.1)
+
+    pulls = github.pulls(REPO)
+    assert len(pulls) == 1
+    assert pulls[0]["head"]["ref"] == f"neo/issue-{number}"
+    assert f"Fixes #{number}" in pulls[0]["body"]
+    assert len(bot_comments(github, number)) == 1

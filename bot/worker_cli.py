@@ -1,0 +1,121 @@
+"""`neo worker`: workers only, over the same queue as `neo serve` (scale-out).
+
+`run_workers` is also what `neo serve` starts in-process when NEO_WORKERS > 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from bot.argtypes import positive_int
+from bot.github import GitHubApp, GitHubAuthError, load_private_key
+from bot.queue import JobQueue, open_queue
+from bot.settings import Settings, load_settings
+from bot.worker import Worker
+from runner.errors import ConfigError
+
+__all__ = ["DEFAULT_CONCURRENCY", "add_worker_parser", "run_workers", "worker_command"]
+
+log = logging.getLogger("neo.worker")
+
+# `neo worker` without NEO_WORKERS or --concurrency.
+DEFAULT_CONCURRENCY = 2
+
+
+def add_worker_parser(commands: Any) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="run queued jobs (no webhook server)",
+        description=(
+            "Take jobs from the queue (NEO_QUEUE_URL) and run them until SIGTERM; "
+            "running jobs get a grace period, then go back to the queue. Settings "
+            "come from NEO_* variables (see the README)."
+        ),
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=positive_int,
+        metavar="N",
+        help=f"jobs at once (default: NEO_WORKERS, else {DEFAULT_CONCURRENCY})",
+    )
+    worker.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long running jobs may take to finish after SIGTERM (default: 30)",
+    )
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    from bot.serve_cli import _log_to_stderr
+
+    _log_to_stderr()
+    try:
+        settings = load_settings()
+        concurrency = args.concurrency or settings.workers or DEFAULT_CONCURRENCY
+        asyncio.run(_main(settings, concurrency, args.grace))
+    except ConfigError as error:
+        print(f"neo: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+async def _main(settings: Settings, concurrency: int, grace: float) -> None:
+    from bot.serve_cli import _sweep_orphans
+
+    if settings.sandbox == "docker":
+        await asyncio.to_thread(_sweep_orphans)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    queue = open_queue(settings.queue)
+    try:
+        await run_workers(settings, queue, stop, concurrency=concurrency, grace=grace)
+    finally:
+        await queue.close()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+async def run_workers(
+    settings: Settings,
+    queue: JobQueue,
+    stop: asyncio.Event,
+    *,
+    concurrency: int,
+    grace: float = 30.0,
+) -> None:
+    """Run up to `concurrency` jobs of `queue` at once until `stop`, then drain.
+
+    Raises ConfigError (one line) when the App's credentials do not work.
+    """
+    private_key = load_private_key(
+        settings.github_private_key.get_secret_value() if settings.github_private_key else None,
+        str(settings.github_private_key_path) if settings.github_private_key_path else None,
+    )
+    async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
+        try:
+            login = await app.bot_login()
+        except GitHubAuthError as error:
+            raise ConfigError(str(error)) from None
+        name = f"{socket.gethostname()}:{os.getpid()}"
+        log.info(
+            json.dumps(
+                {"event": "workers_started", "worker": name, "app": login, "jobs": concurrency}
+            )
+        )
+        worker = Worker(queue, app, settings, name=name, concurrency=concurrency, grace=grace)
+        await worker.run(stop)
+        log.info(json.dumps({"event": "workers_stopped", "worker": name}))
