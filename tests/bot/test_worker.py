@@ -9,6 +9,7 @@ import json
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from tests.fakes import (
     FakeGitHub,
     FakeGitServer,
     Reply,
+    Stall,
     git_env,
     make_repo,
     text,
@@ -386,6 +388,42 @@ async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
     assert len(log.splitlines()) == 3
 
 
+async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Take your time", user="mona")
+    comment = github.add_comment(REPO, number, "@neo think hard", user="mona")
+    fake_anthropic.script(Stall(30.0))
+    job_id = await enqueue(queue, request(number, comment))
+    stop_comment = github.add_comment(REPO, number, "@neo stop", user="mona")
+
+    async def started_then_stop() -> bool:
+        if fake_anthropic.requests and not (await get(queue, job_id)).cancel_requested:
+            cancel = replace(
+                request(number, stop_comment, delivery="d-stop"),
+                kind="cancel",
+                instruction="@neo stop",
+            )
+            await queue.enqueue("d-stop", [cancel])
+        return bool(await finished(queue, job_id)())
+
+    await run_until(worker(queue, app, settings), started_then_stop, timeout=20)
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.CANCELLED, job.result
+    assert job.result is not None
+    assert job.result["cancelled_by"] == "mona"
+    mine = bot_comments(github, number)
+    assert len(mine) == 1
+    assert "Cancelled" in mine[0]["body"]
+    assert "mona" in mine[0]["body"]
+    assert github.pulls(REPO) == []
+
+
 # --- in-process workers of `neo serve`
 
 
@@ -436,3 +474,26 @@ def test_neo_serve_with_workers_turns_a_signed_mention_into_a_draft_pr(
     assert pulls[0]["head"]["ref"] == f"neo/issue-{number}"
     assert f"Fixes #{number}" in pulls[0]["body"]
     assert len(bot_comments(github, number)) == 1
+
+
+@pytest.mark.parametrize(
+    ("api", "git_url", "expected"),
+    [
+        ("https://api.github.com", "", "https://github.com"),
+        ("https://ghe.example.com/api/v3", "", "https://ghe.example.com"),
+        ("https://api.github.com", "http://127.0.0.1:9/", "http://127.0.0.1:9"),
+    ],
+)
+def test_jobs_clone_from_the_git_host_that_goes_with_the_api(
+    api: str, git_url: str, expected: str
+) -> None:
+    settings = load_settings(
+        {
+            "NEO_GITHUB_APP_ID": "1",
+            "NEO_GITHUB_PRIVATE_KEY": "pem",
+            "NEO_WEBHOOK_SECRET": "s",
+            "NEO_GITHUB_API_URL": api,
+            "NEO_GITHUB_GIT_URL": git_url,
+        }
+    )
+    assert settings.git_url == expected
