@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import sys
@@ -12,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+import uvloop
 
 from bot.server import Intake, create_app, serve_intake
 from bot.settings import Settings, load_settings
@@ -38,7 +40,10 @@ def serve_command(args: argparse.Namespace) -> int:
     _log_to_stderr()
     try:
         settings = load_settings()
-        asyncio.run(_serve(settings, args.host, args.port))
+        # uvloop: the event loop's own work (socket reads and writes, wake-ups
+        # from the queue's writer thread) costs a fraction of asyncio's.
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(_serve(settings, args.host, args.port))
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
         return 2
@@ -57,6 +62,10 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
         async def open_intake() -> AsyncIterator[Intake]:
             yield intake
 
+        # What is loaded by now (githubkit's models above all) lives as long
+        # as the process: keep it out of the cyclic GC's full collections,
+        # which otherwise stall every request in flight for tens of ms.
+        gc.freeze()
         config = uvicorn.Config(
             create_app(open_intake),
             host=host,
@@ -64,6 +73,8 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             access_log=False,
             log_config=None,
             server_header=False,
+            # httptools parses HTTP in C; uvicorn's default (h11) is pure Python.
+            http="httptools",
         )
         server = uvicorn.Server(config)
         if not settings.workers:
