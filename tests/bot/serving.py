@@ -117,3 +117,22 @@ def neo_serve(env: Mapping[str, str], log: Path, port: int | None = None) -> Ite
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=15)
+
+
+def make_it_act(event: str, p: dict[str, Any]) -> dict[str, Any]:
+    """Patch a real payload the least that makes Neo act on it."""
+    action = p["action"]
+    if event in ("issue_comment", "pull_request_review_comment"):
+        p["comment"]["body"] = "@neo " + (p["comment"]["body"] or "")
+    elif event == "pull_request_review":
+        p["review"]["body"] = "@neo " + (p["review"]["body"] or "")
+    elif action == "opened":
+        p["issue"]["body"] = "@neo " + (p["issue"]["body"] or "")
+    elif action == "edited":
+        p["changes"] = {"body": {"from": p["issue"]["body"]}}
+        p["issue"]["body"] = (p["issue"]["body"] or "") + "\n\n@neo take it"
+    elif action == "labeled":
+        p["label"]["name"] = "neo"
+    elif action == "assigned":
+        p["assignee"]["login"] = "neo[bot]"
+    return p

@@ -25,7 +25,7 @@ import pytest
 
 from bot.server import WEBHOOK_PATH
 from bot.triggers import ACTED_ON, Reason
-from tests.bot.serving import NEO, Server, corpus, headers, neo_serve, serve_env
+from tests.bot.serving import NEO, Server, corpus, headers, make_it_act, neo_serve, serve_env
 from tests.fakes import FakeGitHub
 
 Payload = dict[str, Any]
@@ -121,25 +121,6 @@ def test_every_corpus_payload_is_answered_2xx_and_queues_nothing(
 
 
 # --- the payloads Neo acts on, patched to act ------------------------------------
-
-
-def make_it_act(event: str, p: Payload) -> Payload:
-    """Patch a real payload the least that makes Neo act on it."""
-    action = p["action"]
-    if event in ("issue_comment", "pull_request_review_comment"):
-        p["comment"]["body"] = "@neo " + (p["comment"]["body"] or "")
-    elif event == "pull_request_review":
-        p["review"]["body"] = "@neo " + (p["review"]["body"] or "")
-    elif action == "opened":
-        p["issue"]["body"] = "@neo " + (p["issue"]["body"] or "")
-    elif action == "edited":
-        p["changes"] = {"body": {"from": p["issue"]["body"]}}
-        p["issue"]["body"] = (p["issue"]["body"] or "") + "\n\n@neo take it"
-    elif action == "labeled":
-        p["label"]["name"] = "neo"
-    elif action == "assigned":
-        p["assignee"]["login"] = "neo[bot]"
-    return p
 
 
 def acting() -> list[tuple[str, Payload]]:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from bot.jobs import JobRequest, Thread
 from bot.triggers import ACTED_ON, Ignore, Reason, Rules, mentions, triage, visible_text
 from bot.webhooks import Delivery
+from tests.bot.serving import make_it_act
 
 CORPUS = Path(__file__).parents[1] / "fixtures" / "octokit-webhooks-examples.json"
 RULES = Rules(app_bot_login="neo[bot]", allowed_bots=frozenset({"Renovate[bot]"}))
@@ -659,25 +660,6 @@ def acted_on_corpus() -> Iterator[tuple[str, Payload]]:
     for event, payload in corpus():
         if f"{event}.{payload.get('action')}" in ACTED_ON:
             yield event, copy.deepcopy(payload)
-
-
-def make_it_act(event: str, p: Payload) -> Payload:
-    """Patch a real payload the least that makes Neo act on it."""
-    action = p["action"]
-    if event == "issue_comment" or event == "pull_request_review_comment":
-        p["comment"]["body"] = "@neo " + (p["comment"]["body"] or "")
-    elif event == "pull_request_review":
-        p["review"]["body"] = "@neo " + (p["review"]["body"] or "")
-    elif action == "opened":
-        p["issue"]["body"] = "@neo " + (p["issue"]["body"] or "")
-    elif action == "edited":
-        p["changes"] = {"body": {"from": p["issue"]["body"]}}
-        p["issue"]["body"] = (p["issue"]["body"] or "") + "\n\n@neo take it"
-    elif action == "labeled":
-        p["label"]["name"] = "neo"
-    elif action == "assigned":
-        p["assignee"]["login"] = "neo[bot]"
-    return p
 
 
 def trigger_object(event: str, p: Payload) -> Payload:
