@@ -54,7 +54,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
 async def _serve(settings: Settings, host: str, port: int) -> None:
     if settings.sandbox == "docker":
-        await asyncio.to_thread(_sweep_orphans)
+        await asyncio.to_thread(sweep_sandbox_orphans)
     # The intake opens before the server listens: bad credentials or an
     # unusable queue stop start-up with one line instead of a traceback.
     async with asynccontextmanager(serve_intake(settings))() as intake:
@@ -99,7 +99,7 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             await workers
 
 
-def _sweep_orphans() -> None:
+def sweep_sandbox_orphans() -> None:
     """Remove sandbox containers left over from a crash, when docker answers."""
     from runner.sandbox.docker import docker_client, sweep_orphans
     from runner.sandbox.factory import MAX_JOB_SECONDS

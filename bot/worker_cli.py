@@ -72,10 +72,10 @@ def worker_command(args: argparse.Namespace) -> int:
 
 
 async def _main(settings: Settings, concurrency: int, grace: float) -> None:
-    from bot.serve_cli import _sweep_orphans
+    from bot.serve_cli import sweep_sandbox_orphans
 
     if settings.sandbox == "docker":
-        await asyncio.to_thread(_sweep_orphans)
+        await asyncio.to_thread(sweep_sandbox_orphans)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
