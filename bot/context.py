@@ -41,6 +41,7 @@ from bot.progress import job_id_of
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "InlineComment",
     "Limits",
     "Post",
     "ReviewLocation",
@@ -76,6 +77,14 @@ class ReviewLocation:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class InlineComment:
+    """One inline comment of a submitted review: what it says and where it points."""
+
+    post: Post
+    location: ReviewLocation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Trigger:
     """What asked for this job."""
 
@@ -86,7 +95,10 @@ class Trigger:
     # The comment or review holding the request; None when the issue or pull
     # request itself is the request (opened with a mention, labelled, assigned).
     post: Post | None = None
+    # A review comment's place in the diff.
     review: ReviewLocation | None = None
+    # A submitted review's inline comments, oldest first.
+    inline: tuple[InlineComment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +109,10 @@ class Limits:
     max_comments_chars: int = 60_000
     max_title_chars: int = 1_000
     max_body_chars: int = 30_000
-    max_diff_bytes: int = 100 * 1024
+    # The head is kept; the rest is in the working tree, for git to show.
+    max_diff_bytes: int = 64 * 1024
     max_hunk_chars: int = 20_000
+    max_inline_comments: int = 30
 
 
 DEFAULT_LIMITS = Limits()
@@ -130,6 +144,7 @@ def build_task_prompt(
     trigger: Trigger,
     comments: Sequence[Post] = (),
     diff: str | None = None,
+    diff_missing: str | None = None,
     neo_login: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
@@ -137,7 +152,8 @@ def build_task_prompt(
 
     `opening` is the issue or pull request itself (its body and author),
     `comments` the thread's comments oldest first (the trigger among them is
-    shown once, as the task), `diff` a pull request's diff against its base.
+    shown once, as the task), `diff` a pull request's diff against its base;
+    `diff_missing` says why a pull request's diff is not there (one line, Neo's).
     """
     kind = "pull request" if thread.is_pull_request else "issue"
     sections: list[str | _Block] = [
@@ -154,18 +170,28 @@ def build_task_prompt(
             _Block.of("comment", _cut(c.body, limits.max_comment_chars), c) for c in shown
         )
 
-    if trigger.review is not None:
-        sections.extend(_review(trigger.review, limits))
-
     if diff is not None:
         capped = _cap_bytes(diff, limits.max_diff_bytes)
         sections.append("## The pull request's diff against its base branch")
-        sections.append(_Block.of("diff", capped, None))
+        sections.append(
+            _Block.of("diff", capped, None, author=opening.author, association=opening.association)
+        )
         if capped.note:
             sections.append(
                 f"[diff truncated: {capped.note}; the working tree has the pull"
                 " request's branch: use git to see the rest]"
             )
+    elif diff_missing is not None and thread.is_pull_request:
+        sections.append("## The pull request's diff against its base branch")
+        sections.append(
+            f"[not shown: {_plain(diff_missing)}; the working tree has the pull request's"
+            " branch: use git to see it]"
+        )
+
+    if trigger.review is not None:
+        sections.extend(_review(trigger.review, limits))
+    if trigger.inline:
+        sections.extend(_inline(trigger.inline, limits))
 
     sections.append("## Your task")
     sections.extend(_task(trigger, opening, kind, limits))
@@ -195,6 +221,39 @@ def _review(review: ReviewLocation, limits: Limits) -> list[str | _Block]:
             side=review.side,
         ),
     ]
+
+
+def _inline(inline: Sequence[InlineComment], limits: Limits) -> list[str | _Block]:
+    shown = inline[: limits.max_inline_comments]
+    count = len(inline)
+    sections: list[str | _Block] = [
+        "## The review's inline comments",
+        f"The review has {count} inline comment{'s' if count != 1 else ''}. Each is quoted"
+        " below with the file and lines it is on, followed by the diff hunk it is attached"
+        " to (the hunk ends at the commented line).",
+    ]
+    if count > len(shown):
+        sections.append(f"({count - len(shown)} later inline comments not shown)")
+    for item in shown:
+        where = item.location
+        labels = {
+            "path": where.path,
+            "start_line": str(where.start_line) if where.start_line is not None else None,
+            "line": str(where.line) if where.line is not None else None,
+            "side": where.side,
+        }
+        sections.append(
+            _Block.of(
+                "review_comment",
+                _cut(item.post.body, limits.max_comment_chars),
+                item.post,
+                **labels,
+            )
+        )
+        sections.append(
+            _Block.of("diff_hunk", _cut(where.diff_hunk, limits.max_hunk_chars), None, **labels)
+        )
+    return sections
 
 
 def _preamble(thread: Thread, kind: str, token: str, trigger: Trigger) -> str:

@@ -8,9 +8,10 @@ One `GitHubApp` per process, built at start-up and closed on shutdown:
         login = await app.bot_login()
 
 It signs App JWTs with githubkit's `AppAuthStrategy` and mints installation
-tokens scoped to one repository and the least permissions a job needs. Tokens
-are cached per (installation, repository) until a minute before they expire,
-and concurrent requests for one key share a single call to GitHub. Every
+tokens scoped to one repository and the least permissions a job needs (or
+fewer: `CONFIG_PERMISSIONS` reads another repository's settings). Tokens are
+cached per (installation, repository, permissions) until a minute before they
+expire, and concurrent requests for one key share a single call to GitHub. Every
 client it hands out shares one HTTP connection pool, which `aclose` closes.
 
 Use it from one event loop: the pool and the in-flight calls belong to it.
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self, cast
 
 import httpx
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from githubkit_schemas.latest.types import AppPermissionsType
 
 __all__ = [
+    "CONFIG_PERMISSIONS",
     "DEFAULT_API_URL",
     "JOB_PERMISSIONS",
     "REFRESH_MARGIN",
@@ -76,6 +78,19 @@ def _job_permissions() -> AppPermissionsType:
 JOB_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
     {name: str(level) for name, level in _job_permissions().items()}
 )
+
+# Reading settings from a repository Neo does not work on (the owner's `.github`).
+CONFIG_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {"contents": "read", "metadata": "read"}
+)
+
+# A token cache key: (installation, lower-case "owner/name", sorted permissions).
+_Key = tuple[int, str, tuple[tuple[str, str], ...]]
+
+
+def _key(installation_id: int, repository: str, permissions: Mapping[str, str] | None) -> _Key:
+    granted = JOB_PERMISSIONS if permissions is None else permissions
+    return installation_id, repository.lower(), tuple(sorted(granted.items()))
 
 
 class GitHubAuthError(NeoError):
@@ -249,8 +264,8 @@ class GitHubApp:
             # No HTTP cache: responses for one installation must never answer another.
             http_cache=False,
         )
-        self._tokens: dict[tuple[int, str], InstallationToken] = {}
-        self._minting: dict[tuple[int, str], asyncio.Task[InstallationToken]] = {}
+        self._tokens: dict[_Key, InstallationToken] = {}
+        self._minting: dict[_Key, asyncio.Task[InstallationToken]] = {}
         self._login: str | None = None
         self._login_lock = asyncio.Lock()
         self._closed = False
@@ -319,41 +334,61 @@ class GitHubApp:
 
     # -- installations --
 
-    async def installation_token(self, installation_id: int, repository: str) -> InstallationToken:
-        """A token for `repository` ("owner/name") with JOB_PERMISSIONS, cached."""
+    async def installation_token(
+        self,
+        installation_id: int,
+        repository: str,
+        permissions: Mapping[str, str] | None = None,
+    ) -> InstallationToken:
+        """A token for `repository` ("owner/name") with `permissions`, cached.
+
+        `permissions` defaults to JOB_PERMISSIONS; pass fewer (CONFIG_PERMISSIONS)
+        for a repository the job only reads.
+        """
         self._check_open()
         _split(repository)
-        key = (installation_id, repository.lower())
+        key = _key(installation_id, repository, permissions)
         cached = self._tokens.get(key)
         if cached is not None and self._fresh(cached):
             return cached
         task = self._minting.get(key)
         if task is None:
-            task = asyncio.create_task(self._mint(installation_id, repository))
+            task = asyncio.create_task(self._mint(installation_id, repository, key))
             self._minting[key] = task
             task.add_done_callback(lambda done: self._minted(key, done))
         # One caller giving up must not cancel the call the others wait for.
         return await asyncio.shield(task)
 
     async def installation_client(
-        self, installation_id: int, repository: str
+        self,
+        installation_id: int,
+        repository: str,
+        permissions: Mapping[str, str] | None = None,
     ) -> GitHub[InstallationAuth]:
         """A client acting as the installation on `repository` only.
 
         It takes its token from `installation_token` on every request, so it
         outlives any one token; a token that GitHub refuses (revoked when the
         App is reinstalled) is renewed once. The first token is fetched here,
-        so bad credentials show up now, as GitHubAuthError. Nothing to close:
-        it uses the App's pool.
+        so bad credentials, or a repository the installation cannot see, show
+        up now, as GitHubAuthError. Nothing to close: it uses the App's pool.
         """
-        await self.installation_token(installation_id, repository)
+        await self.installation_token(installation_id, repository, permissions)
+        frozen = None if permissions is None else tuple(sorted(permissions.items()))
         return _InstallationGitHub(
-            InstallationAuth(self, installation_id, repository), config=self._github.config
+            InstallationAuth(self, installation_id, repository, frozen),
+            config=self._github.config,
         )
 
-    def forget_token(self, installation_id: int, repository: str, token: str) -> None:
+    def forget_token(
+        self,
+        installation_id: int,
+        repository: str,
+        token: str,
+        permissions: Mapping[str, str] | None = None,
+    ) -> None:
         """Drop the cached token for this key if it is still `token` (GitHub refused it)."""
-        key = (installation_id, repository.lower())
+        key = _key(installation_id, repository, permissions)
         cached = self._tokens.get(key)
         if cached is not None and cached.token == token:
             del self._tokens[key]
@@ -361,11 +396,13 @@ class GitHubApp:
     def _fresh(self, token: InstallationToken) -> bool:
         return self._clock() < token.expires_at - REFRESH_MARGIN
 
-    async def _mint(self, installation_id: int, repository: str) -> InstallationToken:
+    async def _mint(self, installation_id: int, repository: str, key: _Key) -> InstallationToken:
         _, name = _split(repository)
+        # The key holds the permissions asked for, as plain pairs.
+        wanted = cast("AppPermissionsType", dict(key[2]))
         try:
             response = await self._github.rest.apps.async_create_installation_access_token(
-                installation_id, repositories=[name], permissions=_job_permissions()
+                installation_id, repositories=[name], permissions=wanted
             )
             data = response.parsed_data
             expires_at = datetime.fromisoformat(data.expires_at)
@@ -390,10 +427,10 @@ class GitHubApp:
         # Drop what has expired, so a long-lived server keeps one entry per live repo.
         for stale in [k for k, v in self._tokens.items() if not self._fresh(v)]:
             del self._tokens[stale]
-        self._tokens[(installation_id, repository.lower())] = token
+        self._tokens[key] = token
         return token
 
-    def _minted(self, key: tuple[int, str], task: asyncio.Task[InstallationToken]) -> None:
+    def _minted(self, key: _Key, task: asyncio.Task[InstallationToken]) -> None:
         if self._minting.get(key) is task:
             del self._minting[key]
         if not task.cancelled():
@@ -407,6 +444,8 @@ class InstallationAuth(BaseAuthStrategy):
     app: GitHubApp
     installation_id: int
     repository: str
+    # Sorted (name, level) pairs; None: JOB_PERMISSIONS.
+    permissions: tuple[tuple[str, str], ...] | None = None
 
     def get_auth_flow(self, github: GitHubCore[Any]) -> httpx.Auth:
         return _InstallationFlow(self)
@@ -425,12 +464,14 @@ class _InstallationFlow(httpx.Auth):
         self, request: httpx.Request
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
         auth = self._auth
-        token = await auth.app.installation_token(auth.installation_id, auth.repository)
+        permissions = None if auth.permissions is None else dict(auth.permissions)
+        app, installation, repository = auth.app, auth.installation_id, auth.repository
+        token = await app.installation_token(installation, repository, permissions)
         request.headers["Authorization"] = f"token {token.token}"
         response = yield request
         if response.status_code == 401:
-            auth.app.forget_token(auth.installation_id, auth.repository, token.token)
-            token = await auth.app.installation_token(auth.installation_id, auth.repository)
+            app.forget_token(installation, repository, token.token, permissions)
+            token = await app.installation_token(installation, repository, permissions)
             request.headers["Authorization"] = f"token {token.token}"
             yield request
 

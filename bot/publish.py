@@ -54,12 +54,18 @@ from runner.errors import NeoError
 
 if TYPE_CHECKING:
     from githubkit.response import Response
-    from githubkit_schemas.latest.models import IssueComment, PullRequestSimple
+    from githubkit_schemas.latest.models import (
+        IssueComment,
+        PullRequestReviewComment,
+        PullRequestSimple,
+        ReviewComment,
+    )
 
     from bot.github import GitHubApp
 
 __all__ = [
     "DEFAULT_SPACERS",
+    "DIFF_MEDIA_TYPE",
     "PERMISSION_LEVELS",
     "GitHubError",
     "MutationSpacer",
@@ -83,6 +89,8 @@ Clock = Callable[[], float]
 
 PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "none")
 MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+# GitHub answers a pull request as its diff against the base for this media type.
+DIFF_MEDIA_TYPE: Final = "application/vnd.github.diff"
 _PAGE = 100
 _MAX_MESSAGE = 200
 _SECONDARY_WAIT = 60.0  # GitHub: "wait for at least one minute" when no header says how long
@@ -375,6 +383,50 @@ class Publisher:
             raise GitHubError(f"github: {clean} came back with undecodable content") from None
         return raw.decode("utf-8", errors="replace")
 
+    async def pull_request_diff(self, number: int | None = None) -> str:
+        """Pull request `number`'s (default: this thread's) diff against its base.
+
+        GitHub refuses a diff it finds too large (406): that is a GitHubError
+        like any other, for the caller to report.
+        """
+        pull = self.number if number is None else number
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/pulls/{pull}",
+                lambda: self._github.rest.pulls.async_get(
+                    self.owner, self.name, pull, headers={"Accept": DIFF_MEDIA_TYPE}
+                ),
+            )
+        )
+        return response.content.decode("utf-8", errors="replace")
+
+    async def review_comment(self, comment_id: int) -> PullRequestReviewComment:
+        """A pull request review comment: its file, lines and diff hunk."""
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/pulls/comments/{comment_id}",
+                lambda: self._github.rest.pulls.async_get_review_comment(
+                    self.owner, self.name, comment_id
+                ),
+            )
+        )
+        return response.parsed_data
+
+    async def review_comments(self, review_id: int) -> list[ReviewComment]:
+        """The inline comments of review `review_id` on this pull request (the first 100)."""
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/pulls/{self.number}/reviews/{review_id}/comments",
+                lambda: self._github.rest.pulls.async_list_comments_for_review(
+                    self.owner, self.name, self.number, review_id, per_page=_PAGE
+                ),
+            )
+        )
+        return cast("list[ReviewComment]", response.parsed_data)
+
     # -- reactions --
 
     async def react(self, kind: TriggerKind, target_id: int, content: Reaction = "eyes") -> None:
@@ -423,6 +475,17 @@ class Publisher:
         comment_id = await self._find_or_create_comment(marker, text)
         self._progress[key] = comment_id
         return comment_id
+
+    async def find_progress_comment(self, job_id: int | str) -> int | None:
+        """The id of job `job_id`'s comment on the thread, if it made one; never creates it."""
+        key = str(job_id)
+        if key in self._progress:
+            return self._progress[key]
+        marker = job_marker(job_id)
+        found = await self._retrying(lambda: self._find_comment(self.number, marker))
+        if found is not None:
+            self._progress[key] = found
+        return found
 
     async def update_progress(self, comment_id: int, body: str) -> bool:
         """Edit the progress comment to `body`; False (no call) if it already says that."""

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from githubkit.exception import RequestFailed
 
 from bot.github import (
+    CONFIG_PERMISSIONS,
     JOB_PERMISSIONS,
     GitHubApp,
     GitHubAuthError,
@@ -138,6 +139,27 @@ async def test_each_repository_gets_its_own_token(app: GitHubApp, github: FakeGi
     assert hello.token != other.token
     assert [r.repositories for r in github.token_requests] == [("hello",), ("other",)]
     assert await app.installation_token(INSTALLATION, "Octo/Hello") is hello
+
+
+async def test_a_read_only_token_is_minted_and_cached_apart_from_the_jobs(
+    app: GitHubApp, github: FakeGitHub
+) -> None:
+    job = await app.installation_token(INSTALLATION, "octo/hello")
+    read = await app.installation_token(INSTALLATION, "octo/hello", CONFIG_PERMISSIONS)
+
+    assert read.token != job.token
+    assert dict(read.permissions) == {"contents": "read", "metadata": "read"}
+    assert [r.permissions for r in github.token_requests] == [LEAST, dict(CONFIG_PERMISSIONS)]
+    assert await app.installation_token(INSTALLATION, "octo/hello", CONFIG_PERMISSIONS) is read
+    assert await app.installation_token(INSTALLATION, "octo/hello") is job
+    # A client with the read-only token reads, and GitHub refuses it a write.
+    client = await app.installation_client(INSTALLATION, "octo/hello", CONFIG_PERMISSIONS)
+    github.add_issue("octo/hello")
+    await client.rest.repos.async_get("octo", "hello")
+    with pytest.raises(RequestFailed) as refused:
+        await client.rest.issues.async_create_comment("octo", "hello", 1, body="hi")
+    assert refused.value.response.status_code == 403
+    assert len(github.token_requests) == 2
 
 
 async def test_concurrent_requests_for_one_repository_share_one_call(

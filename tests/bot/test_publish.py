@@ -132,6 +132,25 @@ async def test_progress_comment_is_found_again_for_the_same_job_and_edited(
     assert [c[0] for c in posts] == ["POST", "POST", "PATCH"]
 
 
+async def test_find_progress_comment_finds_the_jobs_comment_and_never_creates_one(
+    app: GitHubApp,
+    github: FakeGitHub,
+    publisher: Publisher,
+    issue: int,
+    fake_time: FakeTime,
+    spacers: Spacers,
+) -> None:
+    github.add_comment(REPO, issue, f"{job_marker(5)}\nforged", user="alice")  # not the bot's
+    made = await publisher.progress_comment(5, "Working")
+    await publisher.progress_comment(51, "Working on 51")
+    fresh = await _publisher(app, issue, fake_time, spacers)
+
+    assert await fresh.find_progress_comment(5) == made
+    assert await fresh.find_progress_comment(6) is None
+    assert len(github.comments(REPO, issue)) == 3
+    assert [c[0] for c in _calls(github) if c[0] != "GET"] == ["POST", "POST"]
+
+
 async def test_the_comment_list_is_paged_through(
     app: GitHubApp,
     github: FakeGitHub,
@@ -432,3 +451,58 @@ async def test_githubkit_parses_the_fakes_issue_pull_and_comment_bodies(
     assert len(paged) == 4
     assert 'page=2>; rel="next"' in first_page.headers["link"]
     assert "link" not in last_page.headers
+
+
+async def test_a_pull_requests_diff_review_comment_and_reviews_comments_parse(
+    app: GitHubApp, github: FakeGitHub, fake_time: FakeTime, spacers: Spacers
+) -> None:
+    diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-é\n+è\n"
+    number = github.add_pull(REPO, "Fix x", "body", head="fix-x", user="alice", diff=diff)
+    review = github.add_review(REPO, number, "A few things", user="alice")
+    one = github.add_review_comment(
+        REPO, number, "here", path="src/x.py", line=9, diff_hunk="@@ -1,9 +1,9 @@", user="bob"
+    )
+    inline = [
+        github.add_review_comment(REPO, number, "first", review_id=review, line=3),
+        github.add_review_comment(
+            REPO, number, "second", review_id=review, start_line=4, line=6, side="LEFT"
+        ),
+    ]
+    publisher = await _publisher(app, number, fake_time, spacers)
+
+    assert await publisher.pull_request_diff() == diff
+    single = await publisher.review_comment(one)
+    listed = await publisher.review_comments(review)
+
+    assert (single.path, single.line, single.start_line, single.side) == (
+        "src/x.py",
+        9,
+        None,
+        "RIGHT",
+    )
+    assert single.diff_hunk == "@@ -1,9 +1,9 @@"
+    assert single.user is not None
+    assert (single.user.login, single.body) == ("bob", "here")
+    assert [(c.id, c.body, c.line, c.start_line, c.side) for c in listed] == [
+        (inline[0], "first", 3, None, "RIGHT"),
+        (inline[1], "second", 6, 4, "LEFT"),
+    ]
+    # The diff was asked for by its media type.
+    [asked] = [r for r in github.requests if r.route == f"/repos/{REPO}/pulls/{number}"]
+    assert asked.status == 200
+
+
+async def test_a_diff_github_finds_too_large_is_one_line(
+    github: FakeGitHub, app: GitHubApp, fake_time: FakeTime, spacers: Spacers
+) -> None:
+    number = github.add_pull(REPO, "Huge", diff="x")
+    message = "Sorry, the diff exceeded the maximum number of lines (20000)"
+    github.fail_next("GET", "/repos/{owner}/{repo}/pulls/{number}", 406, message=message)
+    publisher = await _publisher(app, number, fake_time, spacers)
+
+    with pytest.raises(GitHubError) as caught:
+        await publisher.pull_request_diff()
+
+    assert caught.value.status == 406
+    assert str(caught.value) == f"github 406 GET /repos/{REPO}/pulls/{number}: {message}"
+    assert fake_time.sleeps == []

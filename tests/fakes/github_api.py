@@ -27,10 +27,15 @@ job publishes, held in memory per repository:
   create, get, update. Ids only increase; comments made with an installation
   token are by the App's bot user, `bot_login` (`<slug>[bot]`), and only those
   can be edited. Seed others' with `add_comment`, inspect with `comments()`;
-- reactions on issue comments, review comments (`add_review_comment`) and
-  issues: 201, or 200 when the bot already reacted so; `reactions()`;
+- reactions on issue comments, review comments and issues: 201, or 200 when
+  the bot already reacted so; `reactions()`;
 - pulls: list (`state`, `head=owner:branch`, `base`), create (422 when an open
-  PR has that head and base), get, update; `pulls()`;
+  PR has that head and base), get, update; `pulls()`; seed one with
+  `add_pull`. `GET .../pulls/{number}` with `Accept: application/vnd.github.diff`
+  answers the diff given to `add_pull` (or `set_pull_diff`) as text;
+- review comments (`add_review_comment`, with path, lines and diff hunk) and
+  reviews (`add_review`): `GET .../pulls/comments/{id}` and
+  `GET .../pulls/{number}/reviews/{review_id}/comments`;
 - contents: `GET .../contents/{path}?ref=` (base64, 404 when missing, a list for
   a directory); `put_file`, `set_default_branch` (also what `GET /repos/...`
   says).
@@ -81,6 +86,7 @@ __all__ = [
     "FakeInstallation",
     "GitHubRequest",
     "IssuedToken",
+    "RawBody",
     "TokenRequest",
     "error_json",
     "repository_json",
@@ -191,6 +197,15 @@ class Call:
     token: IssuedToken | None  # for installation routes
     claims: Mapping[str, Any] | None  # for App routes
     query: Mapping[str, str] = field(default_factory=dict)  # the query string
+    headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
+
+
+@dataclass(frozen=True, slots=True)
+class RawBody:
+    """A handler's answer that is not JSON: `text` with `media_type`."""
+
+    text: str
+    media_type: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +449,12 @@ class FakeGitHub:
             ("POST", "/pulls", self._create_pull),
             ("GET", "/pulls/{number}", self._get_pull),
             ("PATCH", "/pulls/{number}", self._update_pull),
+            ("GET", "/pulls/comments/{comment_id}", self._get_review_comment),
+            (
+                "GET",
+                "/pulls/{number}/reviews/{review_id}/comments",
+                self._list_review_comments,
+            ),
             ("GET", "/contents/{path:path}", self._get_contents),
         ]
         for method, template, handler in routes:
@@ -519,18 +540,116 @@ class FakeGitHub:
         with self._lock:
             return int(self._new_comment(self._repo(repository), number, body, user)["id"])
 
-    def add_review_comment(
-        self, repository: str, number: int, body: str, *, user: str = "alice"
+    def add_pull(
+        self,
+        repository: str,
+        title: str = "A pull request",
+        body: str = "",
+        *,
+        head: str = "feature",
+        base: str = "main",
+        user: str = "alice",
+        head_repository: str | None = None,
+        draft: bool = False,
+        diff: str = "",
     ) -> int:
-        """A review comment by `user` on pull request `number`; return its id."""
+        """Open a pull request by `user` from `head` (a branch of `head_repository`,
+        default `repository` itself: a fork's when another) into `base`; its number.
+
+        `diff` is what `GET .../pulls/{number}` answers for the diff media type.
+        """
         with self._lock:
             state = self._repo(repository)
-            comment_id = self._take_id()
-            state.review_comments[comment_id] = {
-                "id": comment_id,
+            number = state.next_number
+            state.next_number += 1
+            stamp = _stamp()
+            state.issues[number] = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "user": user,
+                "created_at": stamp,
+                "updated_at": stamp,
+            }
+            state.pulls[number] = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "head": head,
+                "head_repo": head_repository or state.full_name,
+                "base": base,
+                "draft": draft,
+                "state": "open",
+                "user": user,
+                "maintainer_can_modify": False,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "diff": diff,
+            }
+        return number
+
+    def set_pull_diff(self, repository: str, number: int, diff: str) -> None:
+        """What the diff media type of pull request `number` answers from now on."""
+        with self._lock:
+            self._repo(repository).pulls[number]["diff"] = diff
+
+    def add_review(
+        self, repository: str, number: int, body: str = "", *, user: str = "alice"
+    ) -> int:
+        """A submitted review by `user` on pull request `number`; return its id."""
+        with self._lock:
+            state = self._repo(repository)
+            review_id = self._take_id()
+            state.reviews[review_id] = {
+                "id": review_id,
                 "pull_number": number,
                 "body": body,
                 "user": user,
+            }
+        return review_id
+
+    def add_review_comment(
+        self,
+        repository: str,
+        number: int,
+        body: str,
+        *,
+        user: str = "alice",
+        path: str = "README.md",
+        line: int | None = 1,
+        start_line: int | None = None,
+        side: str = "RIGHT",
+        diff_hunk: str = "@@ -1 +1 @@\n-old\n+new",
+        review_id: int | None = None,
+    ) -> int:
+        """A review comment by `user` on `path` of pull request `number`, ending at
+        `line` (a multi-line one starts at `start_line`), in `review_id` (a review
+        of its own when None, as GitHub makes for a single comment); its id."""
+        with self._lock:
+            state = self._repo(repository)
+            if review_id is None:
+                review_id = self._take_id()
+                state.reviews[review_id] = {
+                    "id": review_id,
+                    "pull_number": number,
+                    "body": "",
+                    "user": user,
+                }
+            comment_id = self._take_id()
+            stamp = _stamp()
+            state.review_comments[comment_id] = {
+                "id": comment_id,
+                "pull_number": number,
+                "review_id": review_id,
+                "body": body,
+                "user": user,
+                "path": path,
+                "line": line,
+                "start_line": start_line,
+                "side": side,
+                "diff_hunk": diff_hunk,
+                "created_at": stamp,
+                "updated_at": stamp,
             }
         return comment_id
 
@@ -668,9 +787,17 @@ class FakeGitHub:
                 auth = "installation"
                 _check_scope(token, params)
             call = Call(
-                request.method, route, params, body, token, claims, dict(request.query_params)
+                request.method,
+                route,
+                params,
+                body,
+                token,
+                claims,
+                dict(request.query_params),
+                {name.lower(): value for name, value in request.headers.items()},
             )
             extra: Mapping[str, str] = {}
+            payload: Any
             failure = self._take_failure(request.method, route)
             if failure is not None:
                 status, payload = failure.status, error_json(failure.status, failure.message)
@@ -697,6 +824,14 @@ class FakeGitHub:
         headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
         if status == 204:
             return Response(status_code=204, headers=headers)
+        if isinstance(payload, RawBody):
+            headers["X-GitHub-Media-Type"] = "github.v3; param=diff"
+            return Response(
+                payload.text.encode(),
+                status_code=status,
+                headers=headers,
+                media_type=f"{payload.media_type}; charset=utf-8",
+            )
         return JSONResponse(payload, status_code=status, headers=headers)
 
     def _record(self, request: GitHubRequest) -> None:
@@ -1327,7 +1462,73 @@ class FakeGitHub:
             pull = state.pulls.get(number)
             if pull is None:
                 raise _Refusal(404, "Not Found")
+            if _DIFF_MEDIA_TYPE.search(call.headers.get("accept", "")):
+                return 200, RawBody(str(pull.get("diff", "")), "application/vnd.github.diff")
             return 200, self._pull_json(state, pull)
+
+    def _get_review_comment(self, call: Call) -> tuple[int, Any]:
+        comment_id = _int(call.params["comment_id"])
+        with self._lock:
+            _, state = self._state(call)
+            comment = state.review_comments.get(comment_id)
+            if comment is None:
+                raise _Refusal(404, "Not Found")
+            return 200, self._review_comment_json(state, comment)
+
+    def _list_review_comments(self, call: Call) -> tuple[int, Any]:
+        number = _int(call.params["number"])
+        review_id = _int(call.params["review_id"])
+        with self._lock:
+            _, state = self._state(call)
+            review = state.reviews.get(review_id)
+            if review is None or review["pull_number"] != number:
+                raise _Refusal(404, "Not Found")
+            return 200, [
+                self._review_comment_json(state, c)
+                for c in sorted(state.review_comments.values(), key=lambda c: int(c["id"]))
+                if c["review_id"] == review_id
+            ]
+
+    def _review_comment_json(self, state: _RepoState, comment: Mapping[str, Any]) -> Any:
+        # Caller holds the lock. Both the single comment's shape and the one a
+        # review's list has (which requires the positions in the diff).
+        full = state.full_name
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        number, comment_id = comment["pull_number"], comment["id"]
+        sha = hashlib.sha1(f"{full}:{number}".encode()).hexdigest()
+        links = {
+            "self": {"href": f"{api}/pulls/comments/{comment_id}"},
+            "html": {"href": f"{html}/pull/{number}#discussion_r{comment_id}"},
+            "pull_request": {"href": f"{api}/pulls/{number}"},
+        }
+        multi = comment["start_line"] is not None
+        return {
+            "url": links["self"]["href"],
+            "pull_request_review_id": comment["review_id"],
+            "id": comment_id,
+            "node_id": f"PRRC_{comment_id}",
+            "diff_hunk": comment["diff_hunk"],
+            "path": comment["path"],
+            "position": 1,
+            "original_position": 1,
+            "commit_id": sha,
+            "original_commit_id": sha,
+            "user": self._user(comment["user"]),
+            "body": comment["body"],
+            "created_at": comment["created_at"],
+            "updated_at": comment["updated_at"],
+            "html_url": links["html"]["href"],
+            "pull_request_url": links["pull_request"]["href"],
+            "author_association": self._association(full, comment["user"]),
+            "_links": links,
+            "start_line": comment["start_line"],
+            "original_start_line": comment["start_line"],
+            "start_side": comment["side"] if multi else None,
+            "line": comment["line"],
+            "original_line": comment["line"],
+            "side": comment["side"],
+            "subject_type": "line",
+        }
 
     def _update_pull(self, call: Call) -> tuple[int, Any]:
         _need(call, "pull_requests")
@@ -1405,6 +1606,8 @@ _DEFAULT_MESSAGES = {
     502: "Server Error",
     503: "Service Unavailable",
 }
+# `application/vnd.github.diff`, also in its `.v3.diff` spelling.
+_DIFF_MEDIA_TYPE = re.compile(r"application/vnd\.github(?:\.v3)?\.diff\b")
 _REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
 
@@ -1428,6 +1631,7 @@ class _RepoState:
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, dict[str, Any]] = field(default_factory=dict)
     review_comments: dict[int, dict[str, Any]] = field(default_factory=dict)
+    reviews: dict[int, dict[str, Any]] = field(default_factory=dict)
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[dict[str, Any]] = field(default_factory=list)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes

@@ -166,3 +166,27 @@ def test_a_path_prefix_serves_nothing_outside_it(http: httpx.Client) -> None:
         assert http.get(f"{root}/app", headers=header).status_code == 404
         assert http.get(f"{github.base_url}/app", headers=header).status_code == 200
         assert [r.path for r in github.requests] == ["/app", "/api/v3/app"]
+
+
+def test_a_pull_request_answers_its_diff_for_the_diff_media_type(
+    http: httpx.Client, github: FakeGitHub
+) -> None:
+    minted = http.post(
+        f"{github.base_url}/app/installations/7/access_tokens",
+        headers={"Authorization": f"Bearer {_jwt(github)}"},
+        json={"repositories": ["hello"]},
+    ).json()
+    auth = {"Authorization": f"token {minted['token']}"}
+    diff = "diff --git a/é b/é\n@@ -1 +1 @@\n-a\n+b\n"
+    number = github.add_pull("octo/hello", "T", diff=diff)
+    url = f"{github.base_url}/repos/octo/hello/pulls/{number}"
+
+    as_json = http.get(url, headers=auth)
+    as_diff = http.get(url, headers={**auth, "Accept": "application/vnd.github.diff"})
+    as_v3_diff = http.get(url, headers={**auth, "Accept": "application/vnd.github.v3.diff"})
+
+    assert as_json.json()["number"] == number
+    for answer in (as_diff, as_v3_diff):
+        assert answer.status_code == 200
+        assert answer.headers["content-type"].startswith("application/vnd.github.diff")
+        assert answer.content.decode() == diff
