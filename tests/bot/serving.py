@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from tests.fakes import FakeGitHub
+from tests.fakes import FakeGitHub, FakeGitServer
 
 NEO = Path(sys.executable).with_name("neo")
 SECRET = "webhook-secret-for-tests"
@@ -114,6 +114,82 @@ def neo_serve(env: Mapping[str, str], log: Path, port: int | None = None) -> Ite
             process.send_signal(signal.SIGTERM)
             try:
                 process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=15)
+
+
+class AppGitServer(FakeGitServer):
+    """The fake git server, accepting the installation token the fake GitHub issued last."""
+
+    def __init__(self, root: Path, github: FakeGitHub) -> None:
+        self._github = github
+        super().__init__(root)
+
+    @property
+    def token(self) -> str:
+        tokens = self._github.tokens
+        return tokens[-1].token if tokens else "no-token-yet"
+
+    @token.setter
+    def token(self, value: str) -> None:
+        pass  # FakeGitServer's constructor sets one; the App's tokens are the ones that count
+
+
+@dataclass
+class WorkerProcess:
+    process: subprocess.Popen[str]
+    log: Path
+    # Where this process's output starts in `log`.
+    offset: int = 0
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait_started(self, timeout: float = 60) -> None:
+        """Return once its workers have started (its log says so)."""
+        deadline = time.monotonic() + timeout
+        while b'"workers_started"' not in self.log.read_bytes()[self.offset :]:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"neo worker exited {self.process.returncode}: {self.log.read_text()}"
+                )
+            if time.monotonic() > deadline:
+                raise AssertionError(f"neo worker did not start: {self.log.read_text()}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is cleaned up, as in a crash."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+
+@contextmanager
+def neo_worker(
+    env: Mapping[str, str], log: Path, *args: str, wait: bool = True
+) -> Iterator[WorkerProcess]:
+    """`neo worker ARGS`, started (unless not `wait`: call `wait_started`); stopped afterwards."""
+    log.touch()
+    offset = log.stat().st_size
+    with log.open("a") as out:
+        process = subprocess.Popen(
+            [str(NEO), "worker", *args],
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    worker = WorkerProcess(process, log, offset)
+    try:
+        if wait:
+            worker.wait_started()
+        yield worker
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=15)
