@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -392,6 +393,37 @@ async def test_one_failing_write_does_not_fail_its_batch(queue: SqliteQueue) -> 
     assert len(await queue.list()) == 50
     # The failing write was undone: its delivery id is free.
     assert not (await queue.enqueue("half-done", [])).duplicate
+
+
+def _rows_in_database_file(db: Path) -> int:
+    """Jobs in the main database file alone: what checkpoints have copied out of the WAL."""
+    with contextlib.closing(sqlite3.connect(f"file:{db}?immutable=1", uri=True)) as conn:
+        try:
+            (count,) = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        except sqlite3.OperationalError:  # not even the schema is there yet
+            return 0
+        return int(count)
+
+
+async def test_the_wal_is_checkpointed_in_the_background(db: Path) -> None:
+    # Far below the writer's own checkpoint threshold: only the background
+    # checkpointer moves these rows into the database file.
+    async with SqliteQueue(db, checkpoint_every=0.05) as queue:
+        await asyncio.gather(*(queue.enqueue(f"d{n}", [make_request(f"d{n}")]) for n in range(40)))
+        for _ in range(200):
+            if _rows_in_database_file(db) == 40:
+                break
+            await asyncio.sleep(0.05)
+        assert _rows_in_database_file(db) == 40
+
+
+async def test_without_checkpoints_the_rows_stay_in_the_wal(db: Path) -> None:
+    # The control for the test above: a checkpointer that never runs in time.
+    async with SqliteQueue(db, checkpoint_every=3600) as queue:
+        await asyncio.gather(*(queue.enqueue(f"d{n}", [make_request(f"d{n}")]) for n in range(40)))
+        await asyncio.sleep(0.3)
+        assert _rows_in_database_file(db) == 0
+        assert len(await queue.list()) == 40
 
 
 async def test_reopening_keeps_everything(db: Path, clock: FakeClock) -> None:
