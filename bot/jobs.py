@@ -57,6 +57,10 @@ class JobRequest:
     # One comment never makes two jobs, whichever deliveries carry it.
     dedupe_key: str
     delivery_id: str
+    # The branch the job must work on, when the request names one: a
+    # schedule's (`bot.schedules`). None: the worker picks it. Rows queued
+    # before this field existed read as None.
+    branch: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

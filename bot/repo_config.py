@@ -20,12 +20,20 @@ import types
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 import annotated_types
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from cronsim import CronSim, CronSimError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -117,6 +125,7 @@ _CRON_FIELDS = (
 )
 # February can have 29 days; a schedule for Feb 29 fires in leap years.
 _DAYS_IN_MONTH = {month: calendar.monthrange(2024, month)[1] for month in range(1, 13)}
+_CRON_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +133,8 @@ class CronSpec:
     """A parsed 5-field cron expression: the values each field allows.
 
     As in Vixie cron, when both day fields are restricted (neither starts with
-    `*`) a day matches if either does; otherwise both must.
+    `*`) a day matches if either does; otherwise both must. When a schedule
+    fires is cronsim's to say (`bot.schedules`); this is what validation found.
     """
 
     minutes: frozenset[int]
@@ -134,18 +144,6 @@ class CronSpec:
     weekdays: frozenset[int]  # 0 is Sunday
     any_day: bool
     any_weekday: bool
-
-    def matches(self, at: datetime) -> bool:
-        """Whether the schedule fires in the minute `at` falls in (`at`'s own time zone)."""
-        if at.minute not in self.minutes or at.hour not in self.hours:
-            return False
-        if at.month not in self.months:
-            return False
-        day = at.day in self.days
-        weekday = at.isoweekday() % 7 in self.weekdays
-        if not self.any_day and not self.any_weekday:
-            return day or weekday
-        return day and weekday
 
 
 def _cron_value(text: str, spec: _CronField) -> int:
@@ -194,6 +192,10 @@ def parse_cron(expression: str) -> CronSpec:
     a range `a-b`, either with a step `/n`, or a comma-separated list of those;
     months and weekdays also take names (JAN, MON). Nicknames such as
     `@daily` and the non-standard `L`, `W`, `#` and `?` are not accepted.
+
+    This checks the portable subset and says precisely what is wrong (cronsim
+    says "Bad minute", and accepts `L`, `#` or `5/15`); cronsim, which decides
+    when schedules fire, must then accept the expression too.
     """
     fields = expression.split()
     if len(fields) != len(_CRON_FIELDS):
@@ -208,6 +210,10 @@ def parse_cron(expression: str) -> CronSpec:
     any_weekday = fields[4].startswith("*")
     if any_weekday and not any(day <= _DAYS_IN_MONTH[month] for day in days for month in months):
         raise ValueError("never fires: none of its months has any of its days")
+    try:
+        CronSim(expression, _CRON_EPOCH)
+    except CronSimError as error:  # the two disagree: a bug, but never a silent schedule
+        raise ValueError(f"cannot be evaluated: {str(error).lower()}") from None
     return CronSpec(minutes, hours, days, months, weekdays, any_day, any_weekday)
 
 
@@ -281,13 +287,20 @@ class Schedule(_Strict):
         max_length=200,
         description=(
             "The branch the job works on; its open pull request is updated on each run "
-            "instead of a new one being opened. Unset: derived from the branch prefix "
-            "and the schedule."
+            "instead of a new one being opened. Unset: `<branch_prefix>schedule-<name>`, "
+            "the name in lower case with anything but letters and digits as `-` "
+            "(e.g. `neo/schedule-weekly-deps`), or `<branch_prefix>schedule-<n>` for the "
+            "n-th schedule, counting from 1, when it has no name. No two schedules may "
+            "share a branch."
         ),
     )
     name: _Text | None = Field(
         default=None,
-        description="A label for the schedule in reports; unique within the file.",
+        description=(
+            "A label for the schedule in reports; unique within the file. It also tells "
+            "Neo which schedule is which when the file changes: an unnamed one is known "
+            "by its position."
+        ),
     )
 
     @field_validator("cron")
@@ -432,12 +445,43 @@ class RepoConfig(_Strict):
 
     @field_validator("schedules")
     @classmethod
-    def _unique_schedule_names(cls, value: tuple[Schedule, ...]) -> tuple[Schedule, ...]:
+    def _distinct_schedules(
+        cls, value: tuple[Schedule, ...], info: ValidationInfo
+    ) -> tuple[Schedule, ...]:
         names = [schedule.name for schedule in value if schedule.name is not None]
         for name in names:
             if names.count(name) > 1:
                 raise ValueError(f"the name {name!r} is used by more than one schedule")
+        prefix = info.data.get("branch_prefix")
+        if prefix is None:  # itself invalid, and reported as such
+            return value
+        # Two schedules on one branch would take turns rewriting one pull request.
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(value):
+            branch = _schedule_branch(prefix, schedule, index)
+            if branch in seen:
+                raise ValueError(
+                    f"schedules {seen[branch] + 1} and {index + 1} both work on branch "
+                    f"{branch!r}; give one a branch or another name"
+                )
+            seen[branch] = index
         return value
+
+    def schedule_branch(self, index: int) -> str:
+        """The branch `schedules[index]` works on: its own, or one derived from its name."""
+        return _schedule_branch(self.branch_prefix, self.schedules[index], index)
+
+
+_SLUG_LENGTH = 60
+
+
+def _schedule_branch(prefix: str, schedule: Schedule, index: int) -> str:
+    if schedule.branch is not None:
+        return schedule.branch
+    # Letters and digits only: whatever the name holds, the branch is a valid ref.
+    slug = re.sub(r"[^a-z0-9]+", "-", (schedule.name or "").lower())
+    slug = slug[:_SLUG_LENGTH].strip("-") or str(index + 1)
+    return f"{prefix}schedule-{slug}"
 
 
 # --- parsing ----------------------------------------------------------------
@@ -800,6 +844,13 @@ def reference_markdown() -> str:
         "Each entry of `schedules` runs a job when its cron expression fires, "
         "once per time slot, and updates the schedule's open pull request "
         "instead of opening a new one each time.",
+        "",
+        "Times are UTC. A job is queued up to 5 minutes after its time, at an offset "
+        "fixed for each repository and schedule so that many repositories do not all "
+        "start at once (and never as late as the schedule's next time). If Neo was "
+        "down when a time passed, it runs the latest one it missed once when it is "
+        "back, not once for each. A new or edited schedule takes effect within "
+        "15 minutes.",
         "",
         *_table(Schedule),
         "",

@@ -3,7 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tracemalloc
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from bot.repo_config import (
     reference_markdown,
     render_config_error,
 )
+from bot.schedules import Cron
 from runner.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -278,6 +279,61 @@ def test_a_safe_branch_prefix_is_kept(prefix: str) -> None:
     assert parse_repo_config(f'branch_prefix: "{prefix}"').branch_prefix == prefix
 
 
+def test_a_schedule_without_a_branch_gets_one_from_its_name_or_position() -> None:
+    config = parse_repo_config(
+        "branch_prefix: bots/\n"
+        "schedules:\n"
+        "  - {cron: '0 6 * * MON', prompt: a, name: 'Weekly deps: npm & pip!'}\n"
+        "  - {cron: '0 7 * * MON', prompt: b}\n"
+        "  - {cron: '0 8 * * MON', prompt: c, name: 'Mise à jour', branch: own/branch}\n"
+        "  - {cron: '0 9 * * MON', prompt: d, name: '!!!'}\n"
+        f"  - {{cron: '0 9 * * MON', prompt: e, name: '{'x' * 200}'}}\n"
+    )
+
+    assert [config.schedule_branch(i) for i in range(5)] == [
+        "bots/schedule-weekly-deps-npm-pip",
+        "bots/schedule-2",
+        "own/branch",
+        "bots/schedule-4",
+        "bots/schedule-" + "x" * 60,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("schedules", "problem"),
+    [
+        (
+            "[{cron: '0 6 * * *', prompt: a, name: Deps}, {cron: '0 7 * * *', prompt: b, "
+            "name: deps!}]",
+            "schedules 1 and 2 both work on branch 'neo/schedule-deps'; "
+            "give one a branch or another name",
+        ),
+        (
+            "[{cron: '0 6 * * *', prompt: a, branch: neo/schedule-2}, "
+            "{cron: '0 7 * * *', prompt: b}]",
+            "schedules 1 and 2 both work on branch 'neo/schedule-2'; "
+            "give one a branch or another name",
+        ),
+        (
+            "[{cron: '0 6 * * *', prompt: a, branch: x}, {cron: '0 7 * * *', prompt: b, "
+            "branch: x}]",
+            "schedules 1 and 2 both work on branch 'x'; give one a branch or another name",
+        ),
+    ],
+)
+def test_two_schedules_may_not_share_a_branch(schedules: str, problem: str) -> None:
+    error = error_of(f"schedules: {schedules}")
+
+    assert str(error) == f".github/neo.yml: schedules: {problem}"
+    assert error.field == "schedules"
+
+
+def test_a_bad_branch_prefix_is_reported_alone_with_schedules() -> None:
+    error = error_of("branch_prefix: 'a b'\nschedules: [{cron: '0 6 * * *', prompt: a}]")
+
+    assert error.field == "branch_prefix"
+
+
 def test_a_schedule_branch_must_be_a_branch_name() -> None:
     error = error_of("schedules: [{cron: '0 0 * * *', prompt: x, branch: 'neo/deps/'}]")
 
@@ -343,24 +399,24 @@ def test_cron_fields_expand_to_their_values() -> None:
     assert parse_cron("0 0 29 2 *").days == {29}
 
 
-def test_cron_matching_follows_vixie_day_rules() -> None:
-    weekly = parse_cron("0 6 * * MON")
-    assert weekly.matches(datetime(2025, 6, 2, 6, 0))  # a Monday
-    assert not weekly.matches(datetime(2025, 6, 3, 6, 0))
-    assert not weekly.matches(datetime(2025, 6, 2, 6, 1))
+@pytest.mark.parametrize(
+    "cron",
+    [
+        "*/15 0-6,22-23 1,15 JAN-MAR,dec mon-fri",
+        "0 6 * * 7",
+        "0 0 29 2 *",
+        "59 23 31 12 SUN-SAT",
+        "0-59/7 */5 1-31/3 * 1,3,5",
+        "0 0 13 * FRI",
+    ],
+)
+def test_what_validation_accepts_the_scheduler_evaluates(cron: str) -> None:
+    # The validator and cronsim (which decides when schedules fire) agree.
+    parse_cron(cron)
+    after = Cron(cron).after(datetime(2025, 1, 1, tzinfo=UTC))
 
-    # Both day fields restricted: either matches.
-    either = parse_cron("0 0 13 * FRI")
-    assert either.matches(datetime(2025, 6, 13, 0, 0))  # Friday the 13th
-    assert either.matches(datetime(2025, 6, 6, 0, 0))  # a Friday
-    assert either.matches(datetime(2025, 7, 13, 0, 0))  # a Sunday, the 13th
-    assert not either.matches(datetime(2025, 6, 7, 0, 0))
-
-    # A day field starting with * counts as unrestricted: both must match.
-    both = parse_cron("0 0 */2 * SUN")
-    assert both.matches(datetime(2025, 6, 1, 0, 0))  # Sunday the 1st
-    assert not both.matches(datetime(2025, 6, 8, 0, 0))  # Sunday the 8th
-    assert not both.matches(datetime(2025, 6, 3, 0, 0))
+    assert after is not None
+    assert after > datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def test_a_schedule_keeps_its_cron_with_spaces_normalised() -> None:
