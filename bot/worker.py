@@ -5,9 +5,11 @@
 
 One job, in order: the requester's permission (an unauthorised request gets
 one short reply per thread and runs nothing), the repository's config from
-the default branch (an invalid one gets one comment naming the field, and
-nothing runs), a 👀 reaction and the job's one progress comment, the task
-prompt from the thread, `runner.job.run` with the comment edited live as the
+the default branch, or when it has none from the owner's `.github`
+repository (an invalid one gets one comment naming the field, and nothing
+runs), a 👀 reaction and the job's one progress comment, the task prompt from
+the thread (for a pull request with its diff, for a review comment with its
+file, lines and hunk), `runner.job.run` with the comment edited live as the
 agent works, then the draft pull request and the final report in the same
 comment. Every effect goes through `Publisher`, which finds what an earlier
 attempt of the same job made, so a retried job never duplicates a comment
@@ -15,8 +17,10 @@ or a pull request (ARCHITECTURE rule 5).
 
 Leases: each running job is heartbeated; a lost lease or a requested cancel
 sets the runner's `stop`. A lost lease publishes nothing more (the job is
-someone else's now). On shutdown the worker takes no new jobs, waits up to
-`grace` seconds for running ones, then stops and releases them for retry.
+someone else's now). A job whose lease expired on its last attempt is failed
+by the queue; the worker that notices turns its progress comment, if it has
+one, into the failed report. On shutdown the worker takes no new jobs, waits
+up to `grace` seconds for running ones, then stops and releases them for retry.
 
 Every failure ends as one line in the report and in the job's result; the
 traceback goes to the log only.
@@ -33,14 +37,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from bot.context import Post, Trigger, build_task_prompt
-from bot.github import GitHubApp
+from bot.context import InlineComment, Post, ReviewLocation, Trigger, build_task_prompt
+from bot.github import CONFIG_PERMISSIONS, GitHubApp, GitHubAuthError
 from bot.jobs import Job, JobRequest, JobState
 from bot.progress import (
     Conclusion,
     Outcome,
     Progress,
     Throttle,
+    job_marker,
     neutralise,
     render_progress,
     render_report,
@@ -64,6 +69,12 @@ Sleep = Callable[[float], Awaitable[None]]
 RunJob = Callable[..., Awaitable[JobResult]]
 
 _COMMENT_EVENTS = ("issue_comment.", "pull_request_review_comment.", "pull_request_review.")
+_REVIEW_COMMENT = "pull_request_review_comment."
+_REVIEW = "pull_request_review."
+# Where an owner keeps settings for all its repositories (as Probot apps do).
+_OWNER_CONFIG_REPO = ".github"
+# What GitHub answers for a repository the installation cannot see or read.
+_NOT_THERE = frozenset({403, 404, 422})
 _CONCLUSIONS = {
     "changed": Conclusion.SUCCESS,
     "no_changes": Conclusion.NO_CHANGES,
@@ -113,6 +124,12 @@ class _Thread:
     head_ref: str | None = None
     same_repository: bool = True
     pr_url: str | None = None
+    # A pull request's diff against its base, or why it is missing.
+    diff: str | None = None
+    diff_missing: str | None = None
+    # A review comment's place in the diff; a review's inline comments.
+    review: ReviewLocation | None = None
+    inline: tuple[InlineComment, ...] = ()
 
 
 class Worker:
@@ -157,6 +174,8 @@ class Worker:
         self._run_job = run_job
         self._publisher_options = dict(publisher_options or {})
         self._running: dict[int, tuple[_Running, asyncio.Task[None]]] = {}
+        # Reports of jobs the queue gave up on, written in the background.
+        self._chores: set[asyncio.Task[None]] = set()
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -195,6 +214,10 @@ class Worker:
 
     async def _drain(self) -> None:
         """Let running jobs finish within `grace`; stop and release the rest."""
+        if self._chores:
+            await asyncio.wait(list(self._chores), timeout=self.grace)
+            for chore in list(self._chores):
+                chore.cancel()
         if not self._running:
             return
         tasks = [task for _, task in self._running.values()]
@@ -224,6 +247,47 @@ class Worker:
             return
         if ids:
             self._log("requeued_expired", jobs=ids)
+        for job_id in ids:
+            try:
+                job = await self.queue.get(job_id)
+            except QueueError as error:
+                self._log("get_failed", job=job_id, error=str(error))
+                continue
+            if job is None or job.request.kind != "run":
+                continue
+            if job.state in (JobState.FAILED, JobState.CANCELLED):
+                # Off the claim loop: GitHub's retries may wait.
+                chore = asyncio.create_task(self._report_given_up(job))
+                self._chores.add(chore)
+                chore.add_done_callback(self._chores.discard)
+
+    async def _report_given_up(self, job: Job) -> None:
+        """Turn the progress comment of a job the queue ended into its report.
+
+        Only a comment an attempt made is edited: none is created, so a job
+        that never got that far leaves the thread as it was.
+        """
+        request = job.request
+        if request.installation_id is None:
+            return
+        try:
+            publisher = await Publisher.for_installation(
+                self.app,
+                request.installation_id,
+                request.thread.repository,
+                request.thread.number,
+                spacers=self._spacers,
+                **self._publisher_options,
+            )
+            comment = await publisher.find_progress_comment(job.id)
+            if comment is not None:
+                await publisher.update_progress(comment, _given_up_report(job))
+        except NeoError as error:
+            self._log("report_failed", job=job.id, error=str(error))
+        except Exception:
+            log.exception("reporting job %s failed", job.id)
+        else:
+            self._log("given_up_reported", job=job.id, comment=comment)
 
     async def _guarded(self, running: _Running) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(running))
@@ -282,7 +346,7 @@ class Worker:
                 **self._publisher_options,
             )
             default_branch = await publisher.default_branch()
-            config, config_error = await self._config(publisher, default_branch)
+            config, config_error = await self._config(publisher, default_branch, request)
             allowed = config.allowed_users if config else RepoConfig().allowed_users
             bots = config.allowed_bots if config else ()
             if not await self._authorised(publisher, request, allowed, bots):
@@ -347,7 +411,7 @@ class Worker:
         comment: int,
     ) -> Outcome:
         request = running.job.request
-        thread = await self._read_thread(request)
+        thread = await self._read_thread(request, publisher)
         spec, pull_request_own_branch = await self._spec(
             running.job, config, default_branch, thread
         )
@@ -443,15 +507,56 @@ class Worker:
     # --- before the run ---------------------------------------------------------------
 
     async def _config(
-        self, publisher: Publisher, default_branch: str
+        self, publisher: Publisher, default_branch: str, request: JobRequest
     ) -> tuple[RepoConfig | None, RepoConfigError | None]:
+        """The repository's config; without one, the owner's; without either, defaults.
+
+        The repository's file wins whole: the two are never merged.
+        """
         text = await publisher.read_file(CONFIG_PATH, ref=default_branch)
+        source = CONFIG_PATH
         if text is None:
-            return RepoConfig(), None
+            owner = await self._owner_config(request)
+            if owner is None:
+                return RepoConfig(), None
+            text, source = owner
         try:
-            return parse_repo_config(text), None
+            return parse_repo_config(text, source=source), None
         except RepoConfigError as error:
             return None, error
+
+    async def _owner_config(self, request: JobRequest) -> tuple[str, str] | None:
+        """`.github/neo.yml` on the default branch of the owner's `.github` repository,
+        and how to name it; None when there is none or the App cannot read it.
+
+        The job's token is scoped to its own repository, so this reads with a
+        read-only token for `{owner}/.github`, which GitHub grants only when the
+        App is installed there.
+        """
+        assert request.installation_id is not None
+        owner, _, name = request.thread.repository.partition("/")
+        if name.lower() == _OWNER_CONFIG_REPO:
+            return None
+        repository = f"{owner}/{_OWNER_CONFIG_REPO}"
+        try:
+            client = await self.app.installation_client(
+                request.installation_id, repository, CONFIG_PERMISSIONS
+            )
+            reader = Publisher(
+                client,
+                repository,
+                0,
+                bot_login=await self.app.bot_login(),
+                **self._publisher_options,
+            )
+            text = await reader.read_file(CONFIG_PATH, ref=await reader.default_branch())
+        except (GitHubAuthError, GitHubError) as error:
+            if error.status in _NOT_THERE:
+                return None
+            raise
+        if text is None:
+            return None
+        return text, f"{repository}:{CONFIG_PATH}"
 
     async def _authorised(
         self,
@@ -474,7 +579,7 @@ class Worker:
         except GitHubError as error:  # an acknowledgement, not the work
             self._log("react_failed", error=str(error))
 
-    async def _read_thread(self, request: JobRequest) -> _Thread:
+    async def _read_thread(self, request: JobRequest, publisher: Publisher) -> _Thread:
         assert request.installation_id is not None
         repository = request.thread.repository
         owner, _, name = repository.partition("/")
@@ -518,6 +623,30 @@ class Worker:
             thread.head_ref = pull.head.ref
             thread.same_repository = (head_repo or "").lower() == repository.lower()
             thread.pr_url = pull.html_url
+            try:
+                thread.diff = await publisher.pull_request_diff()
+            except GitHubError as error:
+                # Context, not the work: the model can still read the branch with git.
+                thread.diff_missing = f"GitHub did not give it ({error})"
+        if request.event.startswith(_REVIEW_COMMENT):
+            comment = await publisher.review_comment(request.trigger_id)
+            thread.review = _location(comment)
+            if comment.user is not None:
+                thread.requester_id = int(comment.user.id)
+        elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
+            thread.inline = tuple(
+                InlineComment(
+                    post=Post(
+                        author=c.user.login if c.user else "ghost",
+                        association=str(c.author_association),
+                        body=c.body,
+                        created_at=str(c.created_at),
+                        id=int(c.id),
+                    ),
+                    location=_location(c),
+                )
+                for c in await publisher.review_comments(request.trigger_id)
+            )
         return thread
 
     async def _spec(
@@ -549,8 +678,16 @@ class Worker:
             request.thread,
             title=thread.title,
             opening=thread.opening,
-            trigger=Trigger(requester=request.author, event=request.event, post=post),
+            trigger=Trigger(
+                requester=request.author,
+                event=request.event,
+                post=post,
+                review=thread.review,
+                inline=thread.inline,
+            ),
             comments=thread.comments,
+            diff=thread.diff,
+            diff_missing=thread.diff_missing,
             neo_login=await self.app.bot_login(),
         )
         token = await self.app.installation_token(request.installation_id, repository)
@@ -634,6 +771,38 @@ def _unauthorised(request: JobRequest, allowed: Sequence[str]) -> str:
     return (
         f"Sorry @{request.author}, Neo only works for people with {roles} access to this "
         "repository (set by `allowed_users` in `.github/neo.yml`). Nothing was run."
+    )
+
+
+def _location(comment: Any) -> ReviewLocation:
+    """Where a review comment (either of githubkit's two shapes) points."""
+
+    def number(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    side = comment.side if isinstance(comment.side, str) else None
+    return ReviewLocation(
+        path=comment.path,
+        # An outdated comment has no line in the current diff, only its original one.
+        line=number(comment.line) or number(comment.original_line),
+        start_line=number(comment.start_line) or number(comment.original_start_line),
+        side=side,
+        diff_hunk=comment.diff_hunk,
+    )
+
+
+def _given_up_report(job: Job) -> str:
+    """The report of a job the queue ended because its worker stopped answering."""
+    reason = " ".join(str((job.result or {}).get("error") or "").split())
+    reason = reason or "its worker stopped answering"
+    heading = "🛑 **Cancelled**" if job.state is JobState.CANCELLED else "❌ **Failed**"
+    return "\n\n".join(
+        [
+            job_marker(job.id),
+            heading,
+            f"**Error:** {reason[0].upper()}{reason[1:].rstrip('.')}. Nothing more will be"
+            " pushed for this request; mention Neo again to retry.",
+        ]
     )
 
 

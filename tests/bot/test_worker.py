@@ -16,9 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bot.github import GitHubApp
+from bot.github import CONFIG_PERMISSIONS, GitHubApp
 from bot.jobs import Job, JobRequest, JobState, Thread
-from bot.queue import SqliteQueue
+from bot.progress import job_marker
+from bot.queue import Heartbeat, SqliteQueue
 from bot.settings import Settings, load_settings
 from bot.worker import Worker
 from tests.bot.serving import headers, neo_serve, serve_env
@@ -29,6 +30,7 @@ from tests.fakes import (
     FakeGitServer,
     Reply,
     Stall,
+    add_commit,
     git_env,
     make_repo,
     text,
@@ -49,7 +51,7 @@ class _Clock:
 
 
 class _GitServer(FakeGitServer):
-    """The fake git server accepting the installation token the fake GitHub issued last."""
+    """The fake git server accepting the job token for REPO the fake GitHub issued last."""
 
     def __init__(self, root: Path, github: FakeGitHub) -> None:
         self._github = github
@@ -57,7 +59,11 @@ class _GitServer(FakeGitServer):
 
     @property
     def token(self) -> str:
-        tokens = self._github.tokens
+        tokens = [
+            t
+            for t in self._github.tokens
+            if REPO in t.repositories and t.permissions.get("contents") == "write"
+        ]
         return tokens[-1].token if tokens else "no-token-yet"
 
     @token.setter
@@ -144,7 +150,9 @@ async def enqueue(queue: SqliteQueue, job_request: JobRequest) -> int:
     return queued.job_ids[0]
 
 
-def worker(queue: Any, app: GitHubApp, settings: Settings, name: str = "w1") -> Worker:
+def worker(
+    queue: Any, app: GitHubApp, settings: Settings, name: str = "w1", **options: Any
+) -> Worker:
     # No spacing of writes and no retry waits: the fakes answer at once.
     from bot.publish import Spacers
 
@@ -160,6 +168,7 @@ def worker(queue: Any, app: GitHubApp, settings: Settings, name: str = "w1") -> 
         edit_every=0.2,
         grace=5.0,
         spacers=Spacers(0.0),
+        **options,
     )
 
 
@@ -223,6 +232,27 @@ async def get(queue: SqliteQueue, job_id: int) -> Job:
     job = await queue.get(job_id)
     assert job is not None
     return job
+
+
+def prompt_of(fake: FakeAnthropicAPI, index: int = 0) -> str:
+    """The text of the first user message of request `index`: the job's task prompt."""
+    content = fake.requests[index].body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content)
+
+
+def conversation(fake: FakeAnthropicAPI, index: int) -> list[Any]:
+    """The messages of request `index`, without the cache breakpoints, which move."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return [plain(message) for message in fake.requests[index].body["messages"]]
 
 
 # --- the happy path
@@ -497,3 +527,434 @@ def test_jobs_clone_from_the_git_host_that_goes_with_the_api(
         }
     )
     assert settings.git_url == expected
+
+
+# --- context for the model
+
+
+def feature_branch(origin: Path) -> str:
+    """A branch `feature` with one new file on top of main; its diff against main."""
+    git(origin, "branch", "feature", "main")
+    add_commit(origin, {"notes.txt": b"hello\nworld\n"}, message="Add notes", branch="feature")
+    return git(origin, "diff", "main...feature") + "\n"
+
+
+HUNK = "@@ -0,0 +1,2 @@\n+hello\n+world"
+
+
+async def test_a_review_comment_job_gets_the_diff_and_the_comments_file_lines_and_hunk(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    diff = feature_branch(origin)
+    number = github.add_pull(
+        REPO, "Add notes", "Adds notes.", head="feature", user="mona", diff=diff
+    )
+    comment = github.add_review_comment(
+        REPO,
+        number,
+        "@neo say goodbye instead",
+        user="mona",
+        path="notes.txt",
+        start_line=1,
+        line=2,
+        diff_hunk=HUNK,
+    )
+    fake_anthropic.script(Reply([text("The notes are fine as they are.")]))
+    job_request = replace(
+        request(number, comment),
+        thread=Thread(REPO, number, is_pull_request=True),
+        event="pull_request_review_comment.created",
+        instruction="@neo say goodbye instead",
+    )
+    job_id = await enqueue(queue, job_request)
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    prompt = prompt_of(fake_anthropic)
+    assert "## The pull request's diff against its base branch" in prompt
+    assert 'kind="diff" author="mona"' in prompt
+    assert f">\n{diff}\n</data-" in prompt  # whole, verbatim, in its own block
+    assert "diff truncated" not in prompt
+    assert "The review comment is on lines 1-2 of the new version of the file" in prompt
+    assert (
+        f'kind="diff_hunk" path="notes.txt" start_line="1" line="2" side="RIGHT">\n{HUNK}\n</data-'
+    ) in prompt
+    assert "asked Neo in a review comment on this pull request" in prompt
+    assert (
+        'kind="request" author="mona" association="COLLABORATOR">\n'
+        "@neo say goodbye instead\n</data-"
+    ) in prompt
+    # 👀 on the review comment; the job worked on the PR's own branch: no new PR.
+    assert [(r["subject"], r["subject_id"]) for r in github.reactions(REPO)] == [
+        ("review_comment", comment)
+    ]
+    assert len(github.pulls(REPO)) == 1
+
+
+async def test_a_review_job_gets_its_inline_comments_and_a_big_diff_is_capped(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    feature_branch(origin)
+    big = "".join(f"+line {n}\n" for n in range(20_000))
+    diff = "diff --git a/big.txt b/big.txt\n--- /dev/null\n+++ b/big.txt\n" + big
+    number = github.add_pull(REPO, "Add notes", head="feature", user="mona", diff=diff)
+    review = github.add_review(REPO, number, "@neo please address these", user="mona")
+    for line, body in ((1, "Say hi"), (2, "Say everyone")):
+        github.add_review_comment(
+            REPO, number, body, user="mona", path="notes.txt", line=line, review_id=review
+        )
+    fake_anthropic.script(Reply([text("Nothing to do.")]))
+    job_request = replace(
+        request(number, review),
+        thread=Thread(REPO, number, is_pull_request=True),
+        event="pull_request_review.submitted",
+        instruction="@neo please address these",
+    )
+    job_id = await enqueue(queue, job_request)
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    assert (await get(queue, job_id)).state is JobState.SUCCEEDED
+    prompt = prompt_of(fake_anthropic)
+    assert "## The review's inline comments" in prompt
+    assert 'path="notes.txt" line="1" side="RIGHT">\nSay hi\n</data-' in prompt
+    assert 'path="notes.txt" line="2" side="RIGHT">\nSay everyone\n</data-' in prompt
+    assert "asked Neo in a review on this pull request" in prompt
+    # The diff's head, and one line saying what was cut.
+    assert "+line 0\n" in prompt
+    assert "+line 19999\n" not in prompt
+    [marker] = [line for line in prompt.splitlines() if line.startswith("[diff truncated:")]
+    assert f"of {len(diff.encode()):,} bytes" in marker
+
+
+async def test_a_diff_github_refuses_is_said_to_be_missing_and_the_job_runs(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    feature_branch(origin)
+    number = github.add_pull(REPO, "Add notes", head="feature", user="mona", diff=None)
+    comment = github.add_comment(REPO, number, "@neo look", user="mona")
+    message = "Sorry, the diff exceeded the maximum number of lines (20000)"
+    fake_anthropic.script(Reply([text("Looked.")]))
+    job_request = replace(request(number, comment), thread=Thread(REPO, number, True))
+    job_id = await enqueue(queue, job_request)
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    assert (await get(queue, job_id)).state is JobState.SUCCEEDED
+    prompt = prompt_of(fake_anthropic)
+    assert "--- a/" not in prompt
+    assert f"[not shown: GitHub did not give it (github 406 GET /repos/{REPO}/pulls/{number}" in (
+        prompt
+    )
+    assert message in prompt
+
+
+# --- the owner's config
+
+
+ORG_CONFIG = "octo/.github"
+
+
+def install_owner_config(github: FakeGitHub, text: str | None) -> None:
+    """Install the App on octo/.github too, with `text` as its `.github/neo.yml`."""
+    github.install(INSTALLATION, "octo", ["hello", ".github"])
+    if text is not None:
+        github.put_file(ORG_CONFIG, ".github/neo.yml", text)
+
+
+async def run_one_mention(
+    queue: SqliteQueue, app: GitHubApp, settings: Settings, github: FakeGitHub
+) -> tuple[int, Job]:
+    number = github.add_issue(REPO, "Look around", user="mona")
+    comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+    return number, await get(queue, job_id)
+
+
+def config_tokens(github: FakeGitHub) -> list[Mapping[str, str] | None]:
+    return [r.permissions for r in github.token_requests if r.repositories == (".github",)]
+
+
+async def test_the_repositorys_config_wins_over_the_owners(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    install_owner_config(github, "model: org-model\nmax_turns: 1\n")
+    github.put_file(REPO, ".github/neo.yml", "model: repo-model\n")
+    fake_anthropic.script(Reply([text("Looked.")]))
+
+    _, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert fake_anthropic.requests[0].body["model"] == "repo-model"
+    assert config_tokens(github) == []  # the owner's file was not even read
+
+
+async def test_without_a_repository_config_the_owners_is_read_with_a_read_only_token(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    install_owner_config(github, "model: org-model\n")
+    github.set_default_branch(ORG_CONFIG, "trunk")
+    github.put_file(ORG_CONFIG, ".github/neo.yml", "model: org-trunk-model\n", ref="trunk")
+    fake_anthropic.script(Reply([text("Looked.")]))
+
+    _, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.SUCCEEDED, job.result
+    # From the owner's repository's default branch.
+    assert fake_anthropic.requests[0].body["model"] == "org-trunk-model"
+    assert config_tokens(github) == [dict(CONFIG_PERMISSIONS)]
+
+
+@pytest.mark.parametrize("installed_there", [True, False])
+async def test_without_any_config_the_defaults_apply_silently(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    installed_there: bool,
+) -> None:
+    if installed_there:
+        install_owner_config(github, None)
+    fake_anthropic.script(Reply([text("Looked.")]))
+
+    number, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert fake_anthropic.requests[0].body["model"] != "org-model"
+    assert len(config_tokens(github)) == 1  # asked for; refused (422) when not installed
+    [comment] = bot_comments(github, number)
+    assert "**Done**" in comment["body"]
+
+
+async def test_an_invalid_owner_config_gets_one_comment_naming_the_field_and_file(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    install_owner_config(github, "max_turns: lots\n")
+
+    number, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.FAILED
+    [comment] = bot_comments(github, number)
+    assert "Neo did not run" in comment["body"]
+    assert "max_turns" in comment["body"]
+    assert "octo/.github:.github/neo.yml" in comment["body"]
+    assert fake_anthropic.requests == []
+
+
+# --- a job the queue gives up on
+
+
+class _Hung:
+    """The queue, as seen by a worker that hangs: its heartbeats never arrive."""
+
+    def __init__(self, queue: SqliteQueue) -> None:
+        self._queue = queue
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    async def heartbeat(self, *args: Any, **kwargs: Any) -> Heartbeat:
+        return Heartbeat(lease_lost=False)
+
+
+async def test_a_job_whose_lease_expires_on_its_last_attempt_ends_with_its_comment_failed(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    clock: _Clock,
+) -> None:
+    number = github.add_issue(REPO, "Take your time", user="mona")
+    comment = github.add_comment(REPO, number, "@neo think hard", user="mona")
+    fake_anthropic.script(Stall(30.0))
+    job_id = await enqueue(queue, request(number, comment))
+    # Two attempts whose workers died before they posted anything.
+    for _ in range(2):
+        assert (await queue.claim("ghost", LEASE)) is not None
+        clock.now += LEASE + 1
+        assert await queue.requeue_expired() == [job_id]
+
+    # The last attempt posts its progress comment, then its worker hangs and is killed.
+    stop = asyncio.Event()
+    hung = asyncio.create_task(worker(_Hung(queue), app, settings, name="hung").run(stop))
+    deadline = time.monotonic() + 60
+    while not (fake_anthropic.requests and bot_comments(github, number)):
+        assert time.monotonic() < deadline, "the last attempt did not start"
+        await asyncio.sleep(0.05)
+    killed = [t for t in asyncio.all_tasks() if t.get_name() == f"neo-job-{job_id}"]
+    for task in [*killed, hung]:
+        task.cancel()
+    await asyncio.gather(*killed, hung, return_exceptions=True)
+    assert (await get(queue, job_id)).attempts == 3
+    clock.now += LEASE + 1
+
+    async def reported() -> bool:
+        return "Failed" in bot_comments(github, number)[0]["body"]
+
+    await run_until(worker(queue, app, settings, name="next"), reported)
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    [mine] = bot_comments(github, number)
+    body = mine["body"]
+    assert body.startswith(job_marker(job_id))
+    assert "❌ **Failed**" in body
+    assert (
+        "**Error:** Gave up after 3 attempts: each time the worker's lease expired before it"
+        " finished. Nothing more will be pushed for this request; mention Neo again to retry."
+    ) in body
+    creates = [r for r in github.requests if r.method == "POST" and r.path.endswith("/comments")]
+    assert len(creates) == 1
+    assert len(fake_anthropic.requests) == 1  # nothing ran again
+
+
+# --- follow-ups
+
+
+async def test_a_follow_up_mention_continues_the_session_on_the_same_branch_and_pr(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    first = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    one = await enqueue(queue, request(number, first, delivery="d1"))
+    w = worker(queue, app, settings)
+    await run_until(w, finished(queue, one))
+    assert (await get(queue, one)).state is JobState.SUCCEEDED
+    asked = len(fake_anthropic.requests)
+    first_conversation = conversation(fake_anthropic, asked - 1)
+
+    second = github.add_comment(REPO, number, "@neo also say goodbye", user="mona")
+    fake_anthropic.script(
+        Reply(
+            [
+                tool_use(
+                    "t3",
+                    "edit_file",
+                    {
+                        "path": "README.md",
+                        "old_string": "Edited by Neo.\n",
+                        "new_string": "Edited by Neo.\nGoodbye.\n",
+                    },
+                )
+            ],
+            "tool_use",
+        ),
+        Reply([text("Added a goodbye.")]),
+    )
+    follow_up = replace(request(number, second, delivery="d2"), instruction="@neo also say goodbye")
+    two = await enqueue(queue, follow_up)
+    await run_until(w, finished(queue, two))
+
+    job = await get(queue, two)
+    assert job.state is JobState.SUCCEEDED, job.result
+    # The second run's first request holds the whole first conversation, then the new task.
+    resumed = conversation(fake_anthropic, asked)
+    assert resumed[: len(first_conversation)] == first_conversation
+    # ...and its final answer.
+    assert "Added a line to README.md" in str(resumed[len(first_conversation)])
+    assert "also say goodbye" in str(resumed[-1])
+    assert "also say goodbye" not in str(first_conversation)
+    # The same branch, one more commit, and the same (one) pull request.
+    pulls = github.pulls(REPO)
+    assert len(pulls) == 1
+    assert pulls[0]["head"]["ref"] == f"neo/issue-{number}"
+    assert job.result is not None
+    assert job.result["pr_url"] == pulls[0]["html_url"]
+    branch = f"refs/heads/neo/issue-{number}"
+    assert len(git(origin, "log", "--format=%s", branch).splitlines()) == 3
+    assert git(origin, "show", f"{branch}:README.md") == "# fixture\n\nEdited by Neo.\nGoodbye."
+    # Each job has its own comment, each turned into its report.
+    mine = bot_comments(github, number)
+    assert [c["body"].split("\n", 1)[0] for c in mine] == [job_marker(one), job_marker(two)]
+    assert all("**Done**" in c["body"] for c in mine)
+
+
+# --- GitHub's secondary rate limit
+
+
+class _Waits:
+    """The Publisher's sleep: records how long it was asked to wait, and returns at once."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/repos/{owner}/{repo}/issues/{number}/comments"),
+        ("POST", "/repos/{owner}/{repo}/pulls"),
+    ],
+    ids=["progress-comment", "pull-request"],
+)
+async def test_a_secondary_rate_limit_is_waited_out_and_the_job_still_makes_one_of_each(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    method: str,
+    path: str,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    github.fail_next(method, path, 403, headers={"retry-after": "1"})
+    job_id = await enqueue(queue, request(number, comment))
+    waits = _Waits()
+
+    w = worker(queue, app, settings, publisher_options={"sleep": waits})
+    await run_until(w, finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert len(github.pulls(REPO)) == 1
+    [report] = bot_comments(github, number)
+    assert "**Done**" in report["body"]
+    suffix = "/pulls" if path.endswith("/pulls") else f"/issues/{number}/comments"
+    answers = [r.status for r in github.requests if r.method == method and r.route.endswith(suffix)]
+    assert answers == [403, 201]
+    refused = next(r for r in github.requests if r.status == 403)
+    assert refused.route.endswith(suffix)
+    assert waits.waits == [1.0]  # what retry-after asked for, once

@@ -32,7 +32,8 @@ job publishes, held in memory per repository:
 - pulls: list (`state`, `head=owner:branch`, `base`), create (422 when an open
   PR has that head and base), get, update; `pulls()`; seed one with
   `add_pull`. `GET .../pulls/{number}` with `Accept: application/vnd.github.diff`
-  answers the diff given to `add_pull` (or `set_pull_diff`) as text;
+  answers the diff given to `add_pull` (or `set_pull_diff`) as text, or GitHub's
+  406 for a diff too large when that is None;
 - review comments (`add_review_comment`, with path, lines and diff hunk) and
   reviews (`add_review`): `GET .../pulls/comments/{id}` and
   `GET .../pulls/{number}/reviews/{review_id}/comments`;
@@ -459,6 +460,7 @@ class FakeGitHub:
         ]
         for method, template, handler in routes:
             self.add_route(method, repo + template, handler)
+        self._add_schedule_routes()
 
     # -- configuration --
 
@@ -551,12 +553,13 @@ class FakeGitHub:
         user: str = "alice",
         head_repository: str | None = None,
         draft: bool = False,
-        diff: str = "",
+        diff: str | None = "",
     ) -> int:
         """Open a pull request by `user` from `head` (a branch of `head_repository`,
         default `repository` itself: a fork's when another) into `base`; its number.
 
-        `diff` is what `GET .../pulls/{number}` answers for the diff media type.
+        `diff` is what `GET .../pulls/{number}` answers for the diff media type;
+        None: GitHub's refusal of a diff too large.
         """
         with self._lock:
             state = self._repo(repository)
@@ -588,7 +591,7 @@ class FakeGitHub:
             }
         return number
 
-    def set_pull_diff(self, repository: str, number: int, diff: str) -> None:
+    def set_pull_diff(self, repository: str, number: int, diff: str | None) -> None:
         """What the diff media type of pull request `number` answers from now on."""
         with self._lock:
             self._repo(repository).pulls[number]["diff"] = diff
@@ -822,8 +825,8 @@ class FakeGitHub:
             )
         )
         headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
-        if status == 204:
-            return Response(status_code=204, headers=headers)
+        if status in (204, 304):
+            return Response(status_code=status, headers=headers)
         if isinstance(payload, RawBody):
             headers["X-GitHub-Media-Type"] = "github.v3; param=diff"
             return Response(
@@ -1463,7 +1466,10 @@ class FakeGitHub:
             if pull is None:
                 raise _Refusal(404, "Not Found")
             if _DIFF_MEDIA_TYPE.search(call.headers.get("accept", "")):
-                return 200, RawBody(str(pull.get("diff", "")), "application/vnd.github.diff")
+                diff = pull.get("diff", "")
+                if diff is None:
+                    raise _Refusal(406, _DIFF_TOO_LARGE)
+                return 200, RawBody(diff, "application/vnd.github.diff")
             return 200, self._pull_json(state, pull)
 
     def _get_review_comment(self, call: Call) -> tuple[int, Any]:
@@ -1580,6 +1586,105 @@ class FakeGitHub:
     def _base(self) -> str:
         return self.base_url if self._serving.port is not None else ""
 
+    # -- schedules (bot/scheduler.py): listing installations, conditional contents --
+    #
+    # `GET /app/installations` (the App's JWT) and `GET /installation/repositories`
+    # (an installation token: the repositories it was scoped to) page with
+    # `per_page` and `page` and a `Link: rel="next"` header, as GitHub does.
+    # `suspend` and `archive` mark what the listings say. Contents answers carry
+    # an ETag, and a request whose `If-None-Match` names the current one gets a
+    # 304 with no body; `requests` shows which were answered so.
+
+    def _add_schedule_routes(self) -> None:
+        self._suspended: set[int] = set()
+        self._archived: set[str] = set()
+        self.add_route("GET", "/app/installations", self._list_installations, auth="app")
+        self.add_route("GET", "/installation/repositories", self._list_installation_repos)
+        # Later routes win: this one wraps the plain contents handler.
+        self.add_route(
+            "GET", "/repos/{owner}/{repo}/contents/{path:path}", self._get_contents_conditional
+        )
+
+    def suspend(self, installation_id: int) -> None:
+        """Suspend an installation: listed with `suspended_at`, as GitHub lists it."""
+        with self._lock:
+            self._suspended.add(installation_id)
+
+    def archive(self, repository: str) -> None:
+        """Mark `repository` ("owner/name") archived in the installation's listing."""
+        with self._lock:
+            self._archived.add(repository.lower())
+
+    def _installation_json(self, installation: FakeInstallation) -> dict[str, Any]:
+        # Caller holds the lock.
+        stamp = "2024-01-01T00:00:00Z"
+        suspended = installation.id in self._suspended
+        base = self._base()
+        account_id = self._repo_id(installation.account) * 10
+        return {
+            "id": installation.id,
+            "account": user_json(installation.account, account_id, kind="Organization", base=base),
+            "repository_selection": "selected",
+            "access_tokens_url": f"{base}/app/installations/{installation.id}/access_tokens",
+            "repositories_url": f"{base}/installation/repositories",
+            "html_url": f"https://github.example.com/settings/installations/{installation.id}",
+            "app_id": self.app_id,
+            "target_id": account_id,
+            "target_type": "Organization",
+            "permissions": dict(installation.permissions),
+            "events": ["issue_comment", "issues", "pull_request_review_comment"],
+            "created_at": stamp,
+            "updated_at": stamp,
+            "single_file_name": None,
+            "app_slug": self.slug,
+            "suspended_by": user_json("octo-admin", 2, base=base) if suspended else None,
+            "suspended_at": stamp if suspended else None,
+        }
+
+    def _list_installations(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        with self._lock:
+            every = [
+                self._installation_json(i)
+                for i in sorted(self.installations.values(), key=lambda i: i.id)
+            ]
+        return _page(call, every, f"{self._base()}/app/installations")
+
+    def _list_installation_repos(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        assert call.token is not None
+        with self._lock:
+            repos = []
+            for full in call.token.repositories:
+                repo = repository_json(
+                    full,
+                    self._repo_id(full),
+                    base=self._base(),
+                    default_branch=self._repo(full).default_branch,
+                )
+                repo["archived"] = full.lower() in self._archived
+                repos.append(repo)
+        status, chosen, headers = _page(call, repos, f"{self._base()}/installation/repositories")
+        answer = {"total_count": len(repos), "repository_selection": "all", "repositories": chosen}
+        return status, answer, headers
+
+    def _get_contents_conditional(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        status, answer = self._get_contents(call)
+        digest = hashlib.sha1(json.dumps(answer, sort_keys=True).encode()).hexdigest()
+        etag = f'W/"{digest}"'
+        wanted = {tag.strip() for tag in call.headers.get("if-none-match", "").split(",")}
+        if etag in wanted or "*" in wanted:
+            return 304, None, {"ETag": etag}
+        return status, answer, {"ETag": etag}
+
+
+def _page(call: Call, items: list[Any], url: str) -> tuple[int, list[Any], Mapping[str, str]]:
+    """One page of `items` for `per_page` and `page`, with GitHub's `Link` to the next."""
+    per_page = min(max(_int(call.query.get("per_page", "30"), 422), 1), 100)
+    page = max(_int(call.query.get("page", "1"), 422), 1)
+    headers = {}
+    if page * per_page < len(items):
+        headers["Link"] = f'<{url}?per_page={per_page}&page={page + 1}>; rel="next"'
+    return 200, items[(page - 1) * per_page : page * per_page], headers
+
 
 def _check_scope(token: IssuedToken, params: Mapping[str, str]) -> None:
     """404, as GitHub answers, for a repository the token was not scoped to."""
@@ -1608,6 +1713,7 @@ _DEFAULT_MESSAGES = {
 }
 # `application/vnd.github.diff`, also in its `.v3.diff` spelling.
 _DIFF_MEDIA_TYPE = re.compile(r"application/vnd\.github(?:\.v3)?\.diff\b")
+_DIFF_TOO_LARGE = "Sorry, the diff exceeded the maximum number of lines (20000)"
 _REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 
 

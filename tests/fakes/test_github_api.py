@@ -190,3 +190,7 @@ def test_a_pull_request_answers_its_diff_for_the_diff_media_type(
         assert answer.status_code == 200
         assert answer.headers["content-type"].startswith("application/vnd.github.diff")
         assert answer.content.decode() == diff
+    github.set_pull_diff("octo/hello", number, None)
+    refused = http.get(url, headers={**auth, "Accept": "application/vnd.github.diff"})
+    assert refused.status_code == 406
+    assert refused.json()["message"].startswith("Sorry, the diff exceeded the maximum")
