@@ -270,7 +270,8 @@ async def test_a_signed_mention_through_neo_serve_and_docker_becomes_a_draft_pr(
 
     anthropic.script(
         edit_readme("t1"),
-        bash("t2", "env"),
+        # What a command in the sandbox can see: its environment and the clone's config.
+        bash("t2", "env; cat .git/config"),
         bash("t3", "python3 check_readme.py"),
         look_at_the_sandbox,
     )
@@ -328,6 +329,7 @@ async def test_a_signed_mention_through_neo_serve_and_docker_becomes_a_draft_pr(
     assert author == f"{github.bot_login} <{github.bot_login}@users.noreply.github.com>"
     trailer = git(origin, "log", "-1", "--format=%(trailers:key=Co-authored-by)", branch)
     assert trailer.startswith("Co-authored-by: mona <"), trailer
+    assert trailer.endswith("+mona@users.noreply.github.com>"), trailer
     assert git(origin, "show", f"{branch}:README.md") == EDITED.strip()
     # The container ran the job and held no credential, nor did anything Neo wrote.
     assert len(seen) == 1, seen
@@ -335,7 +337,8 @@ async def test_a_signed_mention_through_neo_serve_and_docker_becomes_a_draft_pr(
     assert "HOME=/home/neo" in container_env
     assert seen[0]["Config"]["Labels"][LABEL_JOB] == f"job-{job.id}"
     env_output = json.dumps(anthropic.requests[2].body["messages"][-1])
-    assert "HOME=/home/neo" in env_output  # the `env` the agent ran, in its tool_result
+    assert "HOME=/home/neo" in env_output  # what the agent ran, in its tool_result
+    assert f"{git_server.base_url}/{REPO}.git" in env_output  # the clone's remote
     assert gone(engine, seen[0]["Id"])
     credentials = secrets_of(github, anthropic)
     assert any(name.startswith("installation token") for name in credentials)
