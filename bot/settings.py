@@ -30,9 +30,9 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     # Empty: the embedded SQLite queue in the data directory (see `queue`).
     queue_url: str = ""
-    # In-process workers of `neo serve`; 0 receives and queues only (run
-    # `neo worker` elsewhere).
-    workers: int = Field(default=0, ge=0, le=64)
+    # Jobs run at once by `neo serve`'s in-process workers; 0 receives and
+    # queues only (run `neo worker` elsewhere).
+    workers: int = Field(default=2, ge=0, le=64)
     sandbox: Literal["docker", "local"] = "docker"
     sandbox_image: str = "neo-sandbox:local"
     handle: str = "@neo"

@@ -23,7 +23,7 @@ def test_defaults_follow_the_contract(tmp_path: Path) -> None:
     assert settings.handle == "@neo"
     assert settings.sandbox == "docker"
     assert settings.sandbox_image == "neo-sandbox:local"
-    assert settings.workers == 0
+    assert settings.workers == 2
     assert settings.webhook_secret.get_secret_value() == "s3cret"
     assert "s3cret" not in repr(settings)
 
@@ -36,7 +36,7 @@ def test_values_are_read_and_normalised() -> None:
             "NEO_QUEUE_URL": "sqlite:////srv/neo/queue.db",
             "NEO_ALLOWED_BOTS": "renovate[bot], dependabot[bot]",
             "NEO_HANDLE": "@helper",
-            "NEO_WORKERS": "4",
+            "NEO_WORKERS": "0",
             "UNRELATED": "ignored",
         }
     )
@@ -45,7 +45,7 @@ def test_values_are_read_and_normalised() -> None:
     assert settings.queue == "sqlite:////srv/neo/queue.db"
     assert settings.allowed_bots == frozenset({"renovate[bot]", "dependabot[bot]"})
     assert settings.handle == "@helper"
-    assert settings.workers == 4
+    assert settings.workers == 0  # receive and queue only
 
 
 @pytest.mark.parametrize(
