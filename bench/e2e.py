@@ -1,0 +1,620 @@
+"""End to end: a signed @neo mention to its progress comment and to the first model request.
+
+Starts `neo serve` as a subprocess with one in-process worker and the docker
+sandbox, against the fakes of tests/fakes on loopback: the fake GitHub (REST),
+a git smart-HTTP server holding a 5,000-file repository, and the fake
+Messages API. Each run opens a new issue, pushes one new commit to the
+repository (so the warm mirror has something to fetch, as a live repository
+would), waits a random pause (mentions come at any point of the worker's
+poll), sends a signed `issue_comment` mention and waits for the job to end;
+the model's one reply ends the turn without a change, so the job is over
+soon after its first model request. One warm-up run goes first: it fills the
+mirror cache in the data dir, so the measured runs clone from a warm mirror.
+
+Prints, over the measured runs, median and p90 (nearest rank) of:
+
+- webhook -> progress comment: from sending the signed POST until the fake
+  GitHub has answered the comment's POST (target p50 <= 1 s);
+- job start -> first model request: from the worker's claim of the job until
+  the fake Messages API has the first request (target <= 3 s);
+- where the time goes: the run cut into stages at events seen from outside,
+  with what runs in each; `--events` adds every event, in order.
+
+Where the times come from, all wall-clock on this one host:
+
+- the bench: the POST sent, its 202 received;
+- the queue (the SQLite file in the data dir, read-only): the job's
+  `created_at` (enqueued) and `updated_at` (claimed: the heartbeat does not
+  touch it), read when the first model request arrives, while the job runs;
+- the fake GitHub and the git server: when each request was answered (they
+  record requests but no time, so the bench notes the time as they record);
+- the job's working tree, also read at the first model request: file times
+  set by the kernel (files written by the checkout, the chown of the tree);
+- the Docker engine's event stream: the sandbox container's create, start;
+- the fake Messages API: a reply factory notes when the first request came.
+
+`neo serve`'s log lines carry no time, so the worker's `job_started` is not
+used; the claim stands for the job's start. Stages whose inside cannot be
+seen from outside say what runs in them.
+
+    uv run python -m bench.e2e [--runs 10] [--files 5000] [--image neo-sandbox:local]
+        [--setup COMMAND ...] [--pause 1.0] [--events]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import itertools
+import json
+import math
+import os
+import random
+import re
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from docker import DockerClient
+
+from bot.jobs import FINAL_STATES, JobState, Thread
+from bot.server import WEBHOOK_PATH
+from runner.sandbox.docker import LABEL_JOB, LABEL_SANDBOX, docker_client
+from tests.bot.serving import corpus, headers, neo_serve, serve_env
+from tests.fakes import (
+    FakeAnthropicAPI,
+    FakeGitHub,
+    FakeGitServer,
+    GitHubRequest,
+    GitRequest,
+    Reply,
+    add_commit,
+    file_content,
+    file_path,
+    make_repo,
+    text,
+)
+
+REPO = "octo/hello"
+INSTALLATION = 7
+REQUESTER = "mona"
+JOB_TIMEOUT = 180.0
+
+
+# --- the fakes, with the time of each request -------------------------------------
+
+
+class _TimedGitHub(FakeGitHub):
+    """The fake GitHub, noting when it answered each request (after its handler ran).
+
+    `_record` is the one place every request passes; GitHubRequest has no time.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(slug="neo")
+        self._stamps: list[tuple[float, GitHubRequest]] = []
+        self._stamps_lock = threading.Lock()
+
+    def _record(self, request: GitHubRequest) -> None:
+        at = time.time()
+        super()._record(request)
+        with self._stamps_lock:
+            self._stamps.append((at, request))
+
+    def take_stamps(self) -> list[tuple[float, GitHubRequest]]:
+        with self._stamps_lock:
+            taken, self._stamps = self._stamps, []
+        return taken
+
+
+class _TimedGit(FakeGitServer):
+    """The git server, taking the installation token the fake GitHub issued last, and
+    noting when it finished answering each request."""
+
+    def __init__(self, root: Path, github: FakeGitHub) -> None:
+        self._github = github
+        self._stamps: list[tuple[float, GitRequest]] = []
+        self._stamps_lock = threading.Lock()
+        super().__init__(root)
+
+    @property
+    def token(self) -> str:
+        tokens = self._github.tokens
+        return tokens[-1].token if tokens else "no-token-yet"
+
+    @token.setter
+    def token(self, value: str) -> None:
+        pass
+
+    def record(self, request: GitRequest) -> None:
+        at = time.time()
+        super().record(request)
+        with self._stamps_lock:
+            self._stamps.append((at, request))
+
+    def take_stamps(self) -> list[tuple[float, GitRequest]]:
+        with self._stamps_lock:
+            taken, self._stamps = self._stamps, []
+        return taken
+
+
+class _ContainerEvents:
+    """The Docker engine's events of sandbox containers, with the engine's own times."""
+
+    def __init__(self, client: DockerClient) -> None:
+        self._client = client
+        self._events: list[tuple[float, str, str]] = []  # (time, action, job id)
+        self._lock = threading.Lock()
+        self._stream: Any = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _ContainerEvents:
+        self._stream = self._client.events(
+            decode=True, filters={"type": "container", "label": f"{LABEL_SANDBOX}=1"}
+        )
+        self._thread = threading.Thread(target=self._read, name="docker-events", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stream.close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):  # the stream ends when closed
+            for event in self._stream:
+                attributes = event.get("Actor", {}).get("Attributes", {})
+                # "exec_start: bash -c ..." and the like: the action's first word.
+                action = str(event.get("Action", "")).split(":")[0]
+                with self._lock:
+                    self._events.append(
+                        (int(event["timeNano"]) / 1e9, action, attributes.get(LABEL_JOB, ""))
+                    )
+
+    def take(self, job: str) -> list[tuple[float, str]]:
+        with self._lock:
+            mine = [(at, action) for at, action, owner in self._events if owner == job]
+            self._events = [e for e in self._events if e[2] != job]
+        return mine
+
+
+# --- the queue, read from outside -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: int
+    state: str
+    created_at: float
+    updated_at: float
+    result: str | None
+
+
+def _job_row(db: Path, thread_key: str) -> _Row | None:
+    """The newest job of `thread_key` in the queue's SQLite file, read-only."""
+    if not db.exists():
+        return None
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)) as conn:
+        row = conn.execute(
+            "SELECT id, state, created_at, updated_at, result FROM jobs"
+            " WHERE thread_key = ? ORDER BY id DESC LIMIT 1",
+            (thread_key,),
+        ).fetchone()
+    return None if row is None else _Row(*row)
+
+
+# --- one run ----------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """What one run saw: events (wall-clock time, label) in order, and the headline times."""
+
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    def first(self, label: str) -> float:
+        return next(at for at, name in self.events if name == label)
+
+    def between(self, start: str, end: str) -> float:
+        return self.first(end) - self.first(start)
+
+
+_ROUTES = (
+    ("POST", r"/app/installations/\d+/access_tokens", "installation token"),
+    ("GET", r"/app", "the App (bot login)"),
+    ("GET", r"/repos/[^/]+/[^/]+", "repository (default branch)"),
+    ("GET", r"/repos/[^/]+/[^/]+/contents/.+", "config file"),
+    ("GET", r"/repos/[^/]+/[^/]+/collaborators/[^/]+/permission", "permission"),
+    ("POST", r"/repos/[^/]+/[^/]+/issues/comments/\d+/reactions", "reaction"),
+    ("POST", r"/repos/[^/]+/[^/]+/issues/\d+/reactions", "reaction"),
+    ("GET", r"/repos/[^/]+/[^/]+/issues/\d+/comments", "list comments"),
+    ("POST", r"/repos/[^/]+/[^/]+/issues/\d+/comments", "progress comment"),
+    ("PATCH", r"/repos/[^/]+/[^/]+/issues/comments/\d+", "comment edit"),
+    ("GET", r"/repos/[^/]+/[^/]+/issues/\d+", "issue"),
+)
+
+
+def _github_label(request: GitHubRequest) -> str:
+    for method, pattern, label in _ROUTES:
+        if request.method == method and re.fullmatch(pattern, request.route):
+            return f"github: {label}" + ("" if request.status < 300 else f" ({request.status})")
+    return f"github: {request.method} {request.route} ({request.status})"
+
+
+def _git_label(request: GitRequest) -> str:
+    if request.method == "GET":
+        return "git: refs advertised"
+    # Protocol v2 sends ls-refs and fetch alike as a POST; the log cannot tell them apart.
+    return "git: upload-pack" if request.service == "git-upload-pack" else "git: receive-pack"
+
+
+def _tree_events(tree: Path) -> list[tuple[float, str]]:
+    """What the kernel's timestamps in the job's working tree tell, read while it exists.
+
+    Files get their mtime when the checkout writes them (git sets none of
+    its own); every entry gets a new ctime when the sandbox takes the tree
+    over (chown); the pack directory's mtime is when the clone of the
+    mirror last added a pack; the index's, the last checkout.
+    """
+    try:
+        written: list[float] = []
+        changed: list[float] = []
+        for directory, dirnames, filenames in os.walk(tree):
+            inside_git = Path(directory).relative_to(tree).parts[:1] == (".git",)
+            for name in [".", *dirnames, *filenames]:
+                status = os.lstat(os.path.join(directory, name))
+                changed.append(status.st_ctime)
+                if name in filenames and not inside_git:
+                    written.append(status.st_mtime)
+        events = [
+            ((tree / ".git" / "objects" / "pack").stat().st_mtime, "tree: packs copied"),
+            ((tree / ".git" / "index").stat().st_mtime, "tree: index written"),
+        ]
+        if written:
+            events += [
+                (min(written), "tree: first file written"),
+                (max(written), "tree: last file written"),
+            ]
+        if tree.stat().st_uid != os.geteuid():  # given to the sandbox's user
+            events += [(min(changed), "tree: chown started"), (max(changed), "tree: chown done")]
+    except OSError:  # no tree (yet): the table says which events were not seen
+        return []
+    return events
+
+
+def _numbered(events: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """Events in time order; a label seen again gets " #2", " #3", ..."""
+    seen: Counter[str] = Counter()
+    out = []
+    for at, label in sorted(events):
+        seen[label] += 1
+        out.append((at, label if seen[label] == 1 else f"{label} #{seen[label]}"))
+    return out
+
+
+def _mention(number: int, comment: int) -> dict[str, Any]:
+    """A real issue_comment.created payload, mentioning @neo on `number` of REPO."""
+    payload = next(
+        copy.deepcopy(p)
+        for name, p in corpus()
+        if name == "issue_comment" and p.get("action") == "created" and "installation" in p
+    )
+    owner, name = REPO.split("/")
+    payload["repository"].update(full_name=REPO, name=name)
+    payload["repository"]["owner"]["login"] = owner
+    payload["installation"]["id"] = INSTALLATION
+    payload["issue"].update(number=number, locked=False)
+    payload["issue"].pop("pull_request", None)
+    payload["comment"].update(id=comment, body="@neo fix the flaky date test")
+    payload["comment"]["user"].update(login=REQUESTER, type="User")
+    payload["comment"]["author_association"] = "COLLABORATOR"
+    payload["sender"].update(login=REQUESTER, type="User")
+    return payload
+
+
+@dataclass
+class _Rig:
+    """What the runs share."""
+
+    url: str
+    data: Path
+    github: _TimedGitHub
+    git: _TimedGit
+    anthropic: FakeAnthropicAPI
+    containers: _ContainerEvents
+    origin: Path
+    client: httpx.Client
+
+
+def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
+    github, git = rig.github, rig.git
+    number = github.add_issue(
+        REPO, "The date test is flaky", "It fails at midnight.", user=REQUESTER
+    )
+    comment = github.add_comment(REPO, number, "@neo fix the flaky date test", user=REQUESTER)
+    add_commit(rig.origin, {file_path(sequence): file_content(sequence, version=sequence + 1)})
+    thread_key = Thread(REPO, number).key
+    github.take_stamps()
+    git.take_stamps()
+    seen: dict[str, Any] = {}
+
+    def first_reply(body: Mapping[str, Any]) -> Reply:
+        seen["first model request"] = time.time()
+        # The job is waiting for this answer, so it is running: its claim time is there.
+        row = seen["row"] = _job_row(rig.data / "neo.db", thread_key)
+        if row is not None:
+            seen["tree"] = _tree_events(rig.data / "workspaces" / f"job-{row.id}")
+        return Reply([text("The test looks fine to me; nothing to change.")])
+
+    rig.anthropic.script(first_reply)
+    body = json.dumps(_mention(number, comment)).encode()
+    time.sleep(pause)
+    posted = time.time()
+    answer = rig.client.post(
+        f"{rig.url}{WEBHOOK_PATH}", content=body, headers=headers("issue_comment", body)
+    )
+    acked = time.time()
+    if answer.status_code != 202 or answer.json().get("decision") != "queued":
+        raise SystemExit(f"bench: the mention was not queued: {answer.status_code} {answer.text}")
+    row = _wait_finished(rig.data / "neo.db", thread_key)
+    if row.state == JobState.FAILED:
+        raise SystemExit(f"bench: job {row.id} failed: {row.result}")
+    if "row" not in seen or seen["row"] is None:
+        raise SystemExit(f"bench: job {row.id} ended without asking the model: {row.result}")
+    running: _Row = seen["row"]
+    events: list[tuple[float, str]] = [
+        (posted, "webhook sent"),
+        (acked, "ack (202) received"),
+        (running.created_at, "queue: enqueued"),
+        (running.updated_at, "queue: claimed"),
+        (seen["first model request"], "model: first request"),
+    ]
+    events += seen.get("tree", [])
+    events += [(at, _github_label(request)) for at, request in github.take_stamps()]
+    events += [(at, _git_label(request)) for at, request in git.take_stamps()]
+    events += [
+        (at, f"docker: container {action}") for at, action in rig.containers.take(f"job-{row.id}")
+    ]
+    run = _Run(_numbered(events))
+    if not any(label == "github: progress comment" for _, label in run.events):
+        raise SystemExit(f"bench: job {row.id} posted no progress comment: {row.result}")
+    return run
+
+
+def _wait_finished(db: Path, thread_key: str) -> _Row:
+    deadline = time.monotonic() + JOB_TIMEOUT
+    while time.monotonic() < deadline:
+        row = _job_row(db, thread_key)
+        if row is not None and row.state in FINAL_STATES:
+            return row
+        time.sleep(0.05)
+    raise SystemExit(f"bench: the job of {thread_key} did not end within {JOB_TIMEOUT:.0f} s")
+
+
+# --- figures ----------------------------------------------------------------------
+
+
+def _p90(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[math.ceil(0.9 * len(ordered)) - 1]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f} ms"
+
+
+def _headline(name: str, samples: list[float], target: str) -> str:
+    median, p90 = statistics.median(samples), _p90(samples)
+    return f"  {name:<38} median {_ms(median)}  p90 {_ms(p90)}   {target}"
+
+
+# The stages of a run, each ending at the first event with its label (the last
+# one for "git: "), and what runs in it that cannot be seen from outside.
+_STAGES: tuple[tuple[str, str], ...] = (
+    ("ack (202) received", "verify, triage, commit to the queue, answer"),
+    ("queue: claimed", "waiting for the worker's next poll of the queue (1 s)"),
+    ("github: reaction", "repository, .github/neo.yml, permission, 👀"),
+    ("github: progress comment", "an earlier attempt's comment? writes spaced 1 s apart"),
+    ("github: list comments #2", "the thread for the prompt: issue, comments"),
+    ("git: refs advertised", "prompt, token, spec, provider, mirror lock, git starts"),
+    ("git: ", "mirror fetch; and again from the base (no work branch yet)"),
+    ("tree: index written", "local clone of the mirror, checkout of every file, branch"),
+    ("tree: chown done", "AGENTS.md, engine ping, image, orphan sweep, chown"),
+    ("docker: container start", "container create, attach, start"),
+    ("model: first request", "channel bootstrap, setup commands, prompt, SDK request"),
+)
+# Stages from the job's start (the claim) on.
+_JOB_STAGES = _STAGES[2:]
+
+
+def _stage_end(run: _Run, label: str) -> float | None:
+    end = run.first("model: first request")
+    if label.endswith(": "):  # a family: its last event before the model's request
+        times = [at for at, name in run.events if name.startswith(label) and at <= end]
+        return max(times) if times else None
+    return next((at for at, name in run.events if name == label), None)
+
+
+def _stages(runs: list[_Run]) -> list[str]:
+    """One line per stage: median and p90 over the runs, and what it holds."""
+    lines = [f"  {'stage, ending at':<36} {'median':>11}  {'p90':>11}   what runs in it"]
+    durations: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        before = run.first("webhook sent")
+        for label, _ in _STAGES:
+            end = _stage_end(run, label)
+            # Not seen, or not in this order: its time goes to the next stage.
+            if end is not None and end >= before:
+                durations[label].append(end - before)
+                before = end
+    for label, what in _STAGES:
+        if label == _JOB_STAGES[0][0]:
+            lines.append(f"  {'-- job start (claim) --':<36}")
+        samples = durations[label]
+        name = "git: last request" if label == "git: " else label
+        if not samples:
+            lines.append(f"  {name:<36} {'not seen':>11}")
+            continue
+        seen = "" if len(samples) == len(runs) else f" (in {len(samples)} of {len(runs)} runs)"
+        lines.append(
+            f"  {name:<36} {_ms(statistics.median(samples))}  {_ms(_p90(samples))}   {what}{seen}"
+        )
+    return lines
+
+
+def _events(runs: list[_Run]) -> list[str]:
+    """One line per event until the first model request: time since the run's
+    previous event, and since the webhook was sent."""
+    deltas: dict[str, list[float]] = defaultdict(list)
+    offsets: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        start, end = run.first("webhook sent"), run.first("model: first request")
+        shown = [(at, label) for at, label in run.events if at <= end]
+        for (before, _), (at, label) in itertools.pairwise(shown):
+            deltas[label].append(at - before)
+            offsets[label].append(at - start)
+    order = sorted(offsets, key=lambda label: statistics.median(offsets[label]))
+    lines = [f"  {'event':<36} {'since previous':>14}  {'p90':>11}  {'since webhook':>14}  runs"]
+    for label in order:
+        lines.append(
+            f"  {label:<36}    {_ms(statistics.median(deltas[label]))}"
+            f"  {_ms(_p90(deltas[label]))}     {_ms(statistics.median(offsets[label]))}"
+            f"  {len(deltas[label]):>4}"
+        )
+    return lines
+
+
+def report(args: argparse.Namespace, warmup: _Run, runs: list[_Run], load: str) -> None:
+    comment = [run.between("webhook sent", "github: progress comment") for run in runs]
+    model = [run.between("queue: claimed", "model: first request") for run in runs]
+    ack = [run.between("webhook sent", "ack (202) received") for run in runs]
+    print(
+        f"\nneo serve, 1 worker, docker sandbox {args.image}, {args.files:,}-file repository,"
+        f" {len(runs)} runs after 1 warm-up; {os.cpu_count()} cores, load average {load}"
+    )
+    print(_headline("webhook -> ack (202)", ack, ""))
+    print(_headline("webhook -> progress comment", comment, "(target p50 <= 1000 ms)"))
+    print(_headline("job start -> first model request", model, "(target <= 3000 ms)"))
+    print(
+        "  warm-up run (cold mirror):             webhook -> comment"
+        f" {_ms(warmup.between('webhook sent', 'github: progress comment')).strip()},"
+        " job start -> first model request"
+        f" {_ms(warmup.between('queue: claimed', 'model: first request')).strip()}"
+    )
+    print("\nwhere the time goes (each stage from the end of the one before)")
+    for line in _stages(runs):
+        print(line)
+    if args.events:
+        print("\nevery event seen, in order (requests: when answered; tree: file times)")
+        for line in _events(runs):
+            print(line)
+
+
+def _load() -> str:
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
+
+
+# --- the run ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _rig(args: argparse.Namespace, scratch: Path) -> Iterator[_Rig]:
+    origin = scratch / "served" / f"{REPO}.git"
+    make_repo(origin, files=args.files, commits=3)
+    with contextlib.ExitStack() as stack:
+        client = docker_client()
+        stack.callback(client.close)
+        github = _TimedGitHub()
+        stack.enter_context(github)
+        github.install(INSTALLATION, REPO.split("/")[0], [REPO.split("/")[1]])
+        github.set_permission(REPO, REQUESTER, "write")
+        if args.setup:
+            github.put_file(REPO, ".github/neo.yml", json.dumps({"setup": args.setup}) + "\n")
+        git = _TimedGit(scratch / "served", github)
+        stack.enter_context(git)
+        anthropic = stack.enter_context(FakeAnthropicAPI())
+        containers = stack.enter_context(_ContainerEvents(client))
+        env = {
+            **serve_env(github, scratch / "data"),
+            **anthropic.env,
+            "NEO_WORKERS": "1",
+            "NEO_SANDBOX": "docker",
+            "NEO_SANDBOX_IMAGE": args.image,
+            "NEO_GITHUB_GIT_URL": git.base_url,
+        }
+        server = stack.enter_context(neo_serve(env, scratch / "serve.log"))
+        http = stack.enter_context(httpx.Client(timeout=30))
+        yield _Rig(
+            server.url,
+            scratch / "data",
+            github,
+            git,
+            anthropic,
+            containers,
+            origin,
+            http,
+        )
+
+
+def run(args: argparse.Namespace) -> None:
+    pauses = random.Random(args.seed)
+    with (
+        tempfile.TemporaryDirectory(prefix="neo-bench-e2e-") as temp,
+        _rig(args, Path(temp)) as rig,
+    ):
+        load = _load()
+        warmup = _one_run(rig, 0, pauses.uniform(0, args.pause))
+        runs = []
+        for sequence in range(1, args.runs + 1):
+            runs.append(_one_run(rig, sequence, pauses.uniform(0, args.pause)))
+            comment = runs[-1].between("webhook sent", "github: progress comment")
+            model = runs[-1].between("queue: claimed", "model: first request")
+            print(
+                f"run {sequence}: webhook -> comment {_ms(comment)},"
+                f" job start -> first model request {_ms(model)}",
+                flush=True,
+            )
+    report(args, warmup, runs, f"{load} before, {_load()} after")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="measured runs, after one warm-up")
+    parser.add_argument("--files", type=int, default=5000, help="files in the repository")
+    parser.add_argument("--image", default="neo-sandbox:local", help="the sandbox image")
+    parser.add_argument(
+        "--setup",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="a setup command in the repository's .github/neo.yml (repeatable)",
+    )
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="before each mention, a random pause of up to this long (default: 1.0)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="of the random pauses")
+    parser.add_argument(
+        "--events", action="store_true", help="also print every event seen, in order"
+    )
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    run(args)
+
+
+if __name__ == "__main__":
+    main()
