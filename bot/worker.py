@@ -588,10 +588,12 @@ class Worker:
         path = f"/repos/{repository}/issues/{number}"
         try:
             issue = (await client.rest.issues.async_get(owner, name, number)).parsed_data
+            path += "/comments"
             listed = await client.rest.issues.async_list_comments(owner, name, number, per_page=100)
             raw_comments = cast("list[Any]", listed.parsed_data)
             pull = None
             if request.thread.is_pull_request:
+                path = f"/repos/{repository}/pulls/{number}"
                 pull = (await client.rest.pulls.async_get(owner, name, number)).parsed_data
         except Exception as error:
             raise GitHubError(f"github: GET {path}: {_describe(error)}") from None
