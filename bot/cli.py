@@ -17,6 +17,7 @@ from bot.argtypes import positive_float, positive_int
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
 from bot.serve_cli import add_serve_parser, serve_command
+from bot.setup_app import add_setup_app_parser, setup_app_command
 from bot.worker_cli import add_worker_parser, worker_command
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_jobs_parser(commands)
     add_serve_parser(commands)
     add_worker_parser(commands)
+    add_setup_app_parser(commands)
     return parser
 
 
@@ -74,6 +76,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_command(args)
     if args.command == "worker":
         return worker_command(args)
+    if args.command == "setup-app":
+        return setup_app_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands
 
 
