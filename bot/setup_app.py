@@ -269,14 +269,14 @@ def exchange_code(api_url: str, code: str) -> CreatedApp:
         data = github.rest.apps.create_from_manifest(code).parsed_data
     except RequestFailed as error:
         status = error.response.status_code
-        if status == 404:
-            hint = "the code expired or was used: GitHub's codes last an hour; run it again"
-        elif status >= 500:
-            hint = "GitHub is unavailable; try again later"
-        else:
-            hint = "check --api-url"
         message = _message(error.response.raw_response.content)
-        raise SetupFailed(f"github {status}: {message} ({hint}); nothing was written") from None
+        if status == 404:
+            message += (
+                " (the code expired or was used: codes last an hour; run neo setup-app again)"
+            )
+        elif status >= 500:
+            message += " (GitHub is unavailable; try again later)"
+        raise SetupFailed(f"github {status}: {message}; nothing was written") from None
     except RequestTimeout:
         raise SetupFailed(
             "github: no answer in time (check --api-url); nothing was written"
@@ -378,8 +378,15 @@ class _Flow:
         if not _CODE.fullmatch(code):
             raise SetupFailed("the redirect carried no usable code; nothing was written")
         app = exchange_code(self.options.api_url, code)
-        text = env_file_text(app, self.options.api_url)
-        write_env_file(self.options.env_file, text, force=self.options.force)
+        try:
+            text = env_file_text(app, self.options.api_url)
+            write_env_file(self.options.env_file, text, force=self.options.force)
+        except SetupFailed as error:
+            # The App exists now: say where, as its key and secret can be renewed there.
+            raise SetupFailed(
+                f"{error}; the App was created: renew its key and secret at {app.html_url}, "
+                "or delete it and run neo setup-app again"
+            ) from None
         return app
 
 

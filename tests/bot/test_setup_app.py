@@ -377,6 +377,28 @@ def test_an_expired_code_is_one_line_and_writes_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_file_that_appears_meanwhile_is_kept_and_the_app_named(
+    github: ManifestGitHub, tmp_path: Path
+) -> None:
+    env_file = tmp_path / ".env"
+    with setup_app(github, env_file) as run:
+        state = _state(run.start_page())
+        env_file.write_text("MINE=1\n")  # written by someone else while GitHub asked
+        code = github.issue_code()
+        page = httpx.get(
+            f"{run.local_url}callback", params={"code": code, "state": state}, timeout=60
+        )
+        assert page.status_code == 400
+        assert run.wait() == 1
+    assert env_file.read_text() == "MINE=1\n"
+    assert sorted(tmp_path.iterdir()) == [env_file]
+    # The App exists on GitHub now: the one line says where to renew what was lost.
+    assert len(run.stderr) == 1
+    assert "appeared while the App was being created" in run.stderr[0]
+    assert f"https://github.example.com/apps/{github.slug}" in run.stderr[0]
+    _assert_no_secret(run.output, github)
+
+
 def test_ctrl_c_stops_the_wait_and_writes_nothing(github: ManifestGitHub, tmp_path: Path) -> None:
     with setup_app(github, tmp_path / ".env") as run:
         run.start_page()
