@@ -1,9 +1,10 @@
-"""`neo serve`: the webhook server and, with NEO_WORKERS > 0, in-process workers."""
+"""`neo serve`: the webhook server, the scheduler and, with NEO_WORKERS > 0, in-process workers."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import logging
@@ -15,6 +16,7 @@ from typing import Any
 import uvicorn
 import uvloop
 
+from bot.scheduler import run_scheduler
 from bot.server import Intake, create_app, serve_intake
 from bot.settings import Settings, load_settings
 from bot.worker_cli import run_workers
@@ -77,26 +79,36 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             http="httptools",
         )
         server = uvicorn.Server(config)
-        if not settings.workers:
-            await server.serve()
-            return
-        # In-process workers share the intake's queue; they stop taking work
-        # when the server shuts down and drain before the queue closes.
         stop = asyncio.Event()
-        workers = asyncio.create_task(
-            run_workers(settings, intake.queue, stop, concurrency=settings.workers)
-        )
 
-        def workers_ended(task: asyncio.Task[None]) -> None:
-            if not stop.is_set():  # they failed on their own: the service is not whole
+        def ended(task: asyncio.Task[None]) -> None:
+            if not stop.is_set():  # it failed on its own: the service is not whole
                 server.should_exit = True
 
-        workers.add_done_callback(workers_ended)
+        # The scheduler queues what repositories' schedules ask for. It holds
+        # nothing a shutdown must wait for (a slot queued twice is one job),
+        # so it is cancelled, not drained.
+        scheduler = asyncio.create_task(run_scheduler(settings, intake.queue))
+        scheduler.add_done_callback(ended)
+        workers: asyncio.Task[None] | None = None
+        if settings.workers:
+            # In-process workers share the intake's queue; they stop taking work
+            # when the server shuts down and drain before the queue closes.
+            workers = asyncio.create_task(
+                run_workers(settings, intake.queue, stop, concurrency=settings.workers)
+            )
+            workers.add_done_callback(ended)
         try:
             await server.serve()
         finally:
             stop.set()
-            await workers
+            scheduler.cancel()
+            try:
+                if workers is not None:
+                    await workers
+            finally:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scheduler
 
 
 def sweep_sandbox_orphans() -> None:

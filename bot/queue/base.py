@@ -154,6 +154,14 @@ class JobQueue(Protocol):
         """How many jobs are in each state; every state is present."""
         ...
 
+    async def last_dedupe_key(self, prefix: str) -> str | None:
+        """The greatest dedupe key that starts with `prefix` (not empty), or None.
+
+        How the scheduler finds the last slot it queued for a schedule after a
+        restart: those keys end with the slot, written to sort by time.
+        """
+        ...
+
     async def close(self) -> None:
         """Finish pending writes and release the backend's resources."""
         ...

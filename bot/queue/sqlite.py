@@ -366,6 +366,19 @@ class SqliteQueue:
             counts[JobState(state)] = count
         return counts
 
+    async def last_dedupe_key(self, prefix: str) -> str | None:
+        if not prefix:
+            raise ValueError("a dedupe key prefix must not be empty")
+        # The keys that start with `prefix` sort from it up to (not including)
+        # it with its last character bumped: a seek in the keys' unique index.
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = await self._read(
+            "SELECT dedupe_key FROM jobs WHERE dedupe_key >= ? AND dedupe_key < ?"
+            " ORDER BY dedupe_key DESC LIMIT 1",
+            (prefix, end),
+        )
+        return str(rows[0][0]) if rows else None
+
     async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
         def query() -> list[Any]:
             with self._read_lock:

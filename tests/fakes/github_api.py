@@ -1652,8 +1652,17 @@ class FakeGitHub:
     def _list_installation_repos(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         assert call.token is not None
         with self._lock:
+            installation = self.installations.get(call.token.installation_id)
+            # What the installation can see now, within the token's scope.
+            current = (
+                set()
+                if installation is None
+                else {f"{installation.account}/{n}".lower() for n in installation.repositories}
+            )
             repos = []
             for full in call.token.repositories:
+                if full.lower() not in current:
+                    continue
                 repo = repository_json(
                     full,
                     self._repo_id(full),
