@@ -76,3 +76,129 @@ USER neo
 
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["bash"]
+
+# ---------------------------------------------------------------------------
+# service: the GitHub App. `neo serve` receives webhooks on port 8000 and, with
+# NEO_WORKERS > 0, runs jobs; settings are NEO_* variables (see the README).
+# Built in stages: a runtime (Python, git); the locked dependencies, installed
+# into /opt/neo with uv; Neo itself, installed over them; and the image, which
+# takes /opt/neo from those (no uv, no pip, no sources) as two layers, so that
+# a change to Neo's code rebuilds a small one. They come after the sandbox so
+# that building `--target sandbox` never needs a build context.
+# ---------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS service-runtime
+
+ARG DEBIAN_FRONTEND=noninteractive
+
+# As in the sandbox (the same layer, so it is built once).
+RUN printf '%s\n' \
+        'path-exclude /usr/share/doc/*' \
+        'path-include /usr/share/doc/*/copyright' \
+        'path-exclude /usr/share/man/*' \
+        'path-exclude /usr/share/info/*' \
+        'path-exclude /usr/share/locale/*' \
+        > /etc/dpkg/dpkg.cfg.d/01-neo-nodoc
+
+# git: jobs clone, commit and push here, on the service's side, never in the
+# sandbox. tini as PID 1 reaps git's children and forwards signals.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends \
+        ca-certificates \
+        git \
+        python3 \
+        tini \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+# uid/gid 1000, as the sandbox's `neo`: the working trees the service clones
+# are then already owned by the user sandbox commands run as.
+RUN groupadd --gid 1000 neo \
+    && useradd --uid 1000 --gid 1000 --home-dir /home/neo --create-home \
+        --shell /usr/sbin/nologin neo
+
+FROM service-runtime AS service-deps
+
+ARG DEBIAN_FRONTEND=noninteractive
+# python3-venv: a virtual environment for the pip that installs uv.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends python3-venv \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+ARG UV_VERSION=0.13.9
+# The dependencies go to /opt/neo, compiled to bytecode: the service runs as
+# a user that cannot write there, so nothing is compiled at start-up.
+ENV UV_PROJECT_ENVIRONMENT=/opt/neo \
+    UV_PYTHON=/usr/bin/python3 \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_COMPILE_BYTECODE=1 \
+    UV_LINK_MODE=copy \
+    SSL_CERT_FILE=/opt/build-ca.pem \
+    PIP_CERT=/opt/build-ca.pem \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+
+# From pyproject.toml and uv.lock alone, so that a change to Neo's own code
+# reuses this layer. Downloads trust Debian's certificate authorities plus
+# host-ca-certificates.crt when the context has one: scripts/build-images
+# puts the host's bundle there, so a proxy that intercepts TLS and is trusted
+# by the host is trusted by the build too. It stays in the build stages.
+COPY pyproject.toml uv.lock host-ca-certificates.cr[t] ./
+RUN cat /etc/ssl/certs/ca-certificates.crt \
+        $(find . -maxdepth 1 -name host-ca-certificates.crt) > /opt/build-ca.pem \
+    && python3 -m venv /opt/uv \
+    && /opt/uv/bin/pip install --quiet "uv==${UV_VERSION}" \
+    && /opt/uv/bin/uv sync --locked --no-dev --no-install-project
+
+FROM service-deps AS service-build
+
+COPY README.md ./
+COPY bot ./bot
+COPY runner ./runner
+# Neo itself, as a wheel (not a link to /src, which the image does not keep).
+# Only its own files are compiled (uv would compile every dependency again)
+# and gathered under /opt/neo-self at their installed paths, so that the
+# image takes them as a layer of their own, over the dependencies' layer.
+RUN UV_COMPILE_BYTECODE=0 /opt/uv/bin/uv sync --locked --no-dev --no-editable \
+    && site=$(/opt/neo/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') \
+    && /opt/neo/bin/python -m compileall -q "$site/bot" "$site/runner" \
+    && install -d "/opt/neo-self$site" /opt/neo-self/opt/neo/bin \
+    && cp -a "$site/bot" "$site/runner" "$site"/neo-*.dist-info "/opt/neo-self$site/" \
+    && cp -a /opt/neo/bin/neo /opt/neo-self/opt/neo/bin/
+
+FROM service-runtime AS service
+
+COPY --from=service-deps /opt/neo /opt/neo
+COPY --from=service-build /opt/neo-self/ /
+
+# The data directory holds the queue (SQLite), the clones and the sessions.
+# Jobs run in sandbox containers that the service starts through the Docker
+# engine, so the engine resolves their bind mounts on the host: mount a host
+# directory at this same path (`--volume /var/lib/neo:/var/lib/neo`), owned
+# by uid 1000, or move both sides with NEO_DATA_DIR.
+ENV PATH=/opt/neo/bin:$PATH \
+    LANG=C.UTF-8 \
+    HOME=/home/neo \
+    NEO_DATA_DIR=/var/lib/neo
+RUN install -d -o neo -g neo -m 0750 /var/lib/neo
+VOLUME /var/lib/neo
+
+# The Docker engine is reached through its socket, mounted at the default
+# path, /var/run/docker.sock. The socket belongs to root and the `docker`
+# group of the host, whose gid differs from host to host: give the user that
+# group at run time,
+#   --volume /var/run/docker.sock:/var/run/docker.sock
+#   --group-add "$(stat -c %g /var/run/docker.sock)"
+# Whoever reaches the socket is root on the host in all but name: it is the
+# service that needs it, never the sandboxes (they get no socket). Without
+# it, set NEO_SANDBOX=local (commands then run inside this container).
+USER neo
+WORKDIR /home/neo
+EXPOSE 8000
+
+# Python's standard library is enough for the probe (no curl in the image).
+# The first check runs one interval after the start.
+HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+
+ENTRYPOINT ["/usr/bin/tini", "--", "neo", "serve", "--host", "0.0.0.0", "--port", "8000"]
