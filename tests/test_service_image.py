@@ -17,6 +17,7 @@ import secrets
 import subprocess
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -288,6 +289,26 @@ def test_the_service_user_reaches_the_engine_through_the_socket(service: Service
     assert (status, output.strip()) == (0, "True"), output
     # The start-up sweep of orphaned sandboxes went through as well.
     assert "sweep_skipped" not in service.logs()
+
+
+def test_the_build_context_holds_every_package_of_the_wheel() -> None:
+    script = (REPO / "scripts" / "build-images").read_text()
+    sent = re.search(r"^service_sources=\(([^)]*)\)", script, re.MULTILINE)
+    assert sent, "scripts/build-images names no service_sources"
+    admitted = [
+        line.removeprefix("!")
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    ]
+    wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
+    packages = wheel["targets"]["wheel"]["packages"]
+
+    assert sorted(sent.group(1).split()) == sorted(["Dockerfile", *admitted])
+    assert set(packages) <= set(admitted)
+    dockerfile = (REPO / "Dockerfile").read_text()
+    for package in packages:  # copied into the build, and from it into the image
+        assert f"COPY {package} ./{package}\n" in dockerfile
+        assert f'"$site/{package}"' in dockerfile
 
 
 def test_second_build_reuses_the_image(image: Image) -> None:
