@@ -1,10 +1,10 @@
 """The service image that scripts/build-images makes, started on a real engine.
 
-One container runs the image as the README tells (settings in the environment,
-the App's key as a file, the Docker socket with its group, the port published
-on the host) against the fake GitHub, which the container reaches through a
-relay on the bridge's gateway. These tests never skip: scripts/test builds the
-image first, so a missing image fails them.
+One container runs the image as the README tells (the settings of an env
+file, the key's newlines as `\\n`; the Docker socket with its group; the port
+published on the host) against the fake GitHub, which the container reaches
+through a relay on the bridge's gateway. These tests never skip: scripts/test
+builds the image first, so a missing image fails them.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from tests.fakes import FakeGitHub, rsa_private_key_pem
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "neo-service:local"
 PORT = "8000/tcp"
-KEY_PATH = "/run/secrets/neo-app.pem"
 # Generous: the engine and two shared cores may be busy with other tests.
 HEALTHY_WITHIN = 180.0
 
@@ -142,14 +141,9 @@ def docker_socket() -> Path:
 
 
 @pytest.fixture(scope="module")
-def service(
-    client: docker.DockerClient, image: Image, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Service]:
+def service(client: docker.DockerClient, image: Image) -> Iterator[Service]:
     """The image running against the fake GitHub, healthy by Docker's own check."""
     key = rsa_private_key_pem()
-    key_file = tmp_path_factory.mktemp("service") / "app.pem"
-    key_file.write_text(key)
-    key_file.chmod(0o644)  # read by the image's uid 1000 through a read-only mount
     gateway = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
     socket = docker_socket()
     app_id = 100_000 + secrets.randbelow(900_000)
@@ -163,14 +157,14 @@ def service(
             name=f"neo-service-test-{secrets.token_hex(4)}",
             environment={
                 "NEO_GITHUB_APP_ID": str(app_id),
-                "NEO_GITHUB_PRIVATE_KEY_PATH": KEY_PATH,
+                # One line, as `neo setup-app` writes it for `docker run --env-file`.
+                "NEO_GITHUB_PRIVATE_KEY": key.strip().replace("\n", "\\n"),
                 "NEO_WEBHOOK_SECRET": SECRET,
                 "NEO_GITHUB_API_URL": f"http://host.docker.internal:{relay.port}",
                 "NEO_WORKERS": "0",
             },
             extra_hosts={"host.docker.internal": gateway},
             volumes={
-                str(key_file): {"bind": KEY_PATH, "mode": "ro"},
                 str(socket): {"bind": "/var/run/docker.sock", "mode": "rw"},
             },
             group_add=[str(socket.stat().st_gid)],
