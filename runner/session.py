@@ -5,6 +5,19 @@ The first line is the session's metadata, each further line one message:
     {"type": "session", "version": 1, "id": ..., "provider": ..., "usage": {...}}
     {"type": "message", "role": "user", "content": [...]}
 
+A session that jobs of a thread share (runner.job) also carries, in its
+metadata, the mark of the job that last wrote it: that job's id, whether it
+ended, and where the session stood before it began, so that the turns of a
+job that never ended can be dropped again (`before_job`):
+
+    "job": {"id": "job-7", "finished": false, "messages": 4, "blocks": 1, "usage": {...}}
+
+`messages` counts the messages that preceded the job and `blocks` the
+content blocks the last of them had then: a job's first text joins a
+trailing user message rather than starting a new one, so the roles keep
+alternating. A session without a mark (`neo run`, files from before marks)
+has no `job` key.
+
 A save rewrites the whole file through a temporary file and `os.replace`, so
 a crash leaves either the old file or the new one, never a torn one.
 """
@@ -17,7 +30,7 @@ import os
 import re
 import secrets
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TextIO
@@ -39,6 +52,18 @@ class SessionError(ConfigError):
 
 
 @dataclass(frozen=True, slots=True)
+class JobMark:
+    """The job that last wrote a session, and where the session stood before it."""
+
+    id: str
+    finished: bool
+    # How many messages preceded the job, and how many blocks the last of them had.
+    messages: int
+    blocks: int
+    usage: Usage = field(default_factory=Usage)  # the session's usage before the job
+
+
+@dataclass(frozen=True, slots=True)
 class SessionMeta:
     id: str
     provider: str
@@ -47,12 +72,38 @@ class SessionMeta:
     created_at: str  # ISO 8601, UTC
     updated_at: str  # ISO 8601, UTC
     usage: Usage = field(default_factory=Usage)  # cumulative over the session
+    job: JobMark | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Session:
     meta: SessionMeta
     messages: tuple[Message, ...] = ()
+
+
+def start_job(session: Session, job_id: str) -> Session:
+    """`session` marked as the starting point of job `job_id`, not yet finished."""
+    last = session.messages[-1] if session.messages else None
+    mark = JobMark(
+        id=job_id,
+        finished=False,
+        messages=len(session.messages),
+        blocks=len(last.content) if last is not None else 0,
+        usage=session.meta.usage,
+    )
+    return replace(session, meta=replace(session.meta, job=mark))
+
+
+def before_job(session: Session) -> Session:
+    """`session` as it stood before its marked job began (unmarked); as is if it has no mark."""
+    mark = session.meta.job
+    if mark is None:
+        return session
+    kept = list(session.messages[: mark.messages])
+    if kept:
+        # The job's first text may have joined this message: keep what it had before.
+        kept[-1] = replace(kept[-1], content=kept[-1].content[: mark.blocks])
+    return Session(replace(session.meta, usage=mark.usage, job=None), tuple(kept))
 
 
 def neo_home() -> Path:
@@ -154,7 +205,7 @@ def _check_id(session_id: str) -> None:
 
 
 def _meta_to_json(meta: SessionMeta) -> JSONObject:
-    return {
+    obj: JSONObject = {
         "type": "session",
         "version": FORMAT_VERSION,
         "id": meta.id,
@@ -165,6 +216,15 @@ def _meta_to_json(meta: SessionMeta) -> JSONObject:
         "updated_at": meta.updated_at,
         "usage": dict(meta.usage.as_dict()),
     }
+    if meta.job is not None:
+        obj["job"] = {
+            "id": meta.job.id,
+            "finished": meta.job.finished,
+            "messages": meta.job.messages,
+            "blocks": meta.job.blocks,
+            "usage": dict(meta.job.usage.as_dict()),
+        }
+    return obj
 
 
 def _write_line(out: TextIO, obj: JSONObject) -> None:
@@ -193,6 +253,9 @@ def _parse(raw: bytes, path: Path, session_id: str) -> Session:
             raise SessionError(f"corrupt session file {path} line {lineno}: {exc}") from None
     if meta is None:
         raise SessionError(f"corrupt session file {path} line 1: empty file, no session metadata")
+    problem = _check_mark(meta.job, messages)
+    if problem:
+        raise SessionError(f"corrupt session file {path} line 1: {problem}")
     return Session(meta=meta, messages=tuple(messages))
 
 
@@ -229,7 +292,43 @@ def _meta_from_json(obj: dict[str, object], session_id: str) -> SessionMeta:
         created_at=values["created_at"],
         updated_at=values["updated_at"],
         usage=usage_from_json(obj.get("usage", {})),
+        job=_mark_from_json(obj["job"]) if obj.get("job") is not None else None,
     )
+
+
+def _mark_from_json(obj: object) -> JobMark:
+    if not isinstance(obj, dict):
+        raise _Corrupt(f"session job must be an object, got {_show(obj)}")
+    job_id, finished = obj.get("id"), obj.get("finished")
+    if not isinstance(job_id, str):
+        raise _Corrupt(f"session job id must be a string, got {_show(job_id)}")
+    if not isinstance(finished, bool):
+        raise _Corrupt(f"session job finished must be true or false, got {_show(finished)}")
+    counts: dict[str, int] = {}
+    for name in ("messages", "blocks"):
+        value = obj.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise _Corrupt(f"session job {name} must be a non-negative integer, got {_show(value)}")
+        counts[name] = value
+    return JobMark(
+        id=job_id,
+        finished=finished,
+        messages=counts["messages"],
+        blocks=counts["blocks"],
+        usage=usage_from_json(obj.get("usage", {}), "job.usage"),
+    )
+
+
+def _check_mark(mark: JobMark | None, messages: list[Message]) -> str | None:
+    """What makes `mark` point outside `messages`, if anything."""
+    if mark is None:
+        return None
+    if mark.messages > len(messages):
+        return f"session job starts after message {mark.messages}, the file has {len(messages)}"
+    had = len(messages[mark.messages - 1].content) if mark.messages else 0
+    if mark.blocks > had:
+        return f"session job starts after block {mark.blocks} of a message of {had}"
+    return None
 
 
 def _fsync_directory(directory: Path) -> None:

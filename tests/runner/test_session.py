@@ -2,6 +2,7 @@ import json
 import os
 import re
 import stat
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,11 +12,14 @@ from runner.errors import ConfigError
 from runner.llm.codec import CodecError
 from runner.llm.types import Message, Opaque, Text, ToolResult, ToolUse, Usage
 from runner.session import (
+    JobMark,
     Session,
     SessionError,
     SessionMeta,
     SessionStore,
+    before_job,
     neo_home,
+    start_job,
     utc_timestamp,
 )
 
@@ -252,6 +256,127 @@ def test_metadata_without_usage_loads_with_zero_usage(tmp_path: Path) -> None:
     session = SessionStore(tmp_path).load("s1")
     assert session.meta == SessionMeta("s1", "openai", "m", "/r", "a", "b", Usage())
     assert session.messages == (Message("user", (Text("hi"),)),)
+
+
+# --- job marks
+
+
+def run_job(session: Session, job_id: str, task: str, *turns: Message) -> Session:
+    """What runner.job saves while job `job_id` runs: the agent's transcript, marked."""
+    marked = start_job(session, job_id)
+    messages = list(marked.messages)
+    # As the agent loop does: text after a trailing user message joins it.
+    if messages and messages[-1].role == "user":
+        last = messages.pop()
+        messages.append(replace(last, content=(*last.content, Text(task))))
+    else:
+        messages.append(Message("user", (Text(task),)))
+    messages.extend(turns)
+    usage = marked.meta.usage + Usage(5000, 300, 0, 0)
+    return Session(replace(marked.meta, usage=usage), tuple(messages))
+
+
+JOB_TURNS = (
+    Message("assistant", (ToolUse("toolu_9", "edit_file", {"path": "a.py"}),), Usage(1, 2)),
+    Message("user", (ToolResult("toolu_9", (Text("edited"),)),)),
+)
+
+
+@pytest.mark.parametrize("n", [0, 3, 4], ids=["empty", "ends-with-user", "ends-with-assistant"])
+def test_before_job_is_the_session_the_job_started_from(tmp_path: Path, n: int) -> None:
+    store = SessionStore(tmp_path)
+    start = make_session(n=n)
+    during = run_job(start, "job-7", "add a test", *JOB_TURNS)
+    store.save(during)
+
+    loaded = store.load(start.meta.id)
+
+    assert loaded == during
+    assert loaded.meta.job == JobMark(
+        "job-7", False, n, len(MESSAGES[n - 1].content) if n else 0, start.meta.usage
+    )
+    assert before_job(loaded) == start
+    # The job's text joined the trailing user message, and is gone again.
+    assert "add a test" not in repr(before_job(loaded).messages)
+
+
+def test_a_marked_session_file_names_its_job_and_an_unmarked_one_has_no_job_key(
+    tmp_path: Path,
+) -> None:
+    store = SessionStore(tmp_path)
+    marked = run_job(make_session(n=4), "job-7", "go")
+    assert marked.meta.job is not None
+    ended = replace(marked.meta.job, finished=True)
+    store.save(replace(marked, meta=replace(marked.meta, job=ended)))
+    path = store.path(marked.meta.id)
+    first = json.loads(path.read_text().splitlines()[0])
+    assert first["job"] == {
+        "id": "job-7",
+        "finished": True,
+        "messages": 4,
+        "blocks": 1,
+        "usage": make_session().meta.usage.as_dict(),
+    }
+    store.save(before_job(store.load(marked.meta.id)))
+    assert "job" not in json.loads(path.read_text().splitlines()[0])
+    assert before_job(make_session()) == make_session()
+
+
+MARKED = {
+    "type": "session",
+    "version": 1,
+    "id": "s1",
+    "provider": "p",
+    "model": "m",
+    "cwd": "/",
+    "created_at": "t",
+    "updated_at": "t",
+}
+
+
+@pytest.mark.parametrize(
+    ("job", "reason"),
+    [
+        ([], "session job must be an object, got []"),
+        ({"id": 7}, "session job id must be a string, got 7"),
+        ({"id": "j", "finished": "no"}, "session job finished must be true or false, got 'no'"),
+        (
+            {"id": "j", "finished": False, "messages": -1, "blocks": 0},
+            "session job messages must be a non-negative integer, got -1",
+        ),
+        (
+            {"id": "j", "finished": False, "messages": 0, "blocks": True},
+            "session job blocks must be a non-negative integer, got True",
+        ),
+        (
+            {"id": "j", "finished": False, "messages": 2, "blocks": 0},
+            "session job starts after message 2, the file has 1",
+        ),
+        (
+            {"id": "j", "finished": False, "messages": 1, "blocks": 2},
+            "session job starts after block 2 of a message of 1",
+        ),
+        (
+            {
+                "id": "j",
+                "finished": False,
+                "messages": 0,
+                "blocks": 0,
+                "usage": {"input_tokens": -1},
+            },
+            "job.usage.input_tokens must be a non-negative integer, got -1",
+        ),
+    ],
+)
+def test_a_corrupt_job_mark_is_reported_on_line_one(
+    tmp_path: Path, job: object, reason: str
+) -> None:
+    path = tmp_path / "sessions" / "s1.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps({**MARKED, "job": job}) + "\n" + GOOD_LINE + "\n")
+    with pytest.raises(SessionError) as excinfo:
+        SessionStore(tmp_path).load("s1")
+    assert str(excinfo.value) == f"corrupt session file {path} line 1: {reason}"
 
 
 def test_neo_home_honours_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
