@@ -11,6 +11,27 @@ fetch of a pull request head, push); the sandbox and the model never see it
     mirrors/               the mirror cache, unless the caller passes its own
     workspaces/<job id>/   the job's working tree, removed when the job ends
 
+A thread's session moves forward only when a job ends. While the agent
+runs, the session is saved before each model call, marked with the job's id
+and where it stood before the job began (`runner.session.JobMark`), so the
+turns of a job that never ended can be told apart. A job starts from where
+the session stood before the marked job when that job never ended (its
+worker died mid-job) or is this very job (a retry of it): that attempt's
+edits died with its working tree, and the model must not be told of them,
+nor be given the task twice. When a job ends, its mark says so and the next
+job of the thread sees:
+
+- `changed`, `no_changes`: the whole conversation, which the work branch
+  now matches; when workflow edits were reverted, a note saying which.
+- `failed`, `cancelled`: the whole conversation too, so that "try again" or
+  "do it another way" knows what was tried and why it stopped, followed by
+  a note that the job failed (with its error line) or was cancelled and
+  that its working tree was discarded: none of its edits is on the branch.
+- a job that failed before the agent ran leaves the session as it was.
+
+The notes are user text from Neo, after the job's last message; the next
+task joins them.
+
 After the agent has finished, the host folds whatever the agent left (files,
 and commits it may have made itself) into one commit on the work branch:
 changes under `.github/workflows/` are reverted first unless the spec allows
@@ -25,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import re
 import shutil
 import time
@@ -54,10 +76,18 @@ from runner.git import (
 from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import make_provider
-from runner.llm.types import Usage
+from runner.llm.types import Message, Text, Usage
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import SANDBOXES, open_sandbox
-from runner.session import Session, SessionError, SessionMeta, SessionStore, utc_timestamp
+from runner.session import (
+    Session,
+    SessionError,
+    SessionMeta,
+    SessionStore,
+    before_job,
+    start_job,
+    utc_timestamp,
+)
 from runner.tools import Workflow, default_tools
 
 __all__ = [
@@ -82,6 +112,8 @@ SETUP_TIMEOUT = 600.0
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _T = TypeVar("_T")
+
+log = logging.getLogger("neo.job")
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +201,7 @@ class _Progress:
     finished: TurnFinished | None = None
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
+    session: Session | None = None  # as last saved, while the job's mark is open
 
 
 async def run(
@@ -203,13 +236,17 @@ async def run(
             error = await _bounded(work, spec.time_limit, stop)
             error = error or progress.error
             if error is not None:
-                return _result(spec, provider, progress, started, error=error)
-            return await _publish(spec, workspace, provider, progress, started)
+                result = _result(spec, provider, progress, started, error=error)
+            else:
+                result = await _publish(spec, workspace, provider, progress, started)
     except (GitError, SandboxError, SessionError) as error:
-        return _result(spec, provider, progress, started, error=error)
+        result = _result(spec, provider, progress, started, error=error)
     finally:
         await _close(provider)
         await asyncio.to_thread(_remove, workspace)
+    # Only now, with the branch pushed or the work dropped, does the session move on.
+    await asyncio.to_thread(_end_session, spec, progress.session, result)
+    return result
 
 
 def _check(spec: JobSpec) -> None:
@@ -328,14 +365,17 @@ async def _run_agent(
 ) -> None:
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
+    progress.session_id = session_id
     previous = store.load(session_id) if store.path(session_id).is_file() else None
+    if previous is not None and _drops_last_job(previous, spec.job_id):
+        previous = before_job(previous)
     now = utc_timestamp()
     meta = (
         replace(previous.meta, provider=spec.provider, model=provider.model, cwd=str(tree))
         if previous
         else SessionMeta(session_id, spec.provider, provider.model, str(tree), now, now)
     )
-    progress.session_id = session_id
+    meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
     system = build_system_prompt(
         workdir=box.root, project=project, extra=spec.system_extra, is_git_repo=True
     )
@@ -349,12 +389,14 @@ async def _run_agent(
     )
 
     def save() -> None:
-        store.save(
-            Session(
-                replace(meta, updated_at=utc_timestamp(), usage=agent.usage),
-                tuple(agent.transcript()),
-            )
+        # The thread's session file, with this job's mark still open: the turns
+        # are there for the job's end, and dropped if it never comes.
+        session = Session(
+            replace(meta, updated_at=utc_timestamp(), usage=agent.usage),
+            tuple(agent.transcript()),
         )
+        store.save(session)
+        progress.session = session
 
     def observe(event: Event) -> None:
         if isinstance(event, TurnStarted):
@@ -372,6 +414,56 @@ async def _run_agent(
         progress.error = error
     finally:
         save()
+
+
+def _drops_last_job(session: Session, job_id: str) -> bool:
+    """Whether a job `job_id` starts from before the job that last wrote `session`."""
+    mark = session.meta.job
+    # A mark never finished is a dead attempt's; one of `job_id` is this job's own.
+    return mark is not None and (not mark.finished or mark.id == job_id)
+
+
+def _end_session(spec: JobSpec, session: Session | None, result: JobResult) -> None:
+    """Close the job's mark on its session, with a note on what the branch lacks."""
+    if session is None or session.meta.job is None:
+        return  # the agent never ran: the session is as the job found it
+    messages = list(session.messages)
+    note = _outcome_note(result)
+    if note is not None:
+        if messages and messages[-1].role == "user":
+            last = messages.pop()
+            messages.append(replace(last, content=(*last.content, Text(note))))
+        else:
+            messages.append(Message("user", (Text(note),)))
+    meta = replace(
+        session.meta, updated_at=utc_timestamp(), job=replace(session.meta.job, finished=True)
+    )
+    try:
+        SessionStore(spec.data_dir).save(Session(meta, tuple(messages)))
+    except SessionError as error:
+        # The saves while the agent ran worked; the result stands. The open
+        # mark makes the next job start from before this one.
+        log.warning("job %s: %s", spec.job_id, error)
+
+
+def _outcome_note(result: JobResult) -> str | None:
+    """What the next job must know that this job's conversation does not say."""
+    discarded = (
+        "Its working tree was discarded: none of the changes made in it is on"
+        f" branch {result.branch}."
+    )
+    if result.conclusion == "cancelled":
+        return f"[Neo: this job was cancelled before it finished. {discarded}]"
+    if result.conclusion == "failed":
+        reason = f"{result.error_kind}: {result.error_message}"
+        return f"[Neo: this job failed ({reason}). {discarded}]"
+    if result.blocked_paths:
+        paths = ", ".join(result.blocked_paths)
+        return (
+            f"[Neo: changes to {paths} were reverted before the commit: files under"
+            f" {WORKFLOWS_DIR}/ may not be changed in this repository.]"
+        )
+    return None
 
 
 async def _publish(

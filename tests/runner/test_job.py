@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import dataclasses
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +24,13 @@ from docker.errors import DockerException, ImageNotFound
 
 from runner.agent import Event, ToolStarted
 from runner.job import JobResult, JobSpec, run, session_id_for
-from runner.session import SessionStore
+from runner.llm.types import Text, ToolResult
+from runner.session import JobMark, Session, SessionStore
 from tests.fakes import (
     FakeAnthropicAPI,
     FakeGitServer,
     Reply,
+    Stall,
     add_commit,
     git_env,
     make_pull_request,
@@ -156,6 +163,23 @@ def edit_and_check(fake: FakeAnthropicAPI, workspace: Path, seen: list[Path]) ->
     )
 
 
+def conversation(fake: FakeAnthropicAPI, index: int) -> list[Any]:
+    """The messages of request `index`, without the cache breakpoints, which move."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return [plain(message) for message in fake.requests[index].body["messages"]]
+
+
+def tool_use_ids(messages: list[Any]) -> list[str]:
+    return [b["id"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
+
+
 def assert_changed(result: JobResult, origin: Path) -> str:
     assert result.conclusion == "changed", result
     assert result.error_kind is None
@@ -249,7 +273,10 @@ def edit_workflow_and_notes(fake: FakeAnthropicAPI) -> None:
 
 
 async def test_workflow_changes_are_reverted_and_reported_and_the_rest_committed(
-    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
 ) -> None:
     edit_workflow_and_notes(fake_anthropic)
 
@@ -259,6 +286,13 @@ async def test_workflow_changes_are_reverted_and_reported_and_the_rest_committed
     assert result.blocked_paths == (CI_YML, ".github/workflows/new.yml")
     assert git(origin, "diff", "--name-only", "main", commit) == "notes.txt"
     assert git(origin, "show", f"{commit}:{CI_YML}") == "on: push"
+    # The next job is told which of the edits it remembers are not on the branch.
+    last = thread_session(data_dir).messages[-1]
+    assert (last.role, last.text) == (
+        "user",
+        f"[Neo: changes to {CI_YML}, .github/workflows/new.yml were reverted before the"
+        " commit: files under .github/workflows/ may not be changed in this repository.]",
+    )
 
 
 async def test_only_workflow_changes_make_no_commit(
@@ -336,10 +370,17 @@ async def test_a_follow_up_continues_the_session_on_the_same_branch(
     assert second.diffstat is not None
     assert sorted(f.path for f in second.diffstat.files) == ["README.md", "docs.md"]
     assert second.session_id == first.session_id
-    body = json.dumps(fake_anthropic.requests[asked].body["messages"])
-    assert "Add a line to README.md and check it." in body
-    assert "Added a line to README.md; grep finds it once." in body
-    assert "Also add docs." in body
+    # The follow-up's first request: the first job's whole conversation, its
+    # answer, then the new task, once.
+    before, resumed = conversation(fake_anthropic, asked - 1), conversation(fake_anthropic, asked)
+    assert resumed[: len(before)] == before
+    assert resumed[len(before) :] == [
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Added a line to README.md; grep finds it once."}],
+        },
+        {"role": "user", "content": [{"type": "text", "text": "Also add docs."}]},
+    ]
     # The session on disk holds both conversations.
     assert first.session_id is not None
     session = SessionStore(data_dir).load(first.session_id)
@@ -364,6 +405,203 @@ async def test_a_fork_pull_request_starts_its_branch_from_the_pull_request_head(
     assert sorted(f.path for f in result.diffstat.files) == ["README.md", "feature.txt"]
 
 
+# --- a job whose process died, and retries
+
+
+# One job in a process of its own, for the test to kill the way a worker dies:
+# SIGKILL, so no cleanup and no `finally` runs.
+JOB_PROCESS = """
+import asyncio, json, sys
+from pathlib import Path
+from runner.job import JobSpec, run
+
+values = json.load(sys.stdin)
+values["data_dir"] = Path(values["data_dir"])
+values["setup"] = tuple(values["setup"])
+values["co_author"] = tuple(values["co_author"]) if values["co_author"] else None
+asyncio.run(run(JobSpec(**values)))
+"""
+
+
+@contextlib.contextmanager
+def job_process(spec: JobSpec, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-c", JOB_PROCESS],
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parents[2],
+            start_new_session=True,
+        )
+    try:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(values, default=str).encode())
+        process.stdin.close()
+        yield process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
+async def until(
+    check: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path
+) -> None:
+    """Poll `check` while `process` runs; fail with its log if it exits or 60 s pass."""
+    deadline = time.monotonic() + 60
+    while not check():
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"{what}: did not happen (exit status {process.poll()})\n{log.read_text()}")
+        await asyncio.sleep(0.05)
+
+
+def thread_session(data_dir: Path) -> Session:
+    return SessionStore(data_dir).load(session_id_for("octo/hello#12"))
+
+
+@pytest.mark.parametrize("then", ["retry", "follow-up"])
+async def test_the_turns_of_a_job_whose_process_died_never_reach_the_next_job(
+    then: str,
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    # A finished first job: the conversation the next jobs of the thread continue.
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    first_commit = assert_changed(await run(make_spec()), origin)
+    after_first = thread_session(data_dir)
+    # The second job writes a file, then its process dies during its next model call.
+    fake_anthropic.script(
+        Reply(
+            [tool_use("dead1", "write_file", {"path": "dead.txt", "content": "x\n"})], "tool_use"
+        ),
+        Stall(seconds=300),
+    )
+    dead_at = len(fake_anthropic.requests)
+    dying = make_spec(job_id="job-2", prompt="Also add docs.")
+    log = tmp_path / "job-2.log"
+    with job_process(dying, log) as process:
+        asked_twice = lambda: len(fake_anthropic.requests) == dead_at + 2  # noqa: E731
+        await until(asked_twice, "the job's second model call", process, log)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    # What the dead attempt left: its turns in the thread's session, under an
+    # open mark, and its working tree; nothing pushed.
+    left = thread_session(data_dir)
+    assert left.meta.job is not None
+    assert (left.meta.job.id, left.meta.job.finished) == ("job-2", False)
+    assert "dead1" in repr(left.messages)
+    assert (data_dir / "workspaces" / "job-2" / "dead.txt").is_file()
+    assert branch_head(origin) == first_commit
+
+    # The queue runs the job again, or (it gave up on it) the next mention comes.
+    spec = dying if then == "retry" else make_spec(job_id="job-3", prompt="Add a changelog.")
+    fake_anthropic.script(
+        Reply([tool_use("b1", "write_file", {"path": "docs.md", "content": "docs\n"})], "tool_use"),
+        Reply([text("Documented it.")]),
+    )
+    asked = len(fake_anthropic.requests)
+    result = await run(spec)
+
+    # Its first request: the first job's conversation, then its task, once;
+    # nothing of the dead attempt, whose edit is in no tree.
+    dead, fresh = conversation(fake_anthropic, dead_at), conversation(fake_anthropic, asked)
+    assert tool_use_ids(fresh) == ["t1", "t2"]
+    assert fresh[:-1] == dead[:-1]
+    assert fresh[-1] == {"role": "user", "content": [{"type": "text", "text": spec.prompt}]}
+    assert json.dumps(fresh).count(spec.prompt) == 1
+    commit = assert_changed(result, origin)
+    assert git(origin, "rev-parse", f"{commit}^") == first_commit
+    assert git(origin, "diff", "--name-only", first_commit, commit) == "docs.md"
+    # The session moved on by this job only.
+    session = thread_session(data_dir)
+    assert session.messages[: len(after_first.messages)] == after_first.messages
+    assert "dead1" not in repr(session.messages)
+    assert session.meta.usage == after_first.meta.usage + result.usage
+    assert session.meta.job == JobMark(
+        spec.job_id, True, len(after_first.messages), 1, after_first.meta.usage
+    )
+
+
+async def test_a_retry_of_a_job_that_ended_starts_from_the_session_before_it(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    assert_changed(await run(make_spec()), origin)
+    after_first = thread_session(data_dir)
+    fake_anthropic.script(
+        Reply([tool_use("c1", "write_file", {"path": "docs.md", "content": "docs\n"})], "tool_use"),
+        Reply([text("Documented it.")]),
+    )
+    spec = make_spec(job_id="job-2", prompt="Also add docs.")
+    asked = len(fake_anthropic.requests)
+    assert_changed(await run(spec), origin)
+
+    # Its worker died before it could record the job's end: the queue runs it again.
+    fake_anthropic.script(Reply([text("docs.md is there already.")]))
+    again_at = len(fake_anthropic.requests)
+    again = await run(spec)
+
+    assert conversation(fake_anthropic, again_at) == conversation(fake_anthropic, asked)
+    assert again.conclusion == "no_changes", again
+    session = thread_session(data_dir)
+    assert session.messages[: len(after_first.messages)] == after_first.messages
+    assert "c1" not in repr(session.messages)
+    assert session.meta.usage == after_first.meta.usage + again.usage
+
+
+@pytest.mark.parametrize("ending", ["failed", "cancelled"])
+async def test_a_follow_up_is_told_that_the_job_before_it_kept_nothing(
+    ending: str,
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    stop = asyncio.Event()
+    if ending == "failed":
+        # The edit is made, then the next model call would pass max turns.
+        call = tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})
+        spec = make_spec(max_turns=1)
+    else:
+        call = tool_use("t1", "bash", {"command": "sleep 30"})
+        spec = make_spec()
+
+    def on_event(event: Event) -> None:
+        if ending == "cancelled" and isinstance(event, ToolStarted):
+            stop.set()
+
+    fake_anthropic.script(Reply([call], "tool_use"))
+    first = await asyncio.wait_for(run(spec, on_event=on_event, stop=stop), 60)
+    assert first.conclusion == ending, first
+    assert branch_head(origin) == ""
+
+    fake_anthropic.script(Reply([text("Starting over.")]))
+    asked = len(fake_anthropic.requests)
+    second = await run(make_spec(job_id="job-2", prompt="Try again."))
+
+    # The first job's conversation with its call answered, then Neo's note and
+    # the new task in one user message.
+    messages = conversation(fake_anthropic, asked)
+    assert tool_use_ids(messages) == ["t1"]
+    last = messages[-1]["content"]
+    assert [block["type"] for block in last] == ["tool_result", "text", "text"]
+    assert last[2]["text"] == "Try again."
+    reason = "failed (max_turns: " if ending == "failed" else "was cancelled before it finished"
+    assert last[1]["text"].startswith(f"[Neo: this job {reason}")
+    assert last[1]["text"].endswith(
+        f"Its working tree was discarded: none of the changes made in it is on branch {BRANCH}.]"
+    )
+    assert second.conclusion == "no_changes"
+
+
 # --- failures
 
 
@@ -386,9 +624,17 @@ async def test_the_time_limit_fails_the_job_and_removes_the_workspace(
     assert "time limit" in result.error_message
     assert branch_head(origin) == ""
     assert not (data_dir / "workspaces" / "job-1").exists()
-    # The session was saved, with the interrupted tool call answered.
+    # The session was saved, with the interrupted tool call answered, and a
+    # note that the job's edits were not kept.
     assert result.session_id is not None
-    assert SessionStore(data_dir).load(result.session_id).messages
+    session = SessionStore(data_dir).load(result.session_id)
+    assert session.meta.job is not None
+    assert session.meta.job.finished
+    answered, note = session.messages[-1].content
+    assert isinstance(answered, ToolResult)
+    assert answered.tool_use_id == "t2"
+    assert isinstance(note, Text)
+    assert "failed (timeout: the job did not finish within its time limit of 3s)" in note.text
 
 
 async def test_stop_cancels_the_job(
@@ -473,6 +719,8 @@ async def test_a_failing_setup_command_fails_the_job_before_the_model_is_asked(
     assert result.error_kind == "sandbox_error"
     assert result.error_message == "setup command 'exit 3' failed with exit code 3"
     assert fake_anthropic.requests == []
+    # No agent ran: the thread's session is as the job found it (here: none).
+    assert not SessionStore(data_dir).path(session_id_for("octo/hello#12")).exists()
     assert not (data_dir / "workspaces" / "job-1").exists()
 
 
