@@ -389,8 +389,8 @@ async def _run_agent(
     )
 
     def save() -> None:
-        # The thread's session file, with this job's mark still open: the turns
-        # are there for the job's end, and dropped if it never comes.
+        # Into the thread's session file, under this job's open mark: should the
+        # job never end, the next job drops these turns (`_drops_last_job`).
         session = Session(
             replace(meta, updated_at=utc_timestamp(), usage=agent.usage),
             tuple(agent.transcript()),
