@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import signal
@@ -82,6 +83,9 @@ async def test_enqueue_claim_finish(queue: SqliteQueue, clock: FakeClock) -> Non
     assert job is not None
     assert job.id == result.job_ids[0]
     assert job.request == request
+    with contextlib.closing(sqlite3.connect(queue.path)) as conn:
+        (stored,) = conn.execute("SELECT request FROM jobs WHERE id = ?", (job.id,)).fetchone()
+    assert json.loads(stored) == request.to_json()
     assert (job.state, job.attempts, job.worker) == (JobState.RUNNING, 1, "w1")
     assert job.lease_expires_at == clock.now + LEASE
     assert await queue.claim("w2", LEASE) is None
