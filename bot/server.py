@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import orjson
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -105,7 +106,7 @@ def create_app(
         metrics.deliveries.labels(event or "-", decision).inc()
         metrics.ack_seconds.observe(elapsed)
         log.info(
-            json.dumps(
+            orjson.dumps(
                 {
                     "delivery": delivery_id or None,
                     "event": event or None,
@@ -116,9 +117,13 @@ def create_app(
                     "latency_ms": round(elapsed * 1000, 2),
                     **({"reason": fields["reason"]} if "reason" in fields else {}),
                 }
-            )
+            ).decode()
         )
-        return JSONResponse({"decision": decision, **fields}, status_code=status)
+        return Response(
+            orjson.dumps({"decision": decision, **fields}),
+            status_code=status,
+            media_type="application/json",
+        )
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})

@@ -178,6 +178,8 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         "instruction": instruction,
         "dedupe_key": dedupe_key,
         "delivery_id": delivery,
+        # Only a schedule names the branch; triage leaves it to the worker.
+        "branch": None,
     }
 
 
