@@ -9,12 +9,18 @@ One `GitHubApp` per process, built at start-up and closed on shutdown:
 
 It signs App JWTs with githubkit's `AppAuthStrategy` and mints installation
 tokens scoped to one repository and the least permissions a job needs (or
-fewer: `CONFIG_PERMISSIONS` reads another repository's settings). Tokens are
+fewer: `CONFIG_PERMISSIONS` reads another repository's settings; more:
+`WORKFLOW_JOB_PERMISSIONS` when the repository's config lets Neo push
+workflow changes). Tokens are
 cached per (installation, repository, permissions) until a minute before they
 expire, and concurrent requests for one key share a single call to GitHub. Every
 client it hands out shares one HTTP connection pool, which `aclose` closes.
 
 Use it from one event loop: the pool and the in-flight calls belong to it.
+
+`AppAuth` is what the worker and the publisher need of it, as a Protocol, so
+`neo action` can hand them an object that authenticates with a workflow's
+token instead.
 """
 
 from __future__ import annotations
@@ -29,14 +35,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, cast
 
 import httpx
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from githubkit import AppAuthStrategy, BaseAuthStrategy, GitHub
-from githubkit.auth.app import AppAuth
+from githubkit.auth.app import AppAuth as _AppAuthBase
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
 from githubkit.utils import Unset
@@ -52,6 +58,8 @@ __all__ = [
     "DEFAULT_API_URL",
     "JOB_PERMISSIONS",
     "REFRESH_MARGIN",
+    "WORKFLOW_JOB_PERMISSIONS",
+    "AppAuth",
     "GitHubApp",
     "GitHubAuthError",
     "InstallationAuth",
@@ -77,6 +85,12 @@ def _job_permissions() -> AppPermissionsType:
 
 JOB_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
     {name: str(level) for name, level in _job_permissions().items()}
+)
+
+# A job of a repository whose `.github/neo.yml` sets `allow_workflow_edits`:
+# GitHub refuses a push that touches `.github/workflows/` without `workflows`.
+WORKFLOW_JOB_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {**JOB_PERMISSIONS, "workflows": "write"}
 )
 
 # Reading settings from a repository Neo does not work on (the owner's `.github`).
@@ -111,6 +125,38 @@ class InstallationToken:
     expires_at: datetime
     repository: str  # "owner/name"
     permissions: Mapping[str, str]  # what GitHub granted
+
+
+class AppAuth(Protocol):
+    """What the worker and the publisher ask of the App: tokens, clients, its login.
+
+    `GitHubApp` is the App's; `neo action` passes one that authenticates
+    with the workflow's token, which may ignore `installation_id` and
+    `permissions` (a workflow token has the permissions its job declares).
+    Errors are `GitHubAuthError`s with the status GitHub answered.
+    """
+
+    async def installation_token(
+        self,
+        installation_id: int,
+        repository: str,
+        permissions: Mapping[str, str] | None = None,
+    ) -> InstallationToken:
+        """A token for `repository` ("owner/name"); `permissions` None: JOB_PERMISSIONS."""
+        ...
+
+    async def installation_client(
+        self,
+        installation_id: int,
+        repository: str,
+        permissions: Mapping[str, str] | None = None,
+    ) -> GitHub[Any]:
+        """A githubkit client acting on `repository` with such a token."""
+        ...
+
+    async def bot_login(self) -> str:
+        """The login Neo's comments and commits are by, e.g. `neo[bot]`."""
+        ...
 
 
 def load_private_key(value: str | None, path: str | None) -> str:
@@ -184,7 +230,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class _AppAuthFlow(AppAuth):
+class _AppAuthFlow(_AppAuthBase):
     def __repr__(self) -> str:
         return f"AppAuth(issuer={self.issuer!r})"
 
@@ -407,7 +453,8 @@ class GitHubApp:
             data = response.parsed_data
             expires_at = datetime.fromisoformat(data.expires_at)
         except GitHubException as error:
-            raise _auth_error(error, _token_hint(error, installation_id, repository)) from None
+            hint = _token_hint(error, installation_id, repository, key[2])
+            raise _auth_error(error, hint) from None
         except ValueError:  # not GitHub's shape: pydantic's and fromisoformat's errors
             raise _unexpected("POST /app/installations/{id}/access_tokens") from None
         if expires_at.tzinfo is None:
@@ -504,18 +551,35 @@ def _app_hint(error: GitHubException) -> str:
     return "check NEO_GITHUB_API_URL" if _status(error) == 404 else _CREDENTIALS
 
 
-def _token_hint(error: GitHubException, installation_id: int, repository: str) -> str:
+def _token_hint(
+    error: GitHubException,
+    installation_id: int,
+    repository: str,
+    permissions: tuple[tuple[str, str], ...],
+) -> str:
     status = _status(error)
     if status == 404:
         return f"check that installation {installation_id} of the App exists"
     if status == 422:
         return (
             f"check that installation {installation_id} can access {repository} and grants "
-            "contents, issues and pull requests write"
+            + _granting(permissions)
         )
     if status == 403:
         return "check the App's permissions and GitHub's rate limit"
     return _CREDENTIALS
+
+
+def _granting(permissions: tuple[tuple[str, str], ...]) -> str:
+    """'contents, issues and pull requests write': what a token asked for, bar metadata."""
+    phrases = []
+    for level in ("write", "read"):
+        names = [name.replace("_", " ") for name, have in permissions if have == level]
+        names = [name for name in names if name != "metadata"]
+        if names:
+            listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+            phrases.append(f"{listed} {level}")
+    return "; ".join(phrases) or "the permissions asked for"
 
 
 def _auth_error(error: GitHubException, hint: str) -> GitHubAuthError:

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         ReviewComment,
     )
 
-    from bot.github import GitHubApp
+    from bot.github import AppAuth
 
 __all__ = [
     "DEFAULT_SPACERS",
@@ -281,7 +281,7 @@ class Publisher:
     @classmethod
     async def for_installation(
         cls,
-        app: GitHubApp,
+        app: AppAuth,
         installation_id: int,
         repository: str,
         number: int,

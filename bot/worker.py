@@ -3,17 +3,35 @@
     worker = Worker(queue, app, settings, name="host-1:0", concurrency=2)
     await worker.run(stop)  # until `stop` is set, then drains
 
-One job, in order: the requester's permission (an unauthorised request gets
-one short reply per thread and runs nothing), the repository's config from
-the default branch, or when it has none from the owner's `.github`
-repository (an invalid one gets one comment naming the field, and nothing
-runs), a 👀 reaction and the job's one progress comment, the task prompt from
+One job, in order: the repository's config from the default branch, or when
+it has none from the owner's `.github` repository (used whole, never
+merged), read together with the requester's permission; an unauthorised
+request gets one short reply per thread and runs nothing, an invalid config
+one comment naming the field, and nothing runs. Then the job's one progress
+comment and, behind it, a 👀 reaction on the trigger; the task prompt from
 the thread (for a pull request with its diff, for a review comment with its
 file, lines and hunk), `runner.job.run` with the comment edited live as the
 agent works, then the draft pull request and the final report in the same
 comment. Every effect goes through `Publisher`, which finds what an earlier
 attempt of the same job made, so a retried job never duplicates a comment
 or a pull request (ARCHITECTURE rule 5).
+
+A job without a thread (`thread.number == 0`: a schedule's, or `neo action`'s
+on `workflow_dispatch` or `schedule`) has only its instruction and the branch
+it names. It gets no reaction, no thread read and no progress comment; its
+prompt is the instruction quoted as data; it works on its branch from the
+default branch, continuing the branch when it exists, in a fresh session;
+and it opens the draft pull request from that branch, or updates the one
+open from it, so each schedule keeps one pull request. Who may ask: a
+thread-less job whose author is Neo's own bot login, or empty, was asked for
+by the repository itself (the default branch's `.github/neo.yml` or a
+workflow file) and runs without a permission check; one that names any
+other author is checked like a mention (a user needs a role in
+`allowed_users`, a bot must be allow-listed).
+
+Every job's result in the queue carries `conclusion`, `pr_url`, `error`,
+`branch`, `session_id`, `cost_usd` and `report`: the final report's
+Markdown, what the progress comment gets, rendered for thread-less jobs too.
 
 Leases: each running job is heartbeated; a lost lease or a requested cancel
 sets the runner's `stop`. A lost lease publishes nothing more (the job is
@@ -23,7 +41,7 @@ one, into the failed report. On shutdown the worker takes no new jobs, waits
 up to `grace` seconds for running ones, then stops and releases them for retry.
 
 Every failure ends as one line in the report and in the job's result; the
-traceback goes to the log only.
+traceback goes to the log only. Log lines are JSON with `ts`, the unix time.
 """
 
 from __future__ import annotations
@@ -35,10 +53,18 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
 
-from bot.context import InlineComment, Post, ReviewLocation, Trigger, build_task_prompt
-from bot.github import CONFIG_PERMISSIONS, GitHubApp, GitHubAuthError
+from bot.context import (
+    InlineComment,
+    Post,
+    ReviewLocation,
+    Trigger,
+    build_instruction_prompt,
+    build_task_prompt,
+)
+from bot.github import CONFIG_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS, AppAuth, GitHubAuthError
 from bot.jobs import Job, JobRequest, JobState
 from bot.progress import (
     Conclusion,
@@ -54,19 +80,25 @@ from bot.publish import DEFAULT_SPACERS, GitHubError, Publisher, Spacers, trigge
 from bot.queue import JobQueue, LeaseLost, QueueError
 from bot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from bot.repo_config import render_config_error as render_config_comment
-from bot.settings import Settings
 from runner import job as runner_job
-from runner.errors import NeoError
-from runner.git import DiffStat
+from runner.errors import ConfigError, NeoError
+from runner.git import DiffStat, MirrorCache
 from runner.job import JobResult, JobSpec
 
-__all__ = ["RunJob", "Worker", "noreply_email"]
+__all__ = ["OWNER_CONFIG_TTL", "RunJob", "Worker", "WorkerSettings", "noreply_email"]
 
 log = logging.getLogger("neo.worker")
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], Awaitable[None]]
 RunJob = Callable[..., Awaitable[JobResult]]
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+_C = TypeVar("_C")
+
+# How long an owner's `.github` repository the App cannot read is not asked
+# about again: without the cache every job pays a token request GitHub refuses.
+OWNER_CONFIG_TTL = 300.0
 
 _COMMENT_EVENTS = ("issue_comment.", "pull_request_review_comment.", "pull_request_review.")
 _REVIEW_COMMENT = "pull_request_review_comment."
@@ -96,6 +128,21 @@ def noreply_email(login: str, user_id: int | None = None) -> str:
     return f"{login}@users.noreply.github.com"
 
 
+class WorkerSettings(Protocol):
+    """What the worker reads of `bot.settings.Settings`; `neo action` may pass its own."""
+
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def sandbox(self) -> str: ...
+    @property
+    def sandbox_image(self) -> str: ...
+    @property
+    def allowed_bots(self) -> frozenset[str]: ...
+    @property
+    def git_url(self) -> str: ...
+
+
 class _Stopped(Exception):
     """The job's lease was lost or the worker is shutting down: publish nothing more."""
 
@@ -110,6 +157,9 @@ class _Running:
     lease_lost: bool = False
     cancel_requested: bool = False
     shutting_down: bool = False
+    # What the job's result reports beside its outcome, once known.
+    branch: str | None = None
+    session_id: str | None = None
 
 
 @dataclass
@@ -133,19 +183,25 @@ class _Thread:
 
 
 class Worker:
-    """Runs up to `concurrency` jobs of `queue` at once as `name`."""
+    """Runs up to `concurrency` jobs of `queue` at once as `name`.
+
+    `wakeup`, set by whoever queues a job in this process (`neo serve`'s
+    intake), makes the worker claim at once instead of at its next poll.
+    `mirrors` is the process's mirror cache, kept across jobs so that each
+    clone finds a ready spare tree; without one, each job makes its own.
+    """
 
     def __init__(
         self,
         queue: JobQueue,
-        app: GitHubApp,
-        settings: Settings,
+        app: AppAuth,
+        settings: WorkerSettings,
         *,
         name: str,
         concurrency: int = 1,
         lease: float = 60.0,
-        heartbeat_every: float = 15.0,
-        requeue_every: float = 30.0,
+        heartbeat_every: float | None = None,
+        requeue_every: float | None = None,
         poll_every: float = 1.0,
         edit_every: float = 3.0,
         grace: float = 30.0,
@@ -154,6 +210,8 @@ class Worker:
         spacers: Spacers = DEFAULT_SPACERS,
         run_job: RunJob = runner_job.run,
         publisher_options: dict[str, Any] | None = None,
+        wakeup: asyncio.Event | None = None,
+        mirrors: MirrorCache | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -163,19 +221,24 @@ class Worker:
         self.name = name
         self.concurrency = concurrency
         self.lease = lease
-        self.heartbeat_every = heartbeat_every
-        self.requeue_every = requeue_every
+        # A heartbeat may be late or lost a few times before the lease runs out.
+        self.heartbeat_every = lease / 4 if heartbeat_every is None else heartbeat_every
+        self.requeue_every = lease / 2 if requeue_every is None else requeue_every
         self.poll_every = poll_every
         self.edit_every = edit_every
         self.grace = grace
+        self.wakeup = wakeup
+        self.mirrors = mirrors
         self._clock = clock
         self._sleep = sleep
         self._spacers = spacers
         self._run_job = run_job
         self._publisher_options = dict(publisher_options or {})
         self._running: dict[int, tuple[_Running, asyncio.Task[None]]] = {}
-        # Reports of jobs the queue gave up on, written in the background.
+        # Reports of jobs the queue gave up on, and reactions, written in the background.
         self._chores: set[asyncio.Task[None]] = set()
+        # Owners whose `.github` repository the App cannot read: until when.
+        self._unreadable: dict[tuple[int, str], float] = {}
 
     # --- the loop ---------------------------------------------------------------------
 
@@ -184,10 +247,17 @@ class Worker:
         await self._requeue_expired()
         last_requeue = self._clock()
         wake = asyncio.Event()
+        waits: list[Callable[[], Awaitable[Any]]] = [stop.wait, wake.wait]
+        if self.wakeup is not None:
+            waits.append(self.wakeup.wait)
         while not stop.is_set():
             if self._clock() - last_requeue >= self.requeue_every:
                 await self._requeue_expired()
                 last_requeue = self._clock()
+            # Cleared before claiming: a job queued from here on sets it again.
+            wake.clear()
+            if self.wakeup is not None:
+                self.wakeup.clear()
             while len(self._running) < self.concurrency and not stop.is_set():
                 try:
                     job = await self.queue.claim(self.name, self.lease)
@@ -197,8 +267,7 @@ class Worker:
                 if job is None:
                     break
                 self._start(job, wake)
-            wake.clear()
-            await _first(stop.wait(), wake.wait(), self._sleep(self.poll_every))
+            await _first(*(wait() for wait in waits), self._sleep(self.poll_every))
         await self._drain()
 
     def _start(self, job: Job, wake: asyncio.Event) -> None:
@@ -257,9 +326,13 @@ class Worker:
                 continue
             if job.state in (JobState.FAILED, JobState.CANCELLED):
                 # Off the claim loop: GitHub's retries may wait.
-                chore = asyncio.create_task(self._report_given_up(job))
-                self._chores.add(chore)
-                chore.add_done_callback(self._chores.discard)
+                self._chore(self._report_given_up(job))
+
+    def _chore(self, work: Awaitable[None]) -> None:
+        """Run `work` in the background; shutdown waits for it within the grace period."""
+        chore = asyncio.ensure_future(work)
+        self._chores.add(chore)
+        chore.add_done_callback(self._chores.discard)
 
     async def _report_given_up(self, job: Job) -> None:
         """Turn the progress comment of a job the queue ended into its report.
@@ -268,8 +341,8 @@ class Worker:
         that never got that far leaves the thread as it was.
         """
         request = job.request
-        if request.installation_id is None:
-            return
+        if request.installation_id is None or request.thread.number == 0:
+            return  # no thread: no comment to turn into the report
         try:
             publisher = await Publisher.for_installation(
                 self.app,
@@ -327,11 +400,16 @@ class Worker:
         """Run one claimed job to its end and record the outcome in the queue."""
         job = running.job
         request = job.request
-        if request.kind != "run":  # cancel requests are applied by the queue itself
-            await self._finish(running, JobState.SUCCEEDED, {"conclusion": "nothing_to_run"})
-            return
-        self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
         progress = Progress(job.id, clock=self._clock)
+        progress.start()
+        if request.kind != "run":  # cancel requests are applied by the queue itself
+            result = self._result(running, Outcome(conclusion=Conclusion.NO_CHANGES), "")
+            await self._finish(
+                running, JobState.SUCCEEDED, {**result, "conclusion": "nothing_to_run"}
+            )
+            return
+        threadless = request.thread.number == 0
+        self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
         publisher: Publisher | None = None
         comment: int | None = None
         try:
@@ -345,35 +423,39 @@ class Worker:
                 spacers=self._spacers,
                 **self._publisher_options,
             )
-            default_branch = await publisher.default_branch()
-            config, config_error = await self._config(publisher, default_branch, request)
+            # Reads only, and independent: together, so the comment comes sooner.
+            default_branch, (config, config_error), level = await _together(
+                publisher.default_branch(),
+                self._config(publisher, request),
+                self._permission(publisher, request),
+            )
             allowed = config.allowed_users if config else RepoConfig().allowed_users
             bots = config.allowed_bots if config else ()
-            if not await self._authorised(publisher, request, allowed, bots):
-                await publisher.reply_once(
-                    request.thread.number, "unauthorised", _unauthorised(request, allowed)
-                )
-                await self._finish(
-                    running, JobState.FAILED, {"conclusion": "failed", "error": "unauthorised"}
-                )
-                return
-            await self._react(publisher, request)
-            if config is None:
+            if not await self._authorised(request, level, allowed, bots):
+                if not threadless:
+                    await publisher.reply_once(
+                        request.thread.number, "unauthorised", _unauthorised(request, allowed)
+                    )
+                outcome = Outcome(conclusion=Conclusion.FAILED, error="unauthorised")
+            elif config is None:
                 assert config_error is not None
-                await publisher.reply_once(
-                    request.thread.number, "config-error", render_config_comment(config_error)
+                if not threadless:
+                    await publisher.reply_once(
+                        request.thread.number, "config-error", render_config_comment(config_error)
+                    )
+                    self._chore(self._react(publisher, request))
+                outcome = Outcome(conclusion=Conclusion.FAILED, error=str(config_error))
+            else:
+                if not threadless:
+                    # The comment first: mutating calls are spaced a second apart,
+                    # and the reaction can wait for its turn in the background.
+                    comment = await publisher.progress_comment(
+                        job.id, render_progress(progress.state, now=self._clock())
+                    )
+                    self._chore(self._react(publisher, request))
+                outcome = await self._run(
+                    running, publisher, config, default_branch, progress, comment
                 )
-                await self._finish(
-                    running,
-                    JobState.FAILED,
-                    {"conclusion": "failed", "error": str(config_error)},
-                )
-                return
-            progress.start()
-            comment = await publisher.progress_comment(
-                job.id, render_progress(progress.state, now=self._clock())
-            )
-            outcome = await self._run(running, publisher, config, default_branch, progress, comment)
         except _Stopped:
             raise
         except NeoError as error:
@@ -385,21 +467,32 @@ class Worker:
                 error=f"internal error ({type(error).__name__}); the service log has details",
             )
         self._check_alive(running)
+        progress.finish(outcome.conclusion)
+        report = render_report(progress.state, outcome)
         if publisher is not None and comment is not None:
-            progress.finish(outcome.conclusion)
             try:
-                await publisher.update_progress(comment, render_report(progress.state, outcome))
+                await publisher.update_progress(comment, report)
             except GitHubError as error:
                 self._log("report_failed", job=job.id, error=str(error))
-        result = {
+        await self._finish(
+            running, _STATES[outcome.conclusion], self._result(running, outcome, report)
+        )
+        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+    def _result(self, running: _Running, outcome: Outcome, report: str) -> dict[str, Any]:
+        """What the queue keeps of a finished job; `neo action` makes its outputs of it."""
+        result: dict[str, Any] = {
             "conclusion": outcome.conclusion.value,
             "pr_url": outcome.pr_url,
             "error": outcome.error,
+            "branch": running.branch,
+            "session_id": running.session_id,
+            "cost_usd": outcome.cost_usd,
+            "report": report,
         }
         if outcome.cancelled_by:
             result["cancelled_by"] = outcome.cancelled_by
-        await self._finish(running, _STATES[outcome.conclusion], result)
-        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+        return result
 
     async def _run(
         self,
@@ -408,13 +501,17 @@ class Worker:
         config: RepoConfig,
         default_branch: str,
         progress: Progress,
-        comment: int,
+        comment: int | None,
     ) -> Outcome:
         request = running.job.request
-        thread = await self._read_thread(request, publisher)
+        thread: _Thread | None = None
+        if request.thread.number != 0:
+            thread = await self._read_thread(request, publisher)
         spec, pull_request_own_branch = await self._spec(
             running.job, config, default_branch, thread
         )
+        running.branch = spec.work_branch
+        self._log("spec_ready", job=running.job.id, branch=spec.work_branch)
         project_context = None
         if request.thread.is_pull_request:
             # The PR's own AGENTS.md could rewrite Neo's instructions: the default branch's.
@@ -428,14 +525,25 @@ class Worker:
             changed.set()
 
         done = asyncio.Event()
-        live = asyncio.create_task(self._live(publisher, comment, progress, changed, done))
+        live = None
+        if comment is not None:
+            live = asyncio.create_task(self._live(publisher, comment, progress, changed, done))
+        options: dict[str, Any] = {}
+        if self.mirrors is not None:
+            options["cache"] = self.mirrors
         try:
             result = await self._run_job(
-                spec, on_event=on_event, stop=running.stop, project_context=project_context
+                spec,
+                on_event=on_event,
+                stop=running.stop,
+                project_context=project_context,
+                **options,
             )
         finally:
             done.set()
-            await live
+            if live is not None:
+                await live
+        running.session_id = result.session_id
         self._check_alive(running)
         conclusion = _CONCLUSIONS[result.conclusion]
         cancelled_by = None
@@ -445,13 +553,20 @@ class Worker:
         if result.changed:
             progress.note("opening the pull request")
             if pull_request_own_branch:
+                assert thread is not None
                 pr_url = thread.pr_url
             else:
+                title = thread.title if thread is not None else _task_title(request.instruction)
+                body = (
+                    _pr_body(result, request, thread)
+                    if thread is not None
+                    else _threadless_pr_body(result, request)
+                )
                 pr = await publisher.open_or_update_pr(
                     head=spec.work_branch,
                     base=default_branch,
-                    title=thread.title,
-                    body=_pr_body(result, request, thread),
+                    title=title,
+                    body=body,
                     draft=config.draft,
                 )
                 pr_url = pr.url
@@ -507,13 +622,15 @@ class Worker:
     # --- before the run ---------------------------------------------------------------
 
     async def _config(
-        self, publisher: Publisher, default_branch: str, request: JobRequest
+        self, publisher: Publisher, request: JobRequest
     ) -> tuple[RepoConfig | None, RepoConfigError | None]:
         """The repository's config; without one, the owner's; without either, defaults.
 
-        The repository's file wins whole: the two are never merged.
+        From the default branch (no ref: GitHub's default), so a pull request
+        cannot change it. The repository's file wins whole: the two are never
+        merged.
         """
-        text = await publisher.read_file(CONFIG_PATH, ref=default_branch)
+        text = await publisher.read_file(CONFIG_PATH)
         source = CONFIG_PATH
         if text is None:
             owner = await self._owner_config(request)
@@ -531,11 +648,15 @@ class Worker:
 
         The job's token is scoped to its own repository, so this reads with a
         read-only token for `{owner}/.github`, which GitHub grants only when the
-        App is installed there.
+        App is installed there. A refusal is remembered for `OWNER_CONFIG_TTL`.
         """
         assert request.installation_id is not None
         owner, _, name = request.thread.repository.partition("/")
         if name.lower() == _OWNER_CONFIG_REPO:
+            return None
+        key = (request.installation_id, owner.lower())
+        until = self._unreadable.get(key)
+        if until is not None and self._clock() < until:
             return None
         repository = f"{owner}/{_OWNER_CONFIG_REPO}"
         try:
@@ -549,35 +670,53 @@ class Worker:
                 bot_login=await self.app.bot_login(),
                 **self._publisher_options,
             )
-            text = await reader.read_file(CONFIG_PATH, ref=await reader.default_branch())
+            text = await reader.read_file(CONFIG_PATH)
         except (GitHubAuthError, GitHubError) as error:
             if error.status in _NOT_THERE:
+                self._unreadable[key] = self._clock() + OWNER_CONFIG_TTL
                 return None
             raise
+        self._unreadable.pop(key, None)
         if text is None:
             return None
         return text, f"{repository}:{CONFIG_PATH}"
 
+    async def _permission(self, publisher: Publisher, request: JobRequest) -> str | None:
+        """The author's role on the repository, when a role decides (a user's request)."""
+        if await self._unchecked(request) or request.author.lower().endswith("[bot]"):
+            return None
+        return await publisher.permission(request.author)
+
+    async def _unchecked(self, request: JobRequest) -> bool:
+        """A thread-less job by Neo itself or nobody: the repository's own files asked."""
+        if request.thread.number != 0:
+            return False
+        return not request.author or request.author.lower() == (await self.app.bot_login()).lower()
+
     async def _authorised(
         self,
-        publisher: Publisher,
         request: JobRequest,
+        level: str | None,
         allowed: Sequence[str],
         bots: Sequence[str],
     ) -> bool:
+        if await self._unchecked(request):
+            return True
         author = request.author
         if author.lower().endswith("[bot]"):
             listed = {bot.lower() for bot in (*bots, *self.settings.allowed_bots)}
             return author.lower() in listed and author != await self.app.bot_login()
-        return await publisher.permission(author) in allowed
+        return level in allowed
 
     async def _react(self, publisher: Publisher, request: JobRequest) -> None:
         kind = trigger_kind(request.event)
         target = request.thread.number if kind == "issue" else request.trigger_id
         try:
             await publisher.react(kind, target)
-        except GitHubError as error:  # an acknowledgement, not the work
+        except NeoError as error:  # an acknowledgement, not the work
             self._log("react_failed", error=str(error))
+        except Exception:
+            log.exception("reacting to the trigger of %s failed", request.thread.key)
 
     async def _read_thread(self, request: JobRequest, publisher: Publisher) -> _Thread:
         assert request.installation_id is not None
@@ -652,48 +791,71 @@ class Worker:
         return thread
 
     async def _spec(
-        self, job: Job, config: RepoConfig, default_branch: str, thread: _Thread
+        self, job: Job, config: RepoConfig, default_branch: str, thread: _Thread | None
     ) -> tuple[JobSpec, bool]:
-        """The runner's spec; and whether the job works on a pull request's own branch."""
+        """The runner's spec; and whether the job works on a pull request's own branch.
+
+        `thread` is None for a job without one.
+        """
         request = job.request
         assert request.installation_id is not None
         repository = request.thread.repository
         number = request.thread.number
+        bot = await self.app.bot_login()
         own_branch = False
         pull_request: int | None = None
-        if request.thread.is_pull_request and thread.head_ref and thread.same_repository:
-            work_branch, own_branch = thread.head_ref, True
-        elif request.thread.is_pull_request:
-            # A fork's branch cannot be pushed to: a branch of ours, from its head.
-            work_branch, pull_request = f"{config.branch_prefix}pr-{number}", number
-        else:
-            work_branch = f"{config.branch_prefix}issue-{number}"
-        post = None
-        if request.event.startswith(_COMMENT_EVENTS):
-            post = Post(
-                author=request.author,
-                association=request.author_association,
-                body=request.instruction,
-                id=request.trigger_id,
-            )
-        prompt = build_task_prompt(
-            request.thread,
-            title=thread.title,
-            opening=thread.opening,
-            trigger=Trigger(
-                requester=request.author,
+        co_author: tuple[str, str] | None = None
+        if thread is None:
+            work_branch = _threadless_branch(request, default_branch)
+            prompt = build_instruction_prompt(
+                repository,
+                instruction=request.instruction,
                 event=request.event,
-                post=post,
-                review=thread.review,
-                inline=thread.inline,
-            ),
-            comments=thread.comments,
-            diff=thread.diff,
-            diff_missing=thread.diff_missing,
-            neo_login=await self.app.bot_login(),
-        )
-        token = await self.app.installation_token(request.installation_id, repository)
-        bot = await self.app.bot_login()
+                branch=work_branch,
+                requester=None if await self._unchecked(request) else request.author,
+            )
+            if request.author and request.author.lower() != bot.lower():
+                co_author = (request.author, noreply_email(request.author))
+            session_key = None  # each run of a schedule starts afresh
+            commit_message = f"Neo: {_task_title(request.instruction)}"
+        else:
+            if request.thread.is_pull_request and thread.head_ref and thread.same_repository:
+                work_branch, own_branch = thread.head_ref, True
+            elif request.thread.is_pull_request:
+                # A fork's branch cannot be pushed to: a branch of ours, from its head.
+                work_branch, pull_request = f"{config.branch_prefix}pr-{number}", number
+            else:
+                work_branch = f"{config.branch_prefix}issue-{number}"
+            post = None
+            if request.event.startswith(_COMMENT_EVENTS):
+                post = Post(
+                    author=request.author,
+                    association=request.author_association,
+                    body=request.instruction,
+                    id=request.trigger_id,
+                )
+            prompt = build_task_prompt(
+                request.thread,
+                title=thread.title,
+                opening=thread.opening,
+                trigger=Trigger(
+                    requester=request.author,
+                    event=request.event,
+                    post=post,
+                    review=thread.review,
+                    inline=thread.inline,
+                ),
+                comments=thread.comments,
+                diff=thread.diff,
+                diff_missing=thread.diff_missing,
+                neo_login=bot,
+            )
+            co_author = (request.author, noreply_email(request.author, thread.requester_id))
+            session_key = request.thread.key
+            commit_message = _commit_message(thread.title, number)
+        # Pushing under .github/workflows/ takes the `workflows` permission.
+        permissions = WORKFLOW_JOB_PERMISSIONS if config.allow_workflow_edits else None
+        token = await self.app.installation_token(request.installation_id, repository, permissions)
         docker = self.settings.sandbox == "docker"
         spec = JobSpec(
             job_id=f"job-{job.id}",
@@ -713,11 +875,11 @@ class Worker:
             setup=config.setup,
             setup_network=config.setup_network,
             allow_workflow_edits=config.allow_workflow_edits,
-            co_author=(request.author, noreply_email(request.author, thread.requester_id)),
+            co_author=co_author,
             bot_name=bot,
             bot_email=noreply_email(bot),
-            session_key=request.thread.key,
-            commit_message=_commit_message(thread.title, number),
+            session_key=session_key,
+            commit_message=commit_message,
         )
         return spec, own_branch
 
@@ -751,10 +913,22 @@ class Worker:
             self._log("finish_lost", job=running.job.id)
 
     def _log(self, event: str, **fields: Any) -> None:
-        log.info(json.dumps({"event": event, "worker": self.name, **fields}, default=str))
+        line = {"event": event, "ts": round(time.time(), 3), "worker": self.name, **fields}
+        log.info(json.dumps(line, default=str))
 
 
 # --- pure helpers ---------------------------------------------------------------------
+
+
+async def _together(
+    first: Awaitable[_A], second: Awaitable[_B], third: Awaitable[_C]
+) -> tuple[_A, _B, _C]:
+    """Await the three at once; the first failure is raised once all have ended."""
+    results = await asyncio.gather(first, second, third, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return cast("tuple[_A, _B, _C]", tuple(results))
 
 
 async def _first(*waits: Awaitable[Any]) -> None:
@@ -819,6 +993,28 @@ def _describe(error: Exception) -> str:
     return f"{status} {type(error).__name__}" if status else type(error).__name__
 
 
+def _threadless_branch(request: JobRequest, default_branch: str) -> str:
+    """The branch a job without a thread works on: the one it names, never the default."""
+    branch = (request.branch or "").strip()
+    if not branch:
+        raise ConfigError(
+            "a job on no issue or pull request must name the branch to work on; none was given"
+        )
+    if branch == default_branch:
+        raise ConfigError(
+            f"the job's branch {branch!r} is the default branch; Neo works on a branch of its"
+            " own and opens a pull request from it"
+        )
+    return branch
+
+
+def _task_title(instruction: str) -> str:
+    """A title for the work of a job without a thread: its instruction's first line."""
+    line = next((line for line in instruction.splitlines() if line.strip()), "")
+    line = " ".join(line.split())
+    return line if len(line) <= 72 else line[:71].rstrip() + "…"
+
+
 def _commit_message(title: str, number: int) -> str:
     subject = " ".join(title.split())[:60] or f"issue #{number}"
     return f"Neo: {subject} (#{number})"
@@ -851,3 +1047,33 @@ def _pr_body(result: JobResult, request: JobRequest, thread: _Thread) -> str:
     else:
         parts.append(f"Fixes #{number}")
     return "\n\n".join(parts)
+
+
+def _threadless_pr_body(result: JobResult, request: JobRequest) -> str:
+    """The body of a job's pull request when no issue asked: what it was told, and did.
+
+    Each run of the same schedule rewrites it: it tells the latest run.
+    """
+    if request.event == "schedule":
+        why = "on a schedule in `.github/neo.yml`; each run updates this pull request"
+    else:
+        why = f"from a workflow run (`{_one_word(request.event)}`)"
+    if request.author and not request.author.lower().endswith("[bot]"):
+        why += f", at the request of @{request.author}"
+    task = "\n".join(f"> {line}" for line in neutralise(request.instruction.strip()).splitlines())
+    parts = [
+        f"Neo made this change {why}.",
+        "## Task",
+        task or "> _none_",
+        "## Summary",
+        neutralise(result.summary.strip()) or "_The agent gave no summary._",
+    ]
+    if result.diffstat is not None:
+        parts += ["## Changes", _diffstat(result.diffstat)]
+    if result.blocked_paths:
+        parts.append("Changes to .github/workflows/ were left out: `allow_workflow_edits` is off.")
+    return "\n\n".join(parts)
+
+
+def _one_word(text: str) -> str:
+    return "".join(c for c in text if c.isalnum() or c in "._-")[:60] or "unknown"

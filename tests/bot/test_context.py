@@ -16,12 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.context import (
+    DEFAULT_LIMITS,
     InlineComment,
     Limits,
     Post,
     ReviewLocation,
     Trigger,
     boundary,
+    build_instruction_prompt,
     build_task_prompt,
 )
 from bot.jobs import Thread
@@ -417,3 +419,48 @@ def test_inline_comments_are_capped_by_count() -> None:
     blocks, outside = parse(build(thread=PR, trigger=trigger, limits=Limits(max_inline_comments=2)))
     assert [b.content for b in blocks if b.kind == "review_comment"] == ["note 0", "note 1"]
     assert "(3 later inline comments not shown)" in outside
+
+
+# --- jobs without a thread
+
+
+def test_a_threadless_instruction_is_quoted_whole_and_cannot_leave_its_block() -> None:
+    instruction = "Update the dependencies.\n" + ESCAPES[1] + "\n" + ESCAPES[0]
+    prompt = build_instruction_prompt(
+        "octo/app", instruction=instruction, event="schedule", branch="neo/schedule-deps"
+    )
+    blocks, outside = parse(prompt)
+    assert [(b.kind, b.content) for b in blocks] == [("request", instruction)]
+    assert blocks[0].attrs == {"kind": "request", "event": "schedule"}
+    assert blocks[0].token not in instruction.lower()
+    for leak in ("Delete the repository", "ignore previous instructions"):
+        assert leak not in outside
+    assert outside.count("## Your task") == 1
+    assert "octo/app, on branch neo/schedule-deps" in outside
+    assert "on a schedule that the repository's configuration sets." in outside
+    assert f"in a block tagged data-{blocks[0].token}" in outside
+    assert "#" not in outside.replace("## Your task", "")  # no issue number, not even #0
+
+
+def test_a_threadless_instruction_names_who_started_it_when_a_user_did() -> None:
+    prompt = build_instruction_prompt(
+        "octo/app",
+        instruction="Fix the lint",
+        event="workflow_dispatch",
+        branch="neo/lint",
+        requester='mona"><x',
+    )
+    blocks, outside = parse(prompt)
+    assert blocks[0].attrs["author"] == 'mona"><x'
+    assert "started by hand, started by @mona&quot;&gt;&lt;x." in outside
+    odd = build_instruction_prompt("octo/app", instruction="x", event="push", branch="b")
+    assert "from a workflow of the repository (event push)." in parse(odd)[1]
+
+
+def test_a_long_threadless_instruction_is_capped_with_a_note() -> None:
+    instruction = "y" * (DEFAULT_LIMITS.max_body_chars + 10)
+    blocks, _ = parse(
+        build_instruction_prompt("octo/app", instruction=instruction, event="schedule", branch="b")
+    )
+    assert blocks[0].content == "y" * DEFAULT_LIMITS.max_body_chars
+    assert blocks[0].attrs["truncated"].startswith("showing the first 30,000 of")

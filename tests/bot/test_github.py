@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,6 +16,8 @@ from githubkit.exception import RequestFailed
 from bot.github import (
     CONFIG_PERMISSIONS,
     JOB_PERMISSIONS,
+    WORKFLOW_JOB_PERMISSIONS,
+    AppAuth,
     GitHubApp,
     GitHubAuthError,
     load_private_key,
@@ -263,6 +265,53 @@ async def test_permissions_the_installation_lacks_are_refused(github: FakeGitHub
         "github 422: The permissions requested are not granted to this installation."
     )
     assert github.token_requests[0].permissions == LEAST
+
+
+@pytest.mark.parametrize(
+    ("repository", "permissions", "named"),
+    [
+        # Installed before the App asked for `workflows`: its owner has not granted it.
+        (
+            "octo/hello",
+            WORKFLOW_JOB_PERMISSIONS,
+            "grants contents, issues, pull requests and workflows write)",
+        ),
+        # The owner's settings repository, where the App is not installed.
+        ("octo/.github", CONFIG_PERMISSIONS, "grants contents read)"),
+    ],
+)
+async def test_a_refused_token_names_the_permissions_it_asked_for(
+    app: GitHubApp,
+    github: FakeGitHub,
+    repository: str,
+    permissions: Mapping[str, str],
+    named: str,
+) -> None:
+    with pytest.raises(GitHubAuthError) as raised:
+        await app.installation_token(INSTALLATION, repository, permissions)
+    assert str(raised.value).startswith("github 422: ")
+    assert str(raised.value).endswith(
+        f"(check that installation 7 can access {repository} and {named}"
+    )
+    assert github.token_requests[0].permissions == dict(permissions)
+
+
+def test_workflow_edits_ask_for_what_a_job_asks_and_workflows() -> None:
+    assert dict(WORKFLOW_JOB_PERMISSIONS) == {**JOB_PERMISSIONS, "workflows": "write"}
+    assert "workflows" not in JOB_PERMISSIONS
+
+
+async def test_the_app_is_what_the_worker_and_publisher_need(
+    app: GitHubApp, github: FakeGitHub
+) -> None:
+    auth: AppAuth = app  # mypy checks the Protocol; this checks it at run time too
+    assert await auth.bot_login() == github.bot_login
+    token = await auth.installation_token(INSTALLATION, "octo/hello")
+    client = await auth.installation_client(INSTALLATION, "octo/hello")
+    assert (
+        await client.rest.repos.async_get("octo", "hello")
+    ).parsed_data.full_name == "octo/hello"
+    assert token.repository == "octo/hello"
 
 
 async def test_a_failure_is_not_cached(app: GitHubApp, github: FakeGitHub) -> None:

@@ -15,13 +15,21 @@ from typing import Any
 
 import httpx
 import pytest
+from githubkit import GitHub, TokenAuthStrategy
 
-from bot.github import CONFIG_PERMISSIONS, GitHubApp
+from bot.github import (
+    CONFIG_PERMISSIONS,
+    JOB_PERMISSIONS,
+    WORKFLOW_JOB_PERMISSIONS,
+    AppAuth,
+    GitHubApp,
+    InstallationToken,
+)
 from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.progress import job_marker
 from bot.queue import Heartbeat, SqliteQueue
 from bot.settings import Settings, load_settings
-from bot.worker import Worker
+from bot.worker import OWNER_CONFIG_TTL, Worker
 from tests.bot.serving import headers, neo_serve, serve_env
 from tests.bot.test_serve import mention
 from tests.fakes import (
@@ -36,10 +44,13 @@ from tests.fakes import (
     text,
     tool_use,
 )
+from tests.fakes.github_api import ALL_JOB_PERMISSIONS
 
 REPO = "octo/hello"
 INSTALLATION = 7
 LEASE = 60.0
+# An installation whose owner accepted the `workflows` permission.
+WITH_WORKFLOWS = {**ALL_JOB_PERMISSIONS, "workflows": "write"}
 
 
 class _Clock:
@@ -151,7 +162,7 @@ async def enqueue(queue: SqliteQueue, job_request: JobRequest) -> int:
 
 
 def worker(
-    queue: Any, app: GitHubApp, settings: Settings, name: str = "w1", **options: Any
+    queue: Any, app: AppAuth, settings: Settings, name: str = "w1", **options: Any
 ) -> Worker:
     # No spacing of writes and no retry waits: the fakes answer at once.
     from bot.publish import Spacers
@@ -333,7 +344,9 @@ async def test_an_unauthorised_commenter_gets_one_short_reply_and_nothing_runs(
     for job_id in (one, two):
         job = await get(queue, job_id)
         assert job.state is JobState.FAILED
-        assert job.result == {"conclusion": "failed", "error": "unauthorised"}
+        assert job.result is not None
+        assert job.result["conclusion"] == "failed"
+        assert job.result["error"] == "unauthorised"
     mine = bot_comments(github, number)
     assert len(mine) == 1
     assert "@eve" in mine[0]["body"]
@@ -958,3 +971,337 @@ async def test_a_secondary_rate_limit_is_waited_out_and_the_job_still_makes_one_
     refused = next(r for r in github.requests if r.status == 403)
     assert refused.route.endswith(suffix)
     assert waits.waits == [1.0]  # what retry-after asked for, once
+
+
+# --- jobs without a thread (schedules, `neo action` on workflow_dispatch)
+
+
+SCHEDULES = """\
+schedules:
+  - name: Docs
+    cron: "0 6 * * MON"
+    prompt: |
+      Add a line to the README.
+      Keep it short.
+"""
+
+
+def scheduled(github: FakeGitHub, week: int) -> JobRequest:
+    """What the scheduler queues for the Docs schedule's slot of `week`."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.repo_config import parse_repo_config
+    from bot.schedules import scheduled_request
+
+    slot = datetime(2024, 1, 1, 6, tzinfo=UTC) + timedelta(weeks=week)
+    return scheduled_request(
+        repository=REPO,
+        installation_id=INSTALLATION,
+        config=parse_repo_config(SCHEDULES),
+        index=0,
+        slot=slot,
+        author=github.bot_login,
+    )
+
+
+def script_line(fake: FakeAnthropicAPI, call: str, old: str, new: str) -> None:
+    """One run of the model: replace `old` by `new` in the README, then say so."""
+    edit = {"path": "README.md", "old_string": old, "new_string": new}
+    fake.script(
+        Reply([tool_use(call, "edit_file", edit)], "tool_use"),
+        Reply([text(f"README now ends with {new.splitlines()[-1]!r}.")]),
+    )
+
+
+RESULT_KEYS = {"conclusion", "pr_url", "error", "branch", "session_id", "cost_usd", "report"}
+
+
+async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", SCHEDULES)
+    first, second = scheduled(github, 0), scheduled(github, 1)
+    assert first.thread.number == 0
+    assert first.branch == "neo/schedule-docs"
+    script_line(fake_anthropic, "a1", "# fixture\n", "# fixture\n\nWeek one.\n")
+    w = worker(queue, app, settings)
+
+    one = await enqueue(queue, first)
+    await run_until(w, finished(queue, one))
+    asked = len(fake_anthropic.requests)
+    script_line(fake_anthropic, "b1", "Week one.\n", "Week one.\nWeek two.\n")
+    two = await enqueue(queue, second)
+    await run_until(w, finished(queue, two))
+
+    jobs = [await get(queue, one), await get(queue, two)]
+    for job in jobs:
+        assert job.state is JobState.SUCCEEDED, job.result
+        assert job.result is not None
+        assert set(job.result) >= RESULT_KEYS
+        assert job.result["conclusion"] == "success"
+        assert job.result["branch"] == "neo/schedule-docs"
+        assert job.result["error"] is None
+        assert "**Done**" in job.result["report"]
+        assert job.result["pr_url"] in job.result["report"]
+    # One pull request for the schedule, from its branch, told by the latest run.
+    [pull] = github.pulls(REPO)
+    assert jobs[0].result is not None
+    assert jobs[1].result is not None
+    assert jobs[0].result["pr_url"] == jobs[1].result["pr_url"] == pull["html_url"]
+    assert pull["head"]["ref"] == "neo/schedule-docs"
+    assert pull["base"]["ref"] == "main"
+    assert pull["draft"] is True
+    assert pull["title"] == "Add a line to the README."
+    assert "Fixes" not in pull["body"]
+    assert "on a schedule" in pull["body"]
+    assert "> Add a line to the README." in pull["body"]
+    assert "Week two" in pull["body"]
+    # The second run continued the branch the first one pushed.
+    branch = "refs/heads/neo/schedule-docs"
+    assert git(origin, "rev-list", "--count", f"main..{branch}") == "2"
+    assert git(origin, "show", f"{branch}:README.md") == "# fixture\n\nWeek one.\nWeek two."
+    message = git(origin, "log", "-1", "--format=%B", branch)
+    assert message.startswith("Neo: Add a line to the README.")
+    assert "Co-authored-by" not in message  # nobody but Neo asked
+    # No thread: no comment, no reaction, no permission asked of anyone.
+    assert github.comments(REPO) == []
+    assert github.reactions(REPO) == []
+    assert not [r for r in github.requests if "/collaborators/" in r.path]
+    # The prompt is the schedule's, quoted as data; each run starts a fresh session.
+    prompt = prompt_of(fake_anthropic, 0)
+    assert ">\nAdd a line to the README.\nKeep it short.\n\n</data-" in prompt
+    assert "on branch neo/schedule-docs" in prompt
+    assert "#0" not in prompt
+    assert len(fake_anthropic.requests[asked].body["messages"]) == 1
+    assert jobs[0].result["session_id"] != jobs[1].result["session_id"]
+
+
+async def test_a_threadless_job_that_names_a_user_checks_their_permission(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.set_permission(REPO, "eve", "read")
+    dispatch = replace(
+        scheduled(github, 0),
+        event="workflow_dispatch",
+        trigger_id=0,
+        dedupe_key="dispatch:1",
+        delivery_id="dispatch:1",
+        branch="neo/dispatch",
+    )
+    refused = await enqueue(queue, replace(dispatch, author="eve"))
+    w = worker(queue, app, settings)
+    await run_until(w, finished(queue, refused))
+
+    job = await get(queue, refused)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert job.result["error"] == "unauthorised"
+    assert set(job.result) >= RESULT_KEYS
+    assert "**Failed**" in job.result["report"]
+    assert fake_anthropic.requests == []
+    assert github.comments(REPO) == []
+
+    script_line(fake_anthropic, "m1", "# fixture\n", "# fixture\n\nBy hand.\n")
+    allowed = await enqueue(
+        queue, replace(dispatch, author="mona", dedupe_key="dispatch:2", delivery_id="d:2")
+    )
+    await run_until(w, finished(queue, allowed))
+
+    job = await get(queue, allowed)
+    assert job.state is JobState.SUCCEEDED, job.result
+    [pull] = github.pulls(REPO)
+    assert pull["head"]["ref"] == "neo/dispatch"
+    assert "at the request of @mona" in pull["body"]
+    trailer = git(origin, "log", "-1", "--format=%(trailers:key=Co-authored-by)", "neo/dispatch")
+    assert trailer.startswith("Co-authored-by: mona <mona@users.noreply")
+    assert "started by @mona" in prompt_of(fake_anthropic)
+    assert github.comments(REPO) == []
+
+
+@pytest.mark.parametrize(
+    ("branch", "error"),
+    [
+        (None, "must name the branch to work on"),
+        ("main", "is the default branch"),
+    ],
+)
+async def test_a_threadless_job_without_a_branch_of_its_own_fails_with_one_line(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    branch: str | None,
+    error: str,
+) -> None:
+    job_id = await enqueue(queue, replace(scheduled(github, 0), branch=branch))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert job.result["error"].startswith("config_error: ")
+    assert error in job.result["error"]
+    assert "\n" not in job.result["error"]
+    assert error in job.result["report"]
+    assert fake_anthropic.requests == []
+    assert github.pulls(REPO) == []
+
+
+class _WorkflowToken:
+    """An `AppAuth` as `neo action` has one: a workflow's token, no App."""
+
+    def __init__(self, github: FakeGitHub, token: InstallationToken) -> None:
+        self._github = github
+        self._token = token
+
+    async def installation_token(
+        self, installation_id: int, repository: str, permissions: Any = None
+    ) -> InstallationToken:
+        return self._token
+
+    async def installation_client(
+        self, installation_id: int, repository: str, permissions: Any = None
+    ) -> GitHub[Any]:
+        return GitHub(TokenAuthStrategy(self._token.token), base_url=self._github.base_url)
+
+    async def bot_login(self) -> str:
+        return self._github.bot_login
+
+
+async def test_a_workflow_token_in_place_of_the_app_runs_a_job_to_its_pr(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    # The token a workflow gets: minted here once, then the App is out of the picture.
+    token = await app.installation_token(INSTALLATION, REPO)
+    minted = len(github.token_requests)
+    script_line(fake_anthropic, "w1", "# fixture\n", "# fixture\n\nFrom a workflow.\n")
+    job_id = await enqueue(queue, replace(scheduled(github, 0), branch="neo/workflow"))
+
+    auth: AppAuth = _WorkflowToken(github, token)
+    await run_until(worker(queue, auth, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.result is not None
+    [pull] = github.pulls(REPO)
+    assert job.result["pr_url"] == pull["html_url"]
+    assert len(github.token_requests) == minted
+
+
+# --- the result every job leaves
+
+
+async def test_a_mentions_result_holds_its_branch_session_cost_and_the_comments_report(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    assert set(job.result) >= RESULT_KEYS
+    assert job.result["branch"] == f"neo/issue-{number}"
+    assert job.result["session_id"].startswith("octo-hello-")
+    assert isinstance(job.result["cost_usd"], float)
+    [mine] = bot_comments(github, number)
+    assert job.result["report"] == mine["body"]
+    # The comment came before the reaction, which waits behind it for its turn.
+    posts = [r.path for r in github.requests if r.method == "POST" and "/repos/" in r.path]
+    assert posts[:2] == [
+        f"/repos/{REPO}/issues/{number}/comments",
+        f"/repos/{REPO}/issues/comments/{comment}/reactions",
+    ]
+
+
+# --- workflow edits need their own permission
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+async def test_the_job_token_asks_for_workflows_only_when_the_config_allows_their_edits(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    allowed: bool,
+) -> None:
+    github.install(INSTALLATION, "octo", ["hello"], permissions=WITH_WORKFLOWS)
+    github.put_file(REPO, ".github/neo.yml", f"allow_workflow_edits: {str(allowed).lower()}\n")
+    fake_anthropic.script(Reply([text("Looked.")]))
+
+    _, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.SUCCEEDED, job.result
+    asked = [r.permissions for r in github.token_requests if r.repositories == ("hello",)]
+    wanted = dict(WORKFLOW_JOB_PERMISSIONS) if allowed else dict(JOB_PERMISSIONS)
+    assert wanted in asked
+    assert any(p is not None and "workflows" in p for p in asked) is allowed
+
+
+async def test_workflow_edits_the_installation_does_not_grant_fail_with_a_line_naming_them(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "allow_workflow_edits: true\n")
+
+    number, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert "workflows write" in job.result["error"]
+    assert fake_anthropic.requests == []
+    [mine] = bot_comments(github, number)
+    assert "workflows write" in mine["body"]
+
+
+# --- the owner's `.github` that the App cannot read
+
+
+async def test_an_owner_repository_the_app_cannot_read_is_not_asked_again_for_a_while(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    clock: _Clock,
+) -> None:
+    fake_anthropic.script(Reply([text("Looked.")]), Reply([text("Looked again.")]))
+    fake_anthropic.script(Reply([text("And again.")]))
+    w = worker(queue, app, settings, clock=clock)
+    for n in range(3):
+        if n == 2:
+            clock.now += OWNER_CONFIG_TTL + 1
+        number = github.add_issue(REPO, "Look around", user="mona")
+        comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+        job_id = await enqueue(queue, request(number, comment, delivery=f"d{n}"))
+        await run_until(w, finished(queue, job_id))
+        assert (await get(queue, job_id)).state is JobState.SUCCEEDED
+        # Refused (422) for the first job, remembered for the second, asked again after.
+        assert len(config_tokens(github)) == (1 if n < 2 else 2)
