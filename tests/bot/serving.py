@@ -15,12 +15,14 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.fakes import FakeGitHub, FakeGitServer
+from tests.fakes.git_server import basic_auth
 
 NEO = Path(sys.executable).with_name("neo")
 SECRET = "webhook-secret-for-tests"
@@ -120,20 +122,27 @@ def neo_serve(env: Mapping[str, str], log: Path, port: int | None = None) -> Ite
 
 
 class AppGitServer(FakeGitServer):
-    """The fake git server, accepting the installation token the fake GitHub issued last."""
+    """The fake git server, taking the installation tokens the fake GitHub issued.
+
+    Any unexpired one whose repositories include the one asked for (all of
+    the installation's, when it names none); a push needs contents: write.
+    """
 
     def __init__(self, root: Path, github: FakeGitHub) -> None:
         self._github = github
         super().__init__(root)
 
-    @property
-    def token(self) -> str:
-        tokens = self._github.tokens
-        return tokens[-1].token if tokens else "no-token-yet"
-
-    @token.setter
-    def token(self, value: str) -> None:
-        pass  # FakeGitServer's constructor sets one; the App's tokens are the ones that count
+    def accepts(self, authorization: str | None, path: str, *, push: bool) -> bool:
+        now = datetime.now(UTC)
+        for issued in self._github.tokens:
+            if authorization != basic_auth(issued.token) or issued.expires_at <= now:
+                continue
+            if issued.repositories and not any(
+                path.lower().startswith(f"/{name.lower()}.git/") for name in issued.repositories
+            ):
+                continue
+            return not push or issued.permissions.get("contents") == "write"
+        return False
 
 
 @dataclass

@@ -243,10 +243,10 @@ class _Handler(BaseHTTPRequestHandler):
         path, query = unquote(parts.path), parts.query
         body = self._read_body() if self.command == "POST" else b""
         header = self.headers.get("Authorization")
-        authenticated = header == basic_auth(fake.token)
         service = next(
             (name for name in ("git-upload-pack", "git-receive-pack") if name in self.path), None
         )
+        authenticated = fake.accepts(header, path, push=service == "git-receive-pack")
 
         def record(status: int, sent: int) -> None:
             fake.record(
@@ -356,6 +356,10 @@ class _Server(ThreadingHTTPServer):
 
 class FakeGitServer:
     """Serves the bare repositories under `root` over smart HTTP; a context manager."""
+
+    def accepts(self, authorization: str | None, path: str, *, push: bool) -> bool:
+        """Whether the `Authorization` header may fetch (or `push` to) `path`."""
+        return authorization == basic_auth(self.token)
 
     def __init__(self, root: Path, *, token: str = "test-token") -> None:
         self.root = root
