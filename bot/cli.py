@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from bot.action import action_command, add_action_parser
 from bot.argtypes import positive_float, positive_int
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
@@ -61,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(commands)
     add_worker_parser(commands)
     add_setup_app_parser(commands)
+    add_action_parser(commands)
     return parser
 
 
@@ -78,6 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return worker_command(args)
     if args.command == "setup-app":
         return setup_app_command(args)
+    if args.command == "action":
+        return action_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands
 
 
