@@ -15,8 +15,8 @@ Prints, over the measured runs, median and p90 (nearest rank) of:
 
 - webhook -> progress comment: from sending the signed POST until the fake
   GitHub has answered the comment's POST (target p50 <= 1 s);
-- job start -> first model request: from the worker's claim of the job until
-  the fake Messages API has the first request (target <= 3 s);
+- job start -> first model request: from the worker's `job_started` log line
+  until the fake Messages API has the first request (target <= 3 s);
 - where the time goes: the run cut into stages at events seen from outside,
   with what runs in each; `--events` adds every event, in order.
 
@@ -26,16 +26,16 @@ Where the times come from, all wall-clock on this one host:
 - the queue (the SQLite file in the data dir, read-only): the job's
   `created_at` (enqueued) and `updated_at` (claimed: the heartbeat does not
   touch it), read when the first model request arrives, while the job runs;
+- `neo serve`'s log, whose JSON lines carry `ts` (unix time): the worker's
+  `job_started` and `spec_ready`, the runner's `checkout_done` (the working
+  tree is on the work branch), `sandbox_ready` (container started, setup
+  commands run) and `first_model_call` (the agent is about to send it);
 - the fake GitHub and the git server: when each request was answered (they
   record requests but no time, so the bench notes the time as they record);
-- the job's working tree, also read at the first model request: file times
-  set by the kernel (files written by the checkout, the chown of the tree);
 - the Docker engine's event stream: the sandbox container's create, start;
 - the fake Messages API: a reply factory notes when the first request came.
 
-`neo serve`'s log lines carry no time, so the worker's `job_started` is not
-used; the claim stands for the job's start. Stages whose inside cannot be
-seen from outside say what runs in them.
+Stages say what runs in them that cannot be seen from outside.
 
     uv run python -m bench.e2e [--runs 10] [--files 5000] [--image neo-sandbox:local]
         [--setup COMMAND ...] [--pause 1.0] [--events]
@@ -258,37 +258,22 @@ def _git_label(request: GitRequest) -> str:
     return "git: upload-pack" if request.service == "git-upload-pack" else "git: receive-pack"
 
 
-def _tree_events(tree: Path) -> list[tuple[float, str]]:
-    """What the kernel's timestamps in the job's working tree tell, read while it exists.
+# The log lines of `neo serve` a run is cut at: the worker's, and the runner's.
+_LOGGED = ("job_started", "spec_ready", "checkout_done", "sandbox_ready", "first_model_call")
 
-    Files get their mtime when the checkout writes them (git sets none of
-    its own); every entry gets a new ctime when the sandbox takes the tree
-    over (chown); the pack directory's mtime is when the clone of the
-    mirror last added a pack; the index's, the last checkout.
-    """
-    try:
-        written: list[float] = []
-        changed: list[float] = []
-        for directory, dirnames, filenames in os.walk(tree):
-            inside_git = Path(directory).relative_to(tree).parts[:1] == (".git",)
-            for name in [".", *dirnames, *filenames]:
-                status = os.lstat(os.path.join(directory, name))
-                changed.append(status.st_ctime)
-                if name in filenames and not inside_git:
-                    written.append(status.st_mtime)
-        events = [
-            ((tree / ".git" / "objects" / "pack").stat().st_mtime, "tree: packs copied"),
-            ((tree / ".git" / "index").stat().st_mtime, "tree: index written"),
-        ]
-        if written:
-            events += [
-                (min(written), "tree: first file written"),
-                (max(written), "tree: last file written"),
-            ]
-        if tree.stat().st_uid != os.geteuid():  # given to the sandbox's user
-            events += [(min(changed), "tree: chown started"), (max(changed), "tree: chown done")]
-    except OSError:  # no tree (yet): the table says which events were not seen
-        return []
+
+def _log_events(log: Path, job_id: int) -> list[tuple[float, str]]:
+    """The job's timed log lines in `neo serve`'s log: (ts, "log: <event>")."""
+    events = []
+    for line in log.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("event") in _LOGGED and entry.get("job") in (job_id, f"job-{job_id}"):
+            events.append((float(entry["ts"]), f"log: {entry['event']}"))
     return events
 
 
@@ -334,6 +319,7 @@ class _Rig:
     containers: _ContainerEvents
     origin: Path
     client: httpx.Client
+    log: Path
 
 
 def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
@@ -351,9 +337,7 @@ def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
     def first_reply(body: Mapping[str, Any]) -> Reply:
         seen["first model request"] = time.time()
         # The job is waiting for this answer, so it is running: its claim time is there.
-        row = seen["row"] = _job_row(rig.data / "neo.db", thread_key)
-        if row is not None:
-            seen["tree"] = _tree_events(rig.data / "workspaces" / f"job-{row.id}")
+        seen["row"] = _job_row(rig.data / "neo.db", thread_key)
         return Reply([text("The test looks fine to me; nothing to change.")])
 
     rig.anthropic.script(first_reply)
@@ -379,7 +363,7 @@ def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
         (running.updated_at, "queue: claimed"),
         (seen["first model request"], "model: first request"),
     ]
-    events += seen.get("tree", [])
+    events += _log_events(rig.log, row.id)
     events += [(at, _github_label(request)) for at, request in github.take_stamps()]
     events += [(at, _git_label(request)) for at, request in git.take_stamps()]
     events += [
@@ -422,19 +406,19 @@ def _headline(name: str, samples: list[float], target: str) -> str:
 # one for "git: "), and what runs in it that cannot be seen from outside.
 _STAGES: tuple[tuple[str, str], ...] = (
     ("ack (202) received", "verify, triage, commit to the queue, answer"),
-    ("queue: claimed", "waiting for the worker's next poll of the queue (1 s)"),
-    ("github: reaction", "repository, .github/neo.yml, permission, 👀"),
-    ("github: progress comment", "an earlier attempt's comment? writes spaced 1 s apart"),
-    ("github: list comments #2", "the thread for the prompt: issue, comments"),
-    ("git: refs advertised", "prompt, token, spec, provider, mirror lock, git starts"),
-    ("git: ", "mirror fetch; and again from the base (no work branch yet)"),
-    ("tree: index written", "local clone of the mirror, checkout of every file, branch"),
-    ("tree: chown done", "AGENTS.md, engine ping, image, orphan sweep, chown"),
-    ("docker: container start", "container create, attach, start"),
-    ("model: first request", "channel bootstrap, setup commands, prompt, SDK request"),
+    ("queue: claimed", "the intake wakes the worker, which claims the job"),
+    ("log: job_started", "the job's task starts"),
+    ("github: progress comment", "token; repository, .github/neo.yml, permission together"),
+    ("log: spec_ready", "the thread for the prompt: issue, comments; job token; spec"),
+    ("git: ", "provider, mirror lock, one fetch into the mirror, missing blobs"),
+    ("log: checkout_done", "spare tree moved in (or a local clone), checkout, work branch"),
+    ("docker: container start", "AGENTS.md, engine ping, image, chown, container create"),
+    ("log: sandbox_ready", "channel bootstrap, setup commands"),
+    ("log: first_model_call", "session, system prompt, tools"),
+    ("model: first request", "the SDK's request over loopback"),
 )
-# Stages from the job's start (the claim) on.
-_JOB_STAGES = _STAGES[2:]
+# Stages from the job's start on.
+_JOB_STAGES = _STAGES[3:]
 
 
 def _stage_end(run: _Run, label: str) -> float | None:
@@ -459,7 +443,7 @@ def _stages(runs: list[_Run]) -> list[str]:
                 before = end
     for label, what in _STAGES:
         if label == _JOB_STAGES[0][0]:
-            lines.append(f"  {'-- job start (claim) --':<36}")
+            lines.append(f"  {'-- job start (job_started) --':<36}")
         samples = durations[label]
         name = "git: last request" if label == "git: " else label
         if not samples:
@@ -496,7 +480,7 @@ def _events(runs: list[_Run]) -> list[str]:
 
 def report(args: argparse.Namespace, warmup: _Run, runs: list[_Run], load: str) -> None:
     comment = [run.between("webhook sent", "github: progress comment") for run in runs]
-    model = [run.between("queue: claimed", "model: first request") for run in runs]
+    model = [run.between("log: job_started", "model: first request") for run in runs]
     ack = [run.between("webhook sent", "ack (202) received") for run in runs]
     print(
         f"\nneo serve, 1 worker, docker sandbox {args.image}, {args.files:,}-file repository,"
@@ -509,13 +493,13 @@ def report(args: argparse.Namespace, warmup: _Run, runs: list[_Run], load: str) 
         "  warm-up run (cold mirror):             webhook -> comment"
         f" {_ms(warmup.between('webhook sent', 'github: progress comment')).strip()},"
         " job start -> first model request"
-        f" {_ms(warmup.between('queue: claimed', 'model: first request')).strip()}"
+        f" {_ms(warmup.between('log: job_started', 'model: first request')).strip()}"
     )
     print("\nwhere the time goes (each stage from the end of the one before)")
     for line in _stages(runs):
         print(line)
     if args.events:
-        print("\nevery event seen, in order (requests: when answered; tree: file times)")
+        print("\nevery event seen, in order (requests: when answered; log: its ts)")
         for line in _events(runs):
             print(line)
 
@@ -563,6 +547,7 @@ def _rig(args: argparse.Namespace, scratch: Path) -> Iterator[_Rig]:
             containers,
             origin,
             http,
+            scratch / "serve.log",
         )
 
 
@@ -578,7 +563,7 @@ def run(args: argparse.Namespace) -> None:
         for sequence in range(1, args.runs + 1):
             runs.append(_one_run(rig, sequence, pauses.uniform(0, args.pause)))
             comment = runs[-1].between("webhook sent", "github: progress comment")
-            model = runs[-1].between("queue: claimed", "model: first request")
+            model = runs[-1].between("log: job_started", "model: first request")
             print(
                 f"run {sequence}: webhook -> comment {_ms(comment)},"
                 f" job start -> first model request {_ms(model)}",

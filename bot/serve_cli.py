@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import json
 import logging
@@ -16,6 +17,7 @@ from typing import Any
 import uvicorn
 import uvloop
 
+from bot.queue import WakingQueue
 from bot.scheduler import run_scheduler
 from bot.server import Intake, create_app, serve_intake
 from bot.settings import Settings, load_settings
@@ -61,7 +63,10 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
         await asyncio.to_thread(sweep_sandbox_orphans)
     # The intake opens before the server listens: bad credentials or an
     # unusable queue stop start-up with one line instead of a traceback.
-    async with asynccontextmanager(serve_intake(settings))() as intake:
+    async with asynccontextmanager(serve_intake(settings))() as opened:
+        # A job queued here wakes the in-process workers at once: no poll to wait for.
+        queue = WakingQueue(opened.queue)
+        intake = dataclasses.replace(opened, queue=queue)
 
         async def open_intake() -> AsyncIterator[Intake]:
             yield intake
@@ -102,7 +107,13 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             # In-process workers share the intake's queue; they stop taking work
             # when the server shuts down and drain before the queue closes.
             workers = asyncio.create_task(
-                run_workers(settings, intake.queue, stop, concurrency=settings.workers)
+                run_workers(
+                    settings,
+                    queue,
+                    stop,
+                    concurrency=settings.workers,
+                    wakeup=queue.queued,
+                )
             )
             workers.add_done_callback(ended)
         try:

@@ -21,6 +21,7 @@ from bot.queue import JobQueue, open_queue
 from bot.settings import Settings, load_settings
 from bot.worker import Worker
 from runner.errors import ConfigError
+from runner.git import MirrorCache
 
 __all__ = ["DEFAULT_CONCURRENCY", "add_worker_parser", "run_workers", "worker_command"]
 
@@ -96,8 +97,14 @@ async def run_workers(
     *,
     concurrency: int,
     grace: float = 30.0,
+    wakeup: asyncio.Event | None = None,
 ) -> None:
     """Run up to `concurrency` jobs of `queue` at once until `stop`, then drain.
+
+    `wakeup`, set when this process queues a job, makes the workers claim it
+    at once (`neo serve`); without it they poll the queue every second. The
+    workers share one mirror cache for the life of the process, whose spare
+    trees make the next clone of a repository a rename and a small checkout.
 
     Raises ConfigError (one line) when the App's credentials do not work.
     """
@@ -105,7 +112,10 @@ async def run_workers(
         settings.github_private_key.get_secret_value() if settings.github_private_key else None,
         str(settings.github_private_key_path) if settings.github_private_key_path else None,
     )
-    async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
+    async with (
+        GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app,
+        MirrorCache(settings.data_dir / "mirrors") as mirrors,
+    ):
         try:
             login = await app.bot_login()
         except GitHubAuthError as error:
@@ -116,6 +126,15 @@ async def run_workers(
                 {"event": "workers_started", "worker": name, "app": login, "jobs": concurrency}
             )
         )
-        worker = Worker(queue, app, settings, name=name, concurrency=concurrency, grace=grace)
+        worker = Worker(
+            queue,
+            app,
+            settings,
+            name=name,
+            concurrency=concurrency,
+            grace=grace,
+            wakeup=wakeup,
+            mirrors=mirrors,
+        )
         await worker.run(stop)
         log.info(json.dumps({"event": "workers_stopped", "worker": name}))

@@ -90,6 +90,7 @@ __all__ = [
     "MirrorCache",
     "checkout_branch",
     "clone",
+    "clone_branch",
     "commit_all",
     "diffstat",
     "fetch_pull_request",
@@ -832,15 +833,56 @@ async def clone(
     or be an empty directory; after a failure it may hold a partial tree,
     which the caller discards.
     """
+    commit, _ = await _clone(url, dest, token=token, cache=cache, ref=ref, timeout=timeout)
+    return commit
+
+
+async def clone_branch(
+    url: str,
+    dest: Path,
+    *,
+    token: str,
+    cache: MirrorCache,
+    branch: str,
+    base: str | None = None,
+    timeout: float = NETWORK_TIMEOUT,
+) -> tuple[str, bool]:
+    """`branch` of `url` in `dest` when the repository has it, else `base` (a ref as
+    `clone` takes it); the checked-out commit, and whether it is `branch`.
+
+    One update of the mirror decides, where trying `branch` and then `base`
+    with `clone` would update it twice. The caller makes `branch` when it
+    was not there (`checkout_branch`).
+    """
+    return await _clone(
+        url, dest, token=token, cache=cache, ref=base, prefer=branch, timeout=timeout
+    )
+
+
+async def _clone(
+    url: str,
+    dest: Path,
+    *,
+    token: str,
+    cache: MirrorCache,
+    ref: str | None,
+    prefer: str | None = None,
+    timeout: float,
+) -> tuple[str, bool]:
+    """Clone branch `prefer` if the mirror has it after its update, else `ref`."""
     url = _check_url(url)
     if not await asyncio.to_thread(_is_empty_or_absent, dest):
         raise GitError(f"clone destination is not empty: {dest}")
     auth = _Auth(url, token)
     async with cache.locked(url) as mirror:
         await cache._update(mirror, auth, timeout)
-        if ref is None:
-            ref = await _default_branch(mirror, auth, timeout)
-        commit, branch = await _resolve(mirror, ref, auth, timeout)
+        found = None if prefer is None else await _branch_commit(mirror, prefer)
+        if found is not None:
+            commit, branch = found, prefer
+        else:
+            if ref is None:
+                ref = await _default_branch(mirror, auth, timeout)
+            commit, branch = await _resolve(mirror, ref, auth, timeout)
         await _fetch_blobs(mirror, commit, auth, timeout)
         # Under the lock: a fetch's repack could otherwise swap packs mid-copy.
         from_spare = await cache._take_spare(mirror, url, dest)
@@ -858,7 +900,19 @@ async def clone(
     if not from_spare:  # a spare tree has no branch of its own
         await _prune_branches(git_dir, keep=branch)
     cache._replenish(url, commit)
-    return commit
+    return commit, found is not None
+
+
+async def _branch_commit(mirror: Path, branch: str) -> str | None:
+    """The commit of branch `branch` in the mirror; None when it has no such branch."""
+    await _check_branch_name(branch)
+    found = await _git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{branch}^{{commit}}"],
+        what="rev-parse",
+        git_dir=mirror,
+        check=False,
+    )
+    return found.text if found.code == 0 else None
 
 
 async def checkout_branch(

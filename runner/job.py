@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import logging
 import re
 import shutil
@@ -67,7 +68,7 @@ from runner.git import (
     GitError,
     MirrorCache,
     checkout_branch,
-    clone,
+    clone_branch,
     commit_all,
     diffstat,
     fetch_pull_request,
@@ -312,25 +313,35 @@ async def _prepare_and_run_agent(
     on_event: Callable[[Event], None] | None,
 ) -> None:
     progress.start = await _checkout(spec, tree, mirrors)
+    _mark(spec, "checkout_done")
     project = project_context
     if project is None:
         project = await asyncio.to_thread(read_project_context, tree)
     async with _sandbox(spec, tree) as box:
+        _mark(spec, "sandbox_ready")
         await _run_agent(spec, box, provider, project, progress, on_event, tree)
+
+
+def _mark(spec: JobSpec, event: str, **fields: object) -> None:
+    """A log line saying where the job is, with the unix time (bench/e2e.py reads them)."""
+    line = {"event": event, "ts": round(time.time(), 3), "job": spec.job_id, **fields}
+    log.info(json.dumps(line))
 
 
 async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
     """Clone and put the work branch in `tree`; the commit it starts from."""
-    try:
-        # An existing work branch (a follow-up, a pull request's own branch) is continued.
-        return await clone(
-            spec.repo_url, tree, token=spec.token, cache=mirrors, ref=spec.work_branch
-        )
-    except GitError as error:
-        if "no branch or tag named" not in str(error):
-            raise
-    await asyncio.to_thread(_remove, tree)
-    start = await clone(spec.repo_url, tree, token=spec.token, cache=mirrors, ref=spec.base_branch)
+    # An existing work branch (a follow-up, a pull request's own branch, a
+    # schedule's) is continued; otherwise it starts from the base.
+    start, continued = await clone_branch(
+        spec.repo_url,
+        tree,
+        token=spec.token,
+        cache=mirrors,
+        branch=spec.work_branch,
+        base=spec.base_branch,
+    )
+    if continued:
+        return start
     if spec.pull_request is not None:
         return await fetch_pull_request(
             tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
@@ -398,10 +409,15 @@ async def _run_agent(
         store.save(session)
         progress.session = session
 
+    asked: list[bool] = []  # the first model call of this job is logged
+
     def observe(event: Event) -> None:
         if isinstance(event, TurnStarted):
             progress.turns = event.turn
             save()  # each model call starts from a complete transcript
+            if not asked:
+                asked.append(True)
+                _mark(spec, "first_model_call")
         elif isinstance(event, TurnFinished):
             progress.finished = event
         if on_event is not None:

@@ -11,6 +11,7 @@ from bot.queue.base import (
 )
 from bot.queue.sqlite import SqliteQueue, WriteStats
 from bot.queue.url import data_dir, default_queue_url, open_queue, sqlite_path, sqlite_url
+from bot.queue.waking import WakingQueue
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -21,6 +22,7 @@ __all__ = [
     "QueueClosed",
     "QueueError",
     "SqliteQueue",
+    "WakingQueue",
     "WriteStats",
     "data_dir",
     "default_queue_url",

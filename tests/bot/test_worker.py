@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -27,9 +27,10 @@ from bot.github import (
 )
 from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.progress import job_marker
-from bot.queue import Heartbeat, SqliteQueue
+from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.settings import Settings, load_settings
 from bot.worker import OWNER_CONFIG_TTL, Worker
+from runner.git import MirrorCache
 from tests.bot.serving import headers, neo_serve, serve_env
 from tests.bot.test_serve import mention
 from tests.fakes import (
@@ -167,20 +168,16 @@ def worker(
     # No spacing of writes and no retry waits: the fakes answer at once.
     from bot.publish import Spacers
 
-    return Worker(
-        queue,
-        app,
-        settings,
-        name=name,
-        concurrency=2,
-        lease=LEASE,
-        heartbeat_every=0.2,
-        poll_every=0.05,
-        edit_every=0.2,
-        grace=5.0,
-        spacers=Spacers(0.0),
-        **options,
-    )
+    chosen: dict[str, Any] = {
+        "concurrency": 2,
+        "lease": LEASE,
+        "heartbeat_every": 0.2,
+        "poll_every": 0.05,
+        "edit_every": 0.2,
+        "grace": 5.0,
+        "spacers": Spacers(0.0),
+    }
+    return Worker(queue, app, settings, name=name, **(chosen | options))
 
 
 async def run_until(w: Worker, done: Any, timeout: float = 60.0) -> None:
@@ -1305,3 +1302,81 @@ async def test_an_owner_repository_the_app_cannot_read_is_not_asked_again_for_a_
         assert (await get(queue, job_id)).state is JobState.SUCCEEDED
         # Refused (422) for the first job, remembered for the second, asked again after.
         assert len(config_tokens(github)) == (1 if n < 2 else 2)
+
+
+# --- speed: no poll to wait for, and a mirror cache that outlives jobs
+
+
+class _CountsClaims:
+    """The queue, counting the worker's claims."""
+
+    def __init__(self, queue: SqliteQueue) -> None:
+        self._queue = queue
+        self.claims = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._queue, name)
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        self.claims += 1
+        return await self._queue.claim(worker, lease)
+
+
+async def test_a_job_queued_in_the_process_is_claimed_without_waiting_for_a_poll(
+    tmp_path: Path,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.script(Reply([text("Looked.")]))
+    async with SqliteQueue(tmp_path / "woken.db") as inner:
+        counted = _CountsClaims(inner)
+        queue = WakingQueue(cast("JobQueue", counted))
+        # Polls an hour apart: only the wake-up can start the job within the test.
+        w = worker(queue, app, settings, poll_every=3600.0, wakeup=queue.queued)
+        stop = asyncio.Event()
+        task = asyncio.create_task(w.run(stop))
+        try:
+            while not counted.claims:  # the worker's first poll, which finds nothing
+                await asyncio.sleep(0.01)
+            number = github.add_issue(REPO, "Look around", user="mona")
+            comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+            queued = await queue.enqueue("d1", [request(number, comment)])
+            (job_id,) = queued.job_ids
+            done = finished(inner, job_id)
+            deadline = time.monotonic() + 60
+            while not await done():
+                assert not task.done(), task
+                assert time.monotonic() < deadline, "the wake-up did not start the job"
+                await asyncio.sleep(0.05)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 30)
+        assert (await get(inner, job_id)).state is JobState.SUCCEEDED
+
+
+async def test_jobs_of_a_worker_share_its_mirror_cache_and_take_its_spare_trees(
+    tmp_path: Path,
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    git_server: FakeGitServer,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    url = f"{settings.git_url}/{REPO}.git"
+    fake_anthropic.script(Reply([text("Looked.")]), Reply([text("Looked again.")]))
+    async with MirrorCache(settings.data_dir / "mirrors") as mirrors:
+        w = worker(queue, app, settings, mirrors=mirrors)
+        inodes = []
+        for n in range(2):
+            number = github.add_issue(REPO, "Look around", user="mona")
+            comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+            job_id = await enqueue(queue, request(number, comment, delivery=f"d{n}"))
+            await run_until(w, finished(queue, job_id))
+            assert (await get(queue, job_id)).state is JobState.SUCCEEDED
+            await mirrors.wait_idle()
+            inodes.append(mirrors.spare_path(url).stat().st_ino)
+    # The second job took the spare the first one left, and left a new one.
+    assert inodes[0] != inodes[1]

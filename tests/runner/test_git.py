@@ -22,6 +22,7 @@ from runner.git import (
     MirrorCache,
     checkout_branch,
     clone,
+    clone_branch,
     commit_all,
     diffstat,
     fetch_pull_request,
@@ -316,6 +317,74 @@ async def test_a_stalled_server_times_out_in_one_line(tmp_path: Path, cache: Mir
 
     assert_one_safe_line(raised.value)
     assert str(raised.value).endswith("timed out after 0.5 s")
+
+
+# --- a work branch, or its base
+
+
+def fetches(server: FakeGitServer) -> int:
+    """How many times git asked the server for its refs: once per clone or fetch."""
+    return sum(1 for r in server.requests if r.method == "GET" and r.service == "git-upload-pack")
+
+
+async def test_clone_branch_takes_the_base_when_the_branch_is_new_with_one_fetch(
+    tmp_path: Path, url: str, origin: Path, server: FakeGitServer, cache: MirrorCache
+) -> None:
+    await clone(url, tmp_path / "warm", token=TOKEN, cache=cache)  # the mirror exists
+    server.clear()
+
+    sha, continued = await clone_branch(
+        url, tmp_path / "tree", token=TOKEN, cache=cache, branch="neo/issue-1", base="main"
+    )
+
+    assert continued is False
+    assert sha == git("rev-parse", "main", cwd=origin)
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tmp_path / "tree") == "main"
+    assert fetches(server) == 1
+
+
+@pytest.mark.parametrize("spare", [False, True])
+async def test_clone_branch_continues_the_branch_when_the_repository_has_it(
+    tmp_path: Path,
+    url: str,
+    origin: Path,
+    server: FakeGitServer,
+    cache: MirrorCache,
+    spare: bool,
+) -> None:
+    await clone(url, tmp_path / "warm", token=TOKEN, cache=cache)
+    if spare:
+        await cache.wait_idle()
+    # The branch appears after the mirror was made: the one fetch must find it.
+    git("branch", "neo/issue-1", "main", cwd=origin)
+    tip = add_commit(origin, {"notes.txt": b"earlier run\n"}, branch="neo/issue-1")
+    server.clear()
+
+    sha, continued = await clone_branch(
+        url, tmp_path / "tree", token=TOKEN, cache=cache, branch="neo/issue-1", base="main"
+    )
+
+    tree = tmp_path / "tree"
+    assert continued is True
+    assert sha == tip
+    assert (tree / "notes.txt").read_text() == "earlier run\n"
+    assert git("symbolic-ref", "--short", "HEAD", cwd=tree) == "neo/issue-1"
+    assert git("rev-parse", "--abbrev-ref", "neo/issue-1@{upstream}", cwd=tree) == (
+        "origin/neo/issue-1"
+    )
+    assert git("status", "--porcelain", cwd=tree) == ""
+    assert fetches(server) == 1
+
+
+async def test_clone_branch_refuses_a_branch_name_git_would_not_take(
+    tmp_path: Path, url: str, cache: MirrorCache
+) -> None:
+    with pytest.raises(GitError) as raised:
+        await clone_branch(
+            url, tmp_path / "tree", token=TOKEN, cache=cache, branch="-x..y", base="main"
+        )
+    assert_one_safe_line(raised.value)
+    assert "not a valid branch name" in str(raised.value)
 
 
 # --- the mirror cache

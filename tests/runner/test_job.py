@@ -251,6 +251,29 @@ async def test_no_change_pushes_nothing(
     assert not (data_dir / "workspaces" / "job-1").exists()
 
 
+async def test_the_log_says_when_checkout_sandbox_and_first_model_call_were_done(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_anthropic.script(Reply([text("Nothing to do.")]))
+    before = time.time()
+
+    with caplog.at_level("INFO", logger="neo.job"):
+        await run(make_spec())
+
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "neo.job"]
+    marks = [line for line in lines if line.get("job") == "job-1"]
+    assert [line["event"] for line in marks] == [
+        "checkout_done",
+        "sandbox_ready",
+        "first_model_call",
+    ]
+    stamps = [line["ts"] for line in marks]
+    assert stamps == sorted(stamps)
+    assert before - 0.001 <= stamps[0] <= time.time() + 0.001  # unix time, in ms
+
+
 # --- workflow files
 
 

@@ -1,0 +1,81 @@
+"""A queue that wakes this process's workers when this process queues a job.
+
+`neo serve` runs the intake, the scheduler and the workers over one queue
+object; wrapped in a `WakingQueue`, every enqueue that makes a job (and
+every retry) sets `queued`, and the workers claim at once instead of at
+their next poll. Workers in other processes (`neo worker`) are not woken:
+they keep polling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.jobs import Job, JobRequest, JobState
+from bot.queue.base import EnqueueResult, Heartbeat, JobQueue
+
+__all__ = ["WakingQueue"]
+
+
+class WakingQueue:
+    """`queue` as it is, plus `queued`: an event set each time a job is queued here."""
+
+    def __init__(self, queue: JobQueue) -> None:
+        self.queue = queue
+        self.queued = asyncio.Event()
+
+    async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
+        result = await self.queue.enqueue(delivery_id, requests)
+        if result.created:
+            self.queued.set()
+        return result
+
+    async def retry(self, job_id: int) -> bool:
+        retried = await self.queue.retry(job_id)
+        if retried:
+            self.queued.set()
+        return retried
+
+    async def claim(self, worker: str, lease: float) -> Job | None:
+        return await self.queue.claim(worker, lease)
+
+    async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
+        return await self.queue.heartbeat(job_id, worker, lease)
+
+    async def finish(
+        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
+    ) -> None:
+        await self.queue.finish(job_id, worker, state, result)
+
+    async def release(self, job_id: int, worker: str) -> None:
+        await self.queue.release(job_id, worker)
+
+    async def requeue_expired(self) -> builtins.list[int]:
+        return await self.queue.requeue_expired()
+
+    async def cancel(self, job_id: int) -> bool:
+        return await self.queue.cancel(job_id)
+
+    async def get(self, job_id: int) -> Job | None:
+        return await self.queue.get(job_id)
+
+    async def list(
+        self,
+        *,
+        state: JobState | None = None,
+        repository: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Job]:
+        return await self.queue.list(state=state, repository=repository, limit=limit)
+
+    async def counts(self) -> dict[JobState, int]:
+        return await self.queue.counts()
+
+    async def last_dedupe_key(self, prefix: str) -> str | None:
+        return await self.queue.last_dedupe_key(prefix)
+
+    async def close(self) -> None:
+        await self.queue.close()
