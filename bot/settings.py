@@ -33,6 +33,10 @@ class Settings(BaseSettings):
     # Jobs run at once by `neo serve`'s in-process workers; 0 receives and
     # queues only (run `neo worker` elsewhere).
     workers: int = Field(default=2, ge=0, le=64)
+    # Seconds a worker's claim on a job lasts without a heartbeat: a worker
+    # that died gives its jobs back this long after its last beat. It beats
+    # every quarter of it and looks for expired leases every half.
+    worker_lease: int = Field(default=60, ge=1, le=3600)
     sandbox: Literal["docker", "local"] = "docker"
     sandbox_image: str = "neo-sandbox:local"
     handle: str = "@neo"

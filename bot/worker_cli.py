@@ -123,7 +123,13 @@ async def run_workers(
         name = f"{socket.gethostname()}:{os.getpid()}"
         log.info(
             json.dumps(
-                {"event": "workers_started", "worker": name, "app": login, "jobs": concurrency}
+                {
+                    "event": "workers_started",
+                    "worker": name,
+                    "app": login,
+                    "jobs": concurrency,
+                    "lease": settings.worker_lease,
+                }
             )
         )
         worker = Worker(
@@ -133,6 +139,8 @@ async def run_workers(
             name=name,
             concurrency=concurrency,
             grace=grace,
+            # Beats every lease/4, looks for expired leases every lease/2.
+            lease=float(settings.worker_lease),
             wakeup=wakeup,
             mirrors=mirrors,
         )

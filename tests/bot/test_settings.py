@@ -24,6 +24,7 @@ def test_defaults_follow_the_contract(tmp_path: Path) -> None:
     assert settings.sandbox == "docker"
     assert settings.sandbox_image == "neo-sandbox:local"
     assert settings.workers == 2
+    assert settings.worker_lease == 60
     assert settings.webhook_secret.get_secret_value() == "s3cret"
     assert "s3cret" not in repr(settings)
 
@@ -37,6 +38,7 @@ def test_values_are_read_and_normalised() -> None:
             "NEO_ALLOWED_BOTS": "renovate[bot], dependabot[bot]",
             "NEO_HANDLE": "@helper",
             "NEO_WORKERS": "0",
+            "NEO_WORKER_LEASE": "2",
             "UNRELATED": "ignored",
         }
     )
@@ -46,6 +48,7 @@ def test_values_are_read_and_normalised() -> None:
     assert settings.allowed_bots == frozenset({"renovate[bot]", "dependabot[bot]"})
     assert settings.handle == "@helper"
     assert settings.workers == 0  # receive and queue only
+    assert settings.worker_lease == 2
 
 
 @pytest.mark.parametrize(
@@ -63,6 +66,12 @@ def test_values_are_read_and_normalised() -> None:
         ({"NEO_SANDBOX": "vm"}, "NEO_SANDBOX: Input should be 'docker' or 'local'"),
         ({"NEO_GITHUB_API_URL": "ftp://x"}, "NEO_GITHUB_API_URL: must be an http(s) URL"),
         ({"NEO_WORKERS": "-1"}, "NEO_WORKERS: Input should be greater than or equal to 0"),
+        ({"NEO_WORKER_LEASE": "0"}, "NEO_WORKER_LEASE: Input should be greater than or equal to 1"),
+        (
+            {"NEO_WORKER_LEASE": "3601"},
+            "NEO_WORKER_LEASE: Input should be less than or equal to 3600",
+        ),
+        ({"NEO_WORKER_LEASE": "1.5"}, "NEO_WORKER_LEASE: Input should be a valid integer"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(change: dict[str, str | None], message: str) -> None:
