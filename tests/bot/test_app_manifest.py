@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from bot.app_manifest import EVENTS, EXAMPLE_WEBHOOK_URL, PERMISSIONS, app_manifest
-from bot.github import JOB_PERMISSIONS
+from bot.github import JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS
 from bot.triggers import ACTED_ON
 
 COMMITTED = Path(__file__).parents[2] / "docs" / "app-manifest.json"
@@ -33,13 +36,24 @@ def test_the_app_subscribes_to_exactly_the_events_triage_acts_on() -> None:
     assert len(EVENTS) == len(acted_on)
 
 
-def test_the_app_grants_every_permission_a_job_token_asks_for() -> None:
+@pytest.mark.parametrize("asked", [JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS])
+def test_the_app_grants_every_permission_a_job_token_asks_for(asked: Mapping[str, str]) -> None:
     granted = app_manifest(EXAMPLE_WEBHOOK_URL)["default_permissions"]
-    for name, level in JOB_PERMISSIONS.items():
+    for name, level in asked.items():
         assert name in granted, name
         assert LEVELS[granted[name]] >= LEVELS[level], name
-    # And nothing beyond what jobs use: the least privilege GitHub lets an owner see.
-    assert dict(granted) == dict(JOB_PERMISSIONS) == dict(PERMISSIONS)
+
+
+def test_the_app_asks_for_nothing_beyond_what_jobs_use() -> None:
+    # The least privilege GitHub lets an owner see: the most a job token asks for.
+    granted = app_manifest(EXAMPLE_WEBHOOK_URL)["default_permissions"]
+    assert dict(granted) == dict(WORKFLOW_JOB_PERMISSIONS) == dict(PERMISSIONS)
+
+
+def test_workflow_edits_are_the_one_permission_a_job_asks_for_only_when_allowed() -> None:
+    # Pushing under .github/workflows/ needs it; no other job token holds it.
+    assert PERMISSIONS["workflows"] == "write"
+    assert set(PERMISSIONS) - set(JOB_PERMISSIONS) == {"workflows"}
 
 
 def test_every_event_has_the_permission_github_requires_for_it() -> None:
