@@ -650,6 +650,8 @@ def test_the_label_makes_a_job_on_the_issue(
     assert step.outputs["pr_url"] == pull["html_url"]
     (report,) = bot_comments(github, number)
     assert "**Done**" in report["body"]
+    assert "### ✅ Neo: done" in step.summary
+    assert pull["html_url"] in step.summary
     # The label's job reacts on the issue itself.
     assert [(r["subject"], r["subject_id"]) for r in github.reactions(REPO)] == [("issue", number)]
 
@@ -680,6 +682,7 @@ def test_a_review_comment_mention_works_on_the_pull_requests_own_branch(
     assert "Edited by Neo." in git(origin, "show", "refs/heads/feature:README.md")
     (report,) = bot_comments(github, number)
     assert "**Done**" in report["body"]
+    assert "**Done**" in step.summary
     assert [(r["subject"], r["subject_id"]) for r in github.reactions(REPO)] == [
         ("review_comment", comment)
     ]
