@@ -824,7 +824,12 @@ def reference_markdown() -> str:
         "do not edit by hand (a test fails when the two differ)._",
         "",
         "Neo reads its per-repository settings from `.github/neo.yml` on the repository's "
-        "default branch only, so a pull request cannot change them. Every setting is "
+        "default branch only, so a pull request cannot change them. When the repository "
+        "has no such file, Neo reads `.github/neo.yml` from the default branch of the "
+        "owner's `.github` repository instead (e.g. `octo/.github` for `octo/hello`), "
+        "provided the App is installed on that repository too. Either file is used whole, "
+        "never merged with the other: a repository with a file of its own ignores the "
+        "owner's entirely, and a setting it leaves out takes Neo's default. Every setting is "
         f"optional; the file may be empty or absent. It is YAML, at most "
         f"{MAX_CONFIG_BYTES // 1024} KiB. An unknown setting or an invalid value makes Neo "
         "post one comment naming the setting and the problem, and run nothing.",
