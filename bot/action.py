@@ -9,7 +9,10 @@ requester's write access, reads `.github/neo.yml`, reacts, posts the progress
 comment, runs `runner.job.run`, pushes, opens the draft pull request and
 writes the report, all through `bot.publish.Publisher`. Only its credentials
 differ: the workflow's token (`bot.action_auth.TokenAuth`) instead of an App,
-and GitHub at `GITHUB_API_URL`, git at `GITHUB_SERVER_URL`.
+and GitHub at `GITHUB_API_URL`, git at `GITHUB_SERVER_URL`; and what it is
+told: the settings file at the `config_path` input, with the inputs that
+set a setting (`provider`, `model`, `max_turns`, `time_limit`,
+`allowed_users`, `allowed_bots`, `branch_prefix`) winning over the file.
 
 The job's id is derived from the run (`GITHUB_RUN_ID`) and the workflow's
 job, so each run has its own progress comment, and a re-run of the same run
@@ -29,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import os
@@ -51,9 +53,7 @@ from bot.jobs import FINAL_STATES, Job, JobRequest
 from bot.queue import SqliteQueue
 from bot.settings import Settings
 from bot.worker import Worker
-from runner import job as runner_job
 from runner.errors import ConfigError, NeoError
-from runner.job import JobResult, JobSpec
 
 __all__ = ["EXIT_FAILED", "action_command", "add_action_parser", "run_action"]
 
@@ -228,7 +228,9 @@ async def _run(
             heartbeat_every=_HEARTBEAT,
             poll_every=_POLL,
             grace=_GRACE,
-            run_job=_WithInputs(inputs),
+            config_path=inputs.config_path,
+            config_overrides=inputs.overrides,
+            overrides_source="the workflow's inputs",
         )
         stop = asyncio.Event()
         running = asyncio.create_task(worker.run(stop), name="neo-action-worker")
@@ -248,26 +250,6 @@ async def _run(
         job = await queue.get(job_id)
     assert job is not None
     return _outcome(job)
-
-
-class _WithInputs:
-    """`runner.job.run` as the worker calls it, with the runtime settings the inputs set.
-
-    The inputs win over `.github/neo.yml`: the workflow is the repository's too.
-    """
-
-    def __init__(self, inputs: ActionInputs) -> None:
-        self._changes: dict[str, Any] = {
-            name: value
-            for name, value in inputs.overrides.items()
-            if name in ("provider", "model", "max_turns")
-        }
-        limit = inputs.overrides.get("time_limit")
-        if isinstance(limit, int):
-            self._changes["time_limit"] = limit * 60.0
-
-    async def __call__(self, spec: JobSpec, **kwargs: Any) -> JobResult:
-        return await runner_job.run(dataclasses.replace(spec, **self._changes), **kwargs)
 
 
 def _outcome(job: Job) -> ActionOutcome:

@@ -72,9 +72,6 @@ _HANDLE = re.compile(r"@[\w-]+")
 _REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")
 _WORDS = re.compile(r"[\s,]+")
 _RUNS_IN_ACTIONS = "neo action runs as a step of a GitHub Actions workflow"
-# Settings the worker takes from `.github/neo.yml` only, so far: an input that
-# would change them is refused rather than silently ignored.
-_FROM_CONFIG_ONLY: Final = ("allowed_users", "branch_prefix")
 
 
 class InputError(ConfigError):
@@ -155,8 +152,6 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     config_path = get("config_path").strip("/") or CONFIG_PATH
     if ".." in config_path.split("/"):
         raise InputError("input config_path: must be a path inside the repository")
-    if config_path != CONFIG_PATH:
-        raise InputError(f"input config_path: this version of Neo reads {CONFIG_PATH} only")
     keys = {variable: get(name) for name, variable in API_KEY_VARIABLES.items() if get(name)}
     bots = frozenset(_words(get("allowed_bots")))
     return ActionInputs(
@@ -201,12 +196,6 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
         name = str(first["loc"][0]) if first["loc"] else "?"
         message = str(first["msg"]).removeprefix("Value error, ")
         raise InputError(f"input {name}: {message}") from None
-    for name in _FROM_CONFIG_ONLY:
-        if name in values:
-            raise InputError(
-                f"input {name}: not applied by this version of neo action yet; "
-                f"set {name} in {CONFIG_PATH}"
-            )
     return values
 
 

@@ -5,7 +5,8 @@
 
 One job, in order: the repository's config from the default branch, or when
 it has none from the owner's `.github` repository (used whole, never
-merged), read together with the requester's permission; an unauthorised
+merged), with the worker's overrides on top (`neo action`'s inputs), read
+together with the requester's permission; an unauthorised
 request gets one short reply per thread and runs nothing, an invalid config
 one comment naming the field, and nothing runs. Then the job's one progress
 comment and, behind it, a 👀 reaction on the trigger; the task prompt from
@@ -51,10 +52,12 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
+
+from pydantic import ValidationError
 
 from bot.context import (
     InlineComment,
@@ -189,6 +192,12 @@ class Worker:
     intake), makes the worker claim at once instead of at its next poll.
     `mirrors` is the process's mirror cache, kept across jobs so that each
     clone finds a ready spare tree; without one, each job makes its own.
+
+    `config_path` is the settings file read from the default branch, of the
+    repository and, failing that, of the owner's `.github` repository.
+    `config_overrides` (fields of `RepoConfig`, e.g. `neo action`'s inputs,
+    named by `overrides_source` in messages) win over that file: they are
+    checked by the same model, here once, and again merged with each file.
     """
 
     def __init__(
@@ -212,9 +221,15 @@ class Worker:
         publisher_options: dict[str, Any] | None = None,
         wakeup: asyncio.Event | None = None,
         mirrors: MirrorCache | None = None,
+        config_path: str = CONFIG_PATH,
+        config_overrides: Mapping[str, Any] | None = None,
+        overrides_source: str = "the worker's settings",
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        self.config_path = config_path.strip("/") or CONFIG_PATH
+        self.overrides_source = overrides_source
+        self._overrides = _valid_overrides(config_overrides or {})
         self.queue = queue
         self.app = app
         self.settings = settings
@@ -429,12 +444,16 @@ class Worker:
                 self._config(publisher, request),
                 self._permission(publisher, request),
             )
-            allowed = config.allowed_users if config else RepoConfig().allowed_users
-            bots = config.allowed_bots if config else ()
+            # An invalid file still gets its answer: the defaults, under any overrides.
+            fallback = RepoConfig.model_construct(**self._overrides)
+            allowed = (config or fallback).allowed_users
+            bots = (config or fallback).allowed_bots
             if not await self._authorised(request, level, allowed, bots):
                 if not threadless:
                     await publisher.reply_once(
-                        request.thread.number, "unauthorised", _unauthorised(request, allowed)
+                        request.thread.number,
+                        "unauthorised",
+                        _unauthorised(request, allowed, self._allowed_users_source()),
                     )
                 outcome = Outcome(conclusion=Conclusion.FAILED, error="unauthorised")
             elif config is None:
@@ -575,7 +594,7 @@ class Worker:
             summary += (
                 "\n\nNot pushed: changes to "
                 + ", ".join(f"`{path}`" for path in result.blocked_paths)
-                + " (workflow edits are off in `.github/neo.yml`: `allow_workflow_edits`)."
+                + f" (workflow edits are off in `{self.config_path}`: `allow_workflow_edits`)."
             )
         error = None
         if result.error_kind is not None:
@@ -630,17 +649,36 @@ class Worker:
         cannot change it. The repository's file wins whole: the two are never
         merged.
         """
-        text = await publisher.read_file(CONFIG_PATH)
-        source = CONFIG_PATH
+        text = await publisher.read_file(self.config_path)
+        source = self.config_path
         if text is None:
             owner = await self._owner_config(request)
             if owner is None:
-                return RepoConfig(), None
+                return self._overridden(RepoConfig(), source), None
             text, source = owner
         try:
-            return parse_repo_config(text, source=source), None
+            config = parse_repo_config(text, source=source)
         except RepoConfigError as error:
             return None, error
+        return self._overridden(config, source), None
+
+    def _overridden(self, config: RepoConfig, source: str) -> RepoConfig:
+        """`config` with the overrides applied, checked together (a prefix meets schedules)."""
+        if not self._overrides:
+            return config
+        try:
+            return RepoConfig.model_validate({**dict(config), **self._overrides})
+        except ValidationError as error:
+            field, message = _first_problem(error)
+            raise ConfigError(
+                f"{field}: {message}, with {self.overrides_source} applied to {source}"
+            ) from None
+
+    def _allowed_users_source(self) -> str:
+        """Where the `allowed_users` a job was checked against is set, for the reply."""
+        if "allowed_users" in self._overrides:
+            return self.overrides_source
+        return f"`{self.config_path}`"
 
     async def _owner_config(self, request: JobRequest) -> tuple[str, str] | None:
         """`.github/neo.yml` on the default branch of the owner's `.github` repository,
@@ -670,7 +708,7 @@ class Worker:
                 bot_login=await self.app.bot_login(),
                 **self._publisher_options,
             )
-            text = await reader.read_file(CONFIG_PATH)
+            text = await reader.read_file(self.config_path)
         except (GitHubAuthError, GitHubError) as error:
             if error.status in _NOT_THERE:
                 self._unreadable[key] = self._clock() + OWNER_CONFIG_TTL
@@ -679,7 +717,7 @@ class Worker:
         self._unreadable.pop(key, None)
         if text is None:
             return None
-        return text, f"{repository}:{CONFIG_PATH}"
+        return text, f"{repository}:{self.config_path}"
 
     async def _permission(self, publisher: Publisher, request: JobRequest) -> str | None:
         """The author's role on the repository, when a role decides (a user's request)."""
@@ -942,12 +980,30 @@ async def _first(*waits: Awaitable[Any]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _unauthorised(request: JobRequest, allowed: Sequence[str]) -> str:
+def _unauthorised(request: JobRequest, allowed: Sequence[str], source: str) -> str:
     roles = ", ".join(allowed)
     return (
         f"Sorry @{request.author}, Neo only works for people with {roles} access to this "
-        "repository (set by `allowed_users` in `.github/neo.yml`). Nothing was run."
+        f"repository (set by `allowed_users` in {source}). Nothing was run."
     )
+
+
+def _valid_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The overrides as `RepoConfig` reads them; ConfigError names the first bad one."""
+    try:
+        valid = RepoConfig.model_validate(dict(overrides))
+    except ValidationError as error:
+        field, message = _first_problem(error)
+        raise ConfigError(f"config override {field}: {message}") from None
+    return {name: getattr(valid, name) for name in overrides}
+
+
+def _first_problem(error: ValidationError) -> tuple[str, str]:
+    """The field and message of a validation error's first problem, each on one line."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "?"
+    message = " ".join(str(first["msg"]).removeprefix("Value error, ").split())
+    return field, message
 
 
 def _location(comment: Any) -> ReviewLocation:

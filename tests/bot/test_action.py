@@ -194,8 +194,8 @@ def test_inputs_become_settings_and_keys_go_to_their_sdk_variables() -> None:
         ({"github_token": " "}, "input github_token is empty"),
         ({"allowed_bots": "not a bot!"}, "input allowed_bots: String should match pattern"),
         ({"config_path": "../x.yml"}, "input config_path: must be a path inside"),
-        ({"allowed_users": "write"}, "input allowed_users: not applied by this version"),
-        ({"branch_prefix": "bot/"}, "input branch_prefix: not applied by this version"),
+        ({"allowed_users": "write, root"}, "input allowed_users: Input should be 'admin'"),
+        ({"branch_prefix": "a..b/"}, "input branch_prefix: not a safe branch prefix"),
     ],
 )
 def test_a_bad_input_is_one_line_naming_it(values: dict[str, str], message: str) -> None:
@@ -203,6 +203,18 @@ def test_a_bad_input_is_one_line_naming_it(values: dict[str, str], message: str)
         inputs(**values)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
+
+
+def test_inputs_set_who_may_run_the_branch_prefix_and_the_settings_file() -> None:
+    read = inputs(allowed_users="triage write", branch_prefix="ci/", config_path="/ci/neo.yml/")
+    assert read.overrides == {"allowed_users": ("triage", "write"), "branch_prefix": "ci/"}
+    assert read.branch_prefix == "ci/"
+    assert read.config_path == "ci/neo.yml"
+    prompted = inputs(prompt="Tidy up.", branch_prefix="ci/")
+    scheduled = plan(context("schedule"), prompted, schedule_payload(), bot_login=BOT)
+    assert isinstance(scheduled, Run)
+    assert scheduled.request.branch == "ci/neo-schedule-maintain"
+    assert inputs(config_path="").config_path == ".github/neo.yml"
 
 
 def test_the_context_needs_the_runners_variables_and_defaults_to_github_com() -> None:
@@ -793,6 +805,97 @@ def test_the_max_turns_input_bounds_the_run(
     assert len(anthropic.requests) == 1
     assert step.outputs["conclusion"] == "failed"
     assert github.pulls(REPO) == []
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+@pytest.mark.parametrize(
+    ("allowed_users", "author", "runs"),
+    [("triage, write", "tia", True), ("admin", REQUESTER, False)],
+    ids=["widened", "narrowed"],
+)
+def test_the_allowed_users_input_decides_who_may_run_neo(
+    run: Runner,
+    github: FakeGitHub,
+    anthropic: FakeAnthropicAPI,
+    allowed_users: str,
+    author: str,
+    runs: bool,
+) -> None:
+    # The file lets writers in: tia (triage) is not one, mona (write) is.
+    github.put_file(REPO, ".github/neo.yml", "allowed_users: [maintain, write]\n")
+    github.set_permission(REPO, "tia", "triage")
+    number = github.add_issue(REPO, "Say hello", user=author)
+    comment = github.add_comment(REPO, number, "@neo say hello", user=author)
+    anthropic.script(Reply([text("Nothing to change.")]))
+
+    step = run(
+        "issue_comment",
+        comment_payload(number, comment, "@neo say hello", user=author),
+        allowed_users=allowed_users,
+    )
+
+    assert step.code == 0, step.err
+    (reply,) = bot_comments(github, number)
+    if runs:
+        assert step.outputs["conclusion"] == "no_changes"
+        assert len(anthropic.requests) == 1
+    else:
+        assert step.outputs["conclusion"] == "skipped"
+        assert f"{REQUESTER} may not run Neo" in step.out
+        assert anthropic.requests == []
+        assert "set by `allowed_users` in the workflow's inputs" in reply["body"]
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+def test_inputs_win_over_the_settings_file_at_the_config_path(
+    run: Runner, github: FakeGitHub, origin: Path, anthropic: FakeAnthropicAPI
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "model: default-path-model\nbranch_prefix: x/\n")
+    github.put_file(
+        REPO,
+        "ci/neo.yml",
+        "model: file-model\nmax_turns: 1\ntime_limit: 9\nbranch_prefix: file/\n",
+    )
+    number = github.add_issue(REPO, "Say hello in the README", user=REQUESTER)
+    comment = github.add_comment(REPO, number, "@neo add a line", user=REQUESTER)
+    script_edit(anthropic)  # two model turns: more than the file's max_turns
+
+    step = run(
+        "issue_comment",
+        comment_payload(number, comment, "@neo add a line"),
+        config_path="ci/neo.yml",
+        branch_prefix="ci/",
+        model="input-model",
+        max_turns="2",
+        time_limit="3",
+    )
+
+    assert step.code == 0, step.err
+    assert step.outputs["branch"] == f"ci/issue-{number}"
+    (pull,) = github.pulls(REPO)
+    assert pull["head"]["ref"] == f"ci/issue-{number}"
+    assert [r.body["model"] for r in anthropic.requests] == ["input-model", "input-model"]
+    assert "Edited by Neo." in git(origin, "show", f"refs/heads/ci/issue-{number}:README.md")
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+def test_the_config_path_input_reads_that_file(
+    run: Runner, github: FakeGitHub, anthropic: FakeAnthropicAPI
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "model: default-path-model\n")
+    github.put_file(REPO, "ci/neo.yml", "model: ci-model\n")
+    number = github.add_issue(REPO, "Say hello", user=REQUESTER)
+    comment = github.add_comment(REPO, number, "@neo say hello", user=REQUESTER)
+    anthropic.script(Reply([text("Nothing to change.")]))
+
+    step = run(
+        "issue_comment",
+        comment_payload(number, comment, "@neo say hello"),
+        config_path="ci/neo.yml",
+    )
+
+    assert step.code == 0, step.err
+    assert anthropic.requests[0].body["model"] == "ci-model"
 
 
 @pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])

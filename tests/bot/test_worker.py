@@ -30,7 +30,10 @@ from bot.progress import job_marker
 from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.settings import Settings, load_settings
 from bot.worker import OWNER_CONFIG_TTL, Worker
+from runner import job as runner_job
+from runner.errors import ConfigError
 from runner.git import MirrorCache
+from runner.job import JobResult, JobSpec
 from tests.bot.serving import headers, neo_serve, serve_env
 from tests.bot.test_serve import mention
 from tests.fakes import (
@@ -690,12 +693,12 @@ def install_owner_config(github: FakeGitHub, text: str | None) -> None:
 
 
 async def run_one_mention(
-    queue: SqliteQueue, app: GitHubApp, settings: Settings, github: FakeGitHub
+    queue: SqliteQueue, app: GitHubApp, settings: Settings, github: FakeGitHub, **options: Any
 ) -> tuple[int, Job]:
     number = github.add_issue(REPO, "Look around", user="mona")
     comment = github.add_comment(REPO, number, "@neo look around", user="mona")
     job_id = await enqueue(queue, request(number, comment))
-    await run_until(worker(queue, app, settings), finished(queue, job_id))
+    await run_until(worker(queue, app, settings, **options), finished(queue, job_id))
     return number, await get(queue, job_id)
 
 
@@ -780,6 +783,185 @@ async def test_an_invalid_owner_config_gets_one_comment_naming_the_field_and_fil
     assert "max_turns" in comment["body"]
     assert "octo/.github:.github/neo.yml" in comment["body"]
     assert fake_anthropic.requests == []
+
+
+# --- another settings file, and overrides on top (what `neo action`'s inputs set)
+
+
+class _RecordsSpecs:
+    """`runner.job.run` itself, keeping each spec the worker gave it."""
+
+    def __init__(self) -> None:
+        self.specs: list[JobSpec] = []
+
+    async def __call__(self, spec: JobSpec, **options: Any) -> JobResult:
+        self.specs.append(spec)
+        return await runner_job.run(spec, **options)
+
+
+@pytest.mark.parametrize(
+    ("in_repository", "model"),
+    [(True, "repo-ci-model"), (False, "owner-ci-model")],
+    ids=["repository", "owner"],
+)
+async def test_the_worker_reads_its_config_path_in_the_repository_or_else_the_owners(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    in_repository: bool,
+    model: str,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "model: default-path-model\n")
+    install_owner_config(github, "model: owner-default-path-model\n")
+    github.put_file(ORG_CONFIG, "ci/neo.yml", "model: owner-ci-model\n")
+    if in_repository:
+        github.put_file(REPO, "ci/neo.yml", "model: repo-ci-model\n")
+    fake_anthropic.script(Reply([text("Looked.")]))
+    number = github.add_issue(REPO, "Look around", user="mona")
+    comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+
+    w = worker(queue, app, settings, config_path="/ci/neo.yml")
+    await run_until(w, finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert fake_anthropic.requests[0].body["model"] == model
+
+
+async def test_an_invalid_file_at_the_config_path_is_named_in_the_comment(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, "ci/neo.yml", "max_turns: lots\n")
+
+    number, job = await run_one_mention(queue, app, settings, github, config_path="ci/neo.yml")
+
+    assert job.state is JobState.FAILED
+    [mine] = bot_comments(github, number)
+    assert "`ci/neo.yml`" in mine["body"]
+    assert "max_turns" in mine["body"]
+    assert fake_anthropic.requests == []
+
+
+async def test_overrides_win_over_the_file_and_reach_the_spec(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(
+        REPO,
+        ".github/neo.yml",
+        "model: file-model\nmax_turns: 1\ntime_limit: 9\nbranch_prefix: file/\n",
+    )
+    script_edit(fake_anthropic)  # three model turns: more than the file allows
+    number = github.add_issue(REPO, "Say hello", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+    recorder = _RecordsSpecs()
+    overrides = {"model": "input-model", "max_turns": 5, "time_limit": 3, "branch_prefix": "ci/"}
+
+    w = worker(queue, app, settings, run_job=recorder, config_overrides=overrides)
+    await run_until(w, finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    [spec] = recorder.specs
+    assert (spec.model, spec.max_turns, spec.time_limit) == ("input-model", 5, 180.0)
+    assert spec.work_branch == f"ci/issue-{number}"
+    assert {r.body["model"] for r in fake_anthropic.requests} == {"input-model"}
+    [pull] = github.pulls(REPO)
+    assert pull["head"]["ref"] == f"ci/issue-{number}"
+
+
+async def test_without_overrides_the_file_decides_as_before(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "model: file-model\ntime_limit: 9\n")
+    fake_anthropic.script(Reply([text("Looked.")]))
+    recorder = _RecordsSpecs()
+    number = github.add_issue(REPO, "Look around", user="mona")
+    comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings, run_job=recorder), finished(queue, job_id))
+
+    [spec] = recorder.specs
+    assert (spec.model, spec.max_turns, spec.time_limit) == ("file-model", 100, 540.0)
+    assert spec.work_branch == f"neo/issue-{number}"
+
+
+@pytest.mark.parametrize(
+    ("allowed_users", "runs"),
+    [(("triage", "write"), True), (("admin",), False)],
+    ids=["widened", "narrowed"],
+)
+async def test_an_allowed_users_override_decides_who_may_run_neo(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    allowed_users: tuple[str, ...],
+    runs: bool,
+) -> None:
+    github.set_permission(REPO, "tia", "triage")
+    github.put_file(REPO, ".github/neo.yml", "allowed_users: [maintain, write]\n")
+    fake_anthropic.script(Reply([text("Looked.")]))
+    author = "tia" if runs else "mona"  # triage: refused by the file; write: allowed by it
+    number = github.add_issue(REPO, "Look around", user=author)
+    comment = github.add_comment(REPO, number, "@neo look around", user=author)
+    job_id = await enqueue(queue, request(number, comment, author=author))
+    overrides = {"allowed_users": allowed_users}
+
+    w = worker(
+        queue,
+        app,
+        settings,
+        config_overrides=overrides,
+        overrides_source="the workflow's inputs",
+    )
+    await run_until(w, finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    [mine] = bot_comments(github, number)
+    if runs:
+        assert job.state is JobState.SUCCEEDED, job.result
+        assert "**Done**" in mine["body"]
+    else:
+        assert job.result["error"] == "unauthorised"
+        assert fake_anthropic.requests == []
+        assert "Neo only works for people with admin access" in mine["body"]
+        assert "set by `allowed_users` in the workflow's inputs" in mine["body"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"max_turns": 0}, "config override max_turns: Input should be greater than or equal to 1"),
+        ({"allowed_users": ("root",)}, "config override allowed_users.0: Input should be 'admin'"),
+        ({"colour": "blue"}, "config override colour: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_override_is_one_line_naming_it(
+    settings: Settings, overrides: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        Worker(cast("Any", None), cast("Any", None), settings, name="w", config_overrides=overrides)
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
 
 
 # --- a job the queue gives up on
