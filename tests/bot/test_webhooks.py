@@ -103,6 +103,17 @@ def test_verify_refuses(signature: str | None, secret: bytes, reason: str) -> No
         assert signature.removeprefix("sha256=").removeprefix("sha1=").strip() not in message
 
 
+@pytest.mark.parametrize("size", [0, 1, 2046, 2047, 2048, 4094, 4095, 14_500, 100_003])
+def test_verify_accepts_bodies_of_any_size_around_the_hashing_chunk(size: int) -> None:
+    # The HMAC is computed in chunks under 2 KB; the result must be the plain HMAC.
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    signature = "sha256=" + hmac.new(b"secret", body, hashlib.sha256).hexdigest()
+
+    verify(body, signature, b"secret")
+    with pytest.raises(BadSignature):
+        verify(body + b" ", signature, b"secret")
+
+
 def test_verify_refuses_an_empty_secret_as_a_configuration_error() -> None:
     with pytest.raises(ValueError, match="secret is empty"):
         verify(BODY, sign(BODY, b""), b"")
