@@ -5,11 +5,14 @@
 Without a `prompt` the event goes through `bot.triggers.triage` exactly as a
 webhook delivery would, with the Action's trigger phrase, label and allowed
 bots: a mention, the label, a review. With a `prompt` (automation mode) any
-event runs the prompt: on an issue or pull request event the job's thread
-is that issue or pull request; on any other event (`workflow_dispatch`,
-`schedule`, `push`, ...) the job has no thread (number 0) and works on a
-branch of its own, the same on every run of the workflow's job, so a
-scheduled workflow keeps updating one pull request.
+event runs the prompt, marked as the workflow's (`instruction_from_workflow`)
+so that the worker gives it to the model as the task. On an issue or pull
+request event the job's thread is that issue or pull request, which the
+model reads as context, with the comment or review that started the run; on
+any other event (`workflow_dispatch`, `schedule`, `push`, ...) the job has
+no thread (number 0) and works on a branch of its own, the same on every run
+of the workflow's job, so a scheduled workflow keeps updating one pull
+request.
 
 Either way Neo's own activity and bots not allowed never trigger a run, nor
 does a locked thread; the worker then checks the requester's write access,
@@ -111,6 +114,7 @@ def _automation(
         instruction=prompt,
         dedupe_key=f"actions:{context.run_id}",
         delivery_id=delivery.delivery_id,
+        instruction_from_workflow=True,
     )
     thread = _thread_of(payload)
     if thread is None:

@@ -61,6 +61,10 @@ class JobRequest:
     # schedule's (`bot.schedules`). None: the worker picks it. Rows queued
     # before this field existed read as None.
     branch: str | None = None
+    # `instruction` is a workflow file's prompt (`neo action`'s `prompt`
+    # input), the task whatever the thread says, and not text the trigger's
+    # author wrote. Rows queued before this field existed read as False.
+    instruction_from_workflow: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -55,7 +55,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -87,6 +87,9 @@ from runner import job as runner_job
 from runner.errors import ConfigError, NeoError
 from runner.git import DiffStat, MirrorCache
 from runner.job import JobResult, JobSpec
+
+if TYPE_CHECKING:
+    from githubkit import GitHub
 
 __all__ = ["OWNER_CONFIG_TTL", "RunJob", "Worker", "WorkerSettings", "noreply_email"]
 
@@ -183,6 +186,8 @@ class _Thread:
     # A review comment's place in the diff; a review's inline comments.
     review: ReviewLocation | None = None
     inline: tuple[InlineComment, ...] = ()
+    # For a workflow's task: the comment or review that started the run, as read.
+    trigger_post: Post | None = None
 
 
 class Worker:
@@ -797,6 +802,9 @@ class Worker:
                 )
             )
         thread = _Thread(issue.title, opening, tuple(comments), requester_id)
+        from_workflow = request.instruction_from_workflow
+        if from_workflow and request.event.startswith("issue_comment."):
+            thread.trigger_post = next((c for c in comments if c.id == request.trigger_id), None)
         if pull is not None:
             head_repo = pull.head.repo.full_name if pull.head.repo else None
             thread.head_ref = pull.head.ref
@@ -812,7 +820,17 @@ class Worker:
             thread.review = _location(comment)
             if comment.user is not None:
                 thread.requester_id = int(comment.user.id)
+            if from_workflow:
+                thread.trigger_post = Post(
+                    author=comment.user.login if comment.user else "ghost",
+                    association=str(comment.author_association),
+                    body=comment.body,
+                    created_at=str(comment.created_at),
+                    id=int(comment.id),
+                )
         elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
+            if from_workflow:
+                thread.trigger_post = await self._review_post(client, request)
             thread.inline = tuple(
                 InlineComment(
                     post=Post(
@@ -827,6 +845,28 @@ class Worker:
                 for c in await publisher.review_comments(request.trigger_id)
             )
         return thread
+
+    async def _review_post(self, client: GitHub[Any], request: JobRequest) -> Post | None:
+        """The review that started a workflow's run, or None when GitHub does not give it.
+
+        Context only (the workflow's prompt is the task), so a failure is logged, not fatal.
+        """
+        owner, _, name = request.thread.repository.partition("/")
+        try:
+            response = await client.rest.pulls.async_get_review(
+                owner, name, request.thread.number, request.trigger_id
+            )
+        except Exception as error:
+            self._log("review_read_failed", review=request.trigger_id, error=_describe(error))
+            return None
+        review = response.parsed_data
+        return Post(
+            author=review.user.login if review.user else "ghost",
+            association=str(review.author_association),
+            body=review.body or "",
+            created_at=str(review.submitted_at or ""),
+            id=int(review.id),
+        )
 
     async def _spec(
         self, job: Job, config: RepoConfig, default_branch: str, thread: _Thread | None
@@ -851,6 +891,7 @@ class Worker:
                 event=request.event,
                 branch=work_branch,
                 requester=None if await self._unchecked(request) else request.author,
+                from_workflow=request.instruction_from_workflow,
             )
             if request.author and request.author.lower() != bot.lower():
                 co_author = (request.author, noreply_email(request.author))
@@ -865,7 +906,11 @@ class Worker:
             else:
                 work_branch = f"{config.branch_prefix}issue-{number}"
             post = None
-            if request.event.startswith(_COMMENT_EVENTS):
+            workflow_prompt = None
+            if request.instruction_from_workflow:
+                # The workflow's prompt is the task; what started the run is context.
+                post, workflow_prompt = thread.trigger_post, request.instruction
+            elif request.event.startswith(_COMMENT_EVENTS):
                 post = Post(
                     author=request.author,
                     association=request.author_association,
@@ -882,6 +927,7 @@ class Worker:
                     post=post,
                     review=thread.review,
                     inline=thread.inline,
+                    workflow_prompt=workflow_prompt,
                 ),
                 comments=thread.comments,
                 diff=thread.diff,
@@ -1089,8 +1135,11 @@ def _diffstat(stat: DiffStat) -> str:
 
 def _pr_body(result: JobResult, request: JobRequest, thread: _Thread) -> str:
     number = request.thread.number
+    asked = f"at the request of @{request.author} in #{number}"
+    if request.instruction_from_workflow:
+        asked = f"in a workflow run on #{number}, started by @{request.author}"
     parts = [
-        f"Neo made this change at the request of @{request.author} in #{number}.",
+        f"Neo made this change {asked}.",
         "## Summary",
         neutralise(result.summary.strip()) or "_The agent gave no summary._",
     ]
@@ -1110,8 +1159,10 @@ def _threadless_pr_body(result: JobResult, request: JobRequest) -> str:
 
     Each run of the same schedule rewrites it: it tells the latest run.
     """
-    if request.event == "schedule":
+    if request.event == "schedule" and not request.instruction_from_workflow:
         why = "on a schedule in `.github/neo.yml`; each run updates this pull request"
+    elif request.event == "schedule":
+        why = "on a workflow's schedule; each run updates this pull request"
     else:
         why = f"from a workflow run (`{_one_word(request.event)}`)"
     if request.author and not request.author.lower().endswith("[bot]"):

@@ -180,6 +180,8 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         "delivery_id": delivery,
         # Only a schedule names the branch; triage leaves it to the worker.
         "branch": None,
+        # A webhook's instruction is its author's text, never a workflow's prompt.
+        "instruction_from_workflow": False,
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -962,6 +963,25 @@ def test_a_bad_override_is_one_line_naming_it(
         Worker(cast("Any", None), cast("Any", None), settings, name="w", config_overrides=overrides)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
+
+
+async def test_a_row_queued_before_workflow_prompts_existed_reads_as_the_threads_own(
+    queue: SqliteQueue, tmp_path: Path
+) -> None:
+    job_id = await enqueue(queue, request(3, 30))
+    with sqlite3.connect(tmp_path / "queue.db") as conn:
+        conn.execute(
+            "UPDATE jobs SET request = json_remove(request, '$.instruction_from_workflow')"
+            " WHERE id = ?",
+            (job_id,),
+        )
+        [(row,)] = conn.execute("SELECT request FROM jobs WHERE id = ?", (job_id,))
+    assert "instruction_from_workflow" not in json.loads(row)
+
+    job = await get(queue, job_id)
+
+    assert job.request == request(3, 30)
+    assert job.request.instruction_from_workflow is False
 
 
 # --- a job the queue gives up on
