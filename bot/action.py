@@ -36,7 +36,6 @@ import json
 import logging
 import os
 import signal
-import sqlite3
 import sys
 import tempfile
 import zlib
@@ -212,12 +211,10 @@ async def _run(
     hurry: asyncio.Event,
 ) -> ActionOutcome:
     request = decision.request
-    queue_path = data_dir / "queue.db"
-    await _new_queue(queue_path, job_number(context))
     settings = _settings(context, inputs, data_dir)
     asked = f" by {request.author}" if request.author else ""
     print(f"neo: {request.event} on {_where(request)}{asked}: starting", flush=True)
-    async with SqliteQueue(queue_path) as queue:
+    async with SqliteQueue(data_dir / "queue.db", first_job_id=job_number(context)) as queue:
         job_id = (await queue.enqueue(request.delivery_id, [request])).job_ids[0]
         worker = Worker(
             queue,
@@ -297,20 +294,6 @@ def job_number(context: ActionContext) -> int:
     Stable across re-runs of the run, so a re-run finds the comment it made.
     """
     return context.run_id * _JOBS_PER_RUN + zlib.crc32(context.job.encode()) % _JOBS_PER_RUN
-
-
-async def _new_queue(path: Path, first_id: int) -> None:
-    """Create the queue's database with its next job id set to `first_id`.
-
-    SQLite hands out AUTOINCREMENT ids after the `sqlite_sequence` row of the
-    table; the queue creates its schema on first open, so the row is written
-    between that open and the next.
-    """
-    async with SqliteQueue(path):
-        pass
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('jobs', ?)", (first_id - 1,))
-        conn.commit()
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,7 +104,12 @@ class WriteStats:
 
 
 class SqliteQueue:
-    """The `JobQueue` on one SQLite file. Open it with `open_queue`."""
+    """The `JobQueue` on one SQLite file. Open it with `open_queue`.
+
+    `first_job_id` is the id of the first job of a database this opening
+    creates (`neo action` numbers its one job after the workflow run); an
+    existing database goes on from its last id.
+    """
 
     def __init__(
         self,
@@ -116,16 +121,19 @@ class SqliteQueue:
         busy_timeout: float = 10.0,
         checkpoint_every: float = CHECKPOINT_EVERY,
         create: bool = True,
+        first_job_id: int = 1,
     ) -> None:
         if not create and not path.exists():
             raise ConfigError(f"no queue database at {path}")
+        if first_job_id < 1:
+            raise ValueError("first_job_id must be at least 1")
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._clock = clock
         self._max_attempts = max_attempts
         writer = _connect(path, busy_timeout)
         try:
-            _prepare(writer, path)
+            _prepare(writer, path, first_job_id)
             reader = _connect(path, busy_timeout)
         except BaseException:
             writer.close()
@@ -523,8 +531,8 @@ def _connect(path: Path, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
-def _prepare(conn: sqlite3.Connection, path: Path) -> None:
-    """WAL mode and the schema, created on first open."""
+def _prepare(conn: sqlite3.Connection, path: Path, first_job_id: int = 1) -> None:
+    """WAL mode and the schema, created on first open, its jobs numbered from `first_job_id`."""
     try:
         (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode != "wal":
@@ -540,6 +548,12 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> None:
             if version == 0:
                 for statement in _SCHEMA:
                     conn.execute(statement)
+                if first_job_id > 1:
+                    # AUTOINCREMENT hands out the id after the table's sqlite_sequence row.
+                    conn.execute(
+                        "INSERT INTO sqlite_sequence (name, seq) VALUES ('jobs', ?)",
+                        (first_job_id - 1,),
+                    )
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from bot.action import job_number
 from bot.action_inputs import (
     API_KEY_VARIABLES,
     INPUTS,
@@ -36,6 +37,7 @@ from bot.action_plan import ACTION_INSTALLATION, Run, Skip, plan, workflow_branc
 from bot.cli import main
 from bot.github import GitHubApp
 from bot.jobs import Thread
+from bot.progress import job_marker
 from bot.triggers import Reason
 from tests.bot.serving import corpus
 from tests.fakes import (
@@ -612,6 +614,8 @@ def test_a_mention_posts_the_progress_comment_opens_the_draft_pr_and_sets_the_ou
     # The one progress comment, by the workflow's bot, turned into the report.
     (report,) = bot_comments(github, number)
     assert "**Done**" in report["body"]
+    # The job's id, in the comment's marker, is the run's: a re-run finds the comment.
+    assert job_marker(job_number(context(run_id=RUN_ID + run.runs))) in report["body"]
     assert pull["html_url"] in report["body"]
     assert [(r["subject"], r["subject_id"]) for r in github.reactions(REPO)] == [
         ("issue_comment", comment)

@@ -446,6 +446,19 @@ async def test_reopening_keeps_everything(db: Path, clock: FakeClock) -> None:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
+async def test_a_new_database_numbers_its_jobs_from_first_job_id(db: Path) -> None:
+    async with SqliteQueue(db, first_job_id=9_876_543_210_042) as queue:
+        first = await enqueue_one(queue, "d1")
+        second = await enqueue_one(queue, "d2", number=2)
+    assert (first, second) == (9_876_543_210_042, 9_876_543_210_043)
+    # An existing database goes on from its last id, whatever the option says.
+    async with SqliteQueue(db, first_job_id=5) as queue:
+        assert await enqueue_one(queue, "d3", number=3) == second + 1
+        assert (await queue.get(first)) is not None
+    with pytest.raises(ValueError, match="first_job_id must be at least 1"):
+        SqliteQueue(db, first_job_id=0)
+
+
 async def test_closed_queue_refuses_writes(db: Path) -> None:
     queue = SqliteQueue(db)
     await queue.close()
