@@ -6,9 +6,9 @@
 One job, in order: the repository's config from the default branch, or when
 it has none from the owner's `.github` repository (used whole, never
 merged), with the worker's overrides on top (`neo action`'s inputs), read
-together with the requester's permission; an unauthorised
-request gets one short reply per thread and runs nothing, an invalid config
-one comment naming the field, and nothing runs. Then the job's one progress
+together with the requester's permission; an unauthorised request gets one
+short reply per thread and runs nothing, an invalid config one comment
+naming the field, and nothing runs. Then the job's one progress
 comment and, behind it, a 👀 reaction on the trigger; the task prompt from
 the thread (for a pull request with its diff, for a review comment with its
 file, lines and hunk), `runner.job.run` with the comment edited live as the
@@ -686,8 +686,8 @@ class Worker:
         return f"`{self.config_path}`"
 
     async def _owner_config(self, request: JobRequest) -> tuple[str, str] | None:
-        """`.github/neo.yml` on the default branch of the owner's `.github` repository,
-        and how to name it; None when there is none or the App cannot read it.
+        """`config_path` on the default branch of the owner's `.github` repository, and
+        how to name it; None when there is none or the App cannot read it.
 
         The job's token is scoped to its own repository, so this reads with a
         read-only token for `{owner}/.github`, which GitHub grants only when the
