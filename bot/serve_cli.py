@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import atexit
 import contextlib
 import dataclasses
 import gc
 import json
 import logging
-import logging.handlers
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from queue import SimpleQueue
 from typing import Any
 
 import uvicorn
@@ -149,20 +146,8 @@ def sweep_sandbox_orphans() -> None:
 
 
 def _log_to_stderr() -> None:
-    """JSON lines on stderr, written by a thread of their own.
-
-    A write to stderr lets go of the GIL, and the event loop's thread then
-    waits to take it back from the queue's writer: with one line per
-    delivery, that wait was on every acknowledgement. Records go through an
-    in-memory queue instead; the listener is stopped, and so flushed, at exit.
-    """
-    output = logging.StreamHandler(sys.stderr)
-    output.setFormatter(logging.Formatter("%(message)s"))
-    records: SimpleQueue[logging.LogRecord] = SimpleQueue()
-    listener = logging.handlers.QueueListener(records, output)
-    listener.start()
-    atexit.register(listener.stop)
-    handler = logging.handlers.QueueHandler(records)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
     for name in ("neo", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
