@@ -30,7 +30,8 @@ import functools
 import re
 import ssl
 import urllib.request
-from collections.abc import AsyncGenerator, Callable, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -46,6 +47,7 @@ from githubkit.auth.app import AppAuth as _AppAuthBase
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
 from githubkit.utils import Unset
+from pydantic import SecretStr
 
 from runner.errors import ConfigError, NeoError
 
@@ -60,11 +62,13 @@ __all__ = [
     "REFRESH_MARGIN",
     "WORKFLOW_JOB_PERMISSIONS",
     "AppAuth",
+    "AppSettings",
     "GitHubApp",
     "GitHubAuthError",
     "InstallationAuth",
     "InstallationToken",
     "load_private_key",
+    "signed_in_app",
 ]
 
 DEFAULT_API_URL: Final = "https://api.github.com"
@@ -482,6 +486,39 @@ class GitHubApp:
             del self._minting[key]
         if not task.cancelled():
             task.exception()  # retrieved: every waiter may have given up
+
+
+class AppSettings(Protocol):
+    """The settings `signed_in_app` reads (`bot.settings.Settings` has them)."""
+
+    @property
+    def github_app_id(self) -> int: ...
+    @property
+    def github_private_key(self) -> SecretStr | None: ...
+    @property
+    def github_private_key_path(self) -> Path | None: ...
+    @property
+    def github_api_url(self) -> str: ...
+
+
+@asynccontextmanager
+async def signed_in_app(settings: AppSettings) -> AsyncIterator[tuple[GitHubApp, str]]:
+    """The App of `settings` and its bot login, checked with GitHub; closed after.
+
+    What `neo serve`, its scheduler and `neo worker` each start with. Raises
+    ConfigError (one line) for a bad key or credentials GitHub refuses.
+    """
+    key = settings.github_private_key
+    private_key = load_private_key(
+        key.get_secret_value() if key else None,
+        str(settings.github_private_key_path) if settings.github_private_key_path else None,
+    )
+    async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
+        try:
+            login = await app.bot_login()
+        except GitHubAuthError as error:
+            raise ConfigError(str(error)) from None
+        yield app, login
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from githubkit import GitHub
 from githubkit.auth.app import AppInstallationAuthStrategy
 from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
 
-from bot.github import GitHubApp, GitHubAuthError, load_private_key
+from bot.github import GitHubApp, signed_in_app
 from bot.jobs import JobRequest
 from bot.queue import JobQueue, QueueError
 from bot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
@@ -50,7 +50,6 @@ from bot.schedules import (
     slot_of_key,
 )
 from bot.settings import Settings
-from runner.errors import ConfigError
 
 __all__ = [
     "FETCH_CONCURRENCY",
@@ -404,15 +403,7 @@ async def run_scheduler(settings: Settings, queue: JobQueue) -> None:
 
     Raises ConfigError (one line) when the App's credentials do not work.
     """
-    private_key = load_private_key(
-        settings.github_private_key.get_secret_value() if settings.github_private_key else None,
-        str(settings.github_private_key_path) if settings.github_private_key_path else None,
-    )
-    async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
-        try:
-            login = await app.bot_login()
-        except GitHubAuthError as error:
-            raise ConfigError(str(error)) from None
+    async with signed_in_app(settings) as (app, login):
         _log("scheduler_started", tick=TICK_SECONDS, refresh=REFRESH_SECONDS)
         await Scheduler(app, queue, author=login).run()
 

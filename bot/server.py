@@ -30,13 +30,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.github import GitHubApp, GitHubAuthError, load_private_key
+from bot.github import signed_in_app
 from bot.jobs import JobState
 from bot.queue import JobQueue, open_queue
 from bot.settings import Settings
 from bot.triggers import Ignore, Rules, triage
 from bot.webhooks import MAX_BODY, BodyTooLarge, WebhookError, parse, read_limited, verify
-from runner.errors import ConfigError
 
 log = logging.getLogger("neo.server")
 
@@ -179,15 +178,7 @@ def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
     server's lifetime. Fails start-up with a ConfigError on bad credentials."""
 
     async def open_intake() -> AsyncIterator[Intake]:
-        private_key = load_private_key(
-            settings.github_private_key.get_secret_value() if settings.github_private_key else None,
-            str(settings.github_private_key_path) if settings.github_private_key_path else None,
-        )
-        async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
-            try:
-                login = await app.bot_login()
-            except GitHubAuthError as error:
-                raise ConfigError(str(error)) from None
+        async with signed_in_app(settings) as (_, login):
             rules = Rules(
                 app_bot_login=login,
                 handle=settings.handle,

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from bot.argtypes import positive_int
-from bot.github import GitHubApp, GitHubAuthError, load_private_key
+from bot.github import signed_in_app
 from bot.queue import JobQueue, open_queue
 from bot.settings import Settings, load_settings
 from bot.worker import Worker
@@ -108,18 +108,10 @@ async def run_workers(
 
     Raises ConfigError (one line) when the App's credentials do not work.
     """
-    private_key = load_private_key(
-        settings.github_private_key.get_secret_value() if settings.github_private_key else None,
-        str(settings.github_private_key_path) if settings.github_private_key_path else None,
-    )
     async with (
-        GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app,
+        signed_in_app(settings) as (app, login),
         MirrorCache(settings.data_dir / "mirrors") as mirrors,
     ):
-        try:
-            login = await app.bot_login()
-        except GitHubAuthError as error:
-            raise ConfigError(str(error)) from None
         name = f"{socket.gethostname()}:{os.getpid()}"
         log.info(
             json.dumps(
