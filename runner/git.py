@@ -365,8 +365,6 @@ class MirrorCache:
         self.root = root
         self.spare_trees = spare_trees
         self._tasks: set[asyncio.Task[None]] = set()
-        # The spare tree being made for each URL, by this process.
-        self._making: dict[str, asyncio.Task[None]] = {}
 
     async def __aenter__(self) -> MirrorCache:
         return self
@@ -415,34 +413,14 @@ class MirrorCache:
             task.cancel()
         await self.wait_idle()
 
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return task
 
     def _replenish(self, url: str, commit: str) -> None:
         if self.spare_trees:
-            task = self._spawn(self._make_spare(url, commit))
-            self._making[url] = task
-
-            def forget(done: asyncio.Task[None]) -> None:
-                if self._making.get(url) is done:
-                    del self._making[url]
-
-            task.add_done_callback(forget)
-
-    async def _spare_made(self, url: str) -> None:
-        """Wait for the spare tree of `url` this process is making, if any.
-
-        It started before this clone did, so it ends sooner than a checkout
-        of our own would: on a 5,000-file repository, jobs that came in while
-        it was being made took ~5 s instead of ~0.5 s. Our cancellation does
-        not cancel it.
-        """
-        task = self._making.get(url)
-        if task is not None:
-            await asyncio.wait([task])
+            self._spawn(self._make_spare(url, commit))
 
     async def _make_spare(self, url: str, commit: str) -> None:
         """Check out `commit` (whose blobs the mirror holds) as the spare tree of `url`."""
@@ -896,7 +874,6 @@ async def _clone(
     if not await asyncio.to_thread(_is_empty_or_absent, dest):
         raise GitError(f"clone destination is not empty: {dest}")
     auth = _Auth(url, token)
-    await cache._spare_made(url)
     async with cache.locked(url) as mirror:
         await cache._update(mirror, auth, timeout)
         found = None if prefer is None else await _branch_commit(mirror, prefer)

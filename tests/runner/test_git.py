@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from runner import git as git_module
 from runner.errors import NeoError
 from runner.git import (
     DiffStat,
@@ -459,28 +458,6 @@ async def test_the_spare_tree_is_replaced_after_it_is_taken(
     assert (tmp_path / "second").stat().st_ino == inode  # moved, not copied
     assert spare.is_dir()
     assert spare.stat().st_ino != inode
-
-
-async def test_a_clone_while_the_spare_tree_is_being_made_waits_and_takes_it(
-    tmp_path: Path, url: str, cache: MirrorCache, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[Path] = []
-    clone_mirror = git_module._clone_mirror
-
-    async def spy(mirror: Path, dest: Path, timeout: float) -> None:
-        made.append(dest)
-        await clone_mirror(mirror, dest, timeout)
-
-    monkeypatch.setattr(git_module, "_clone_mirror", spy)
-    await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
-    # No wait_idle: the spare tree is still being made when the next job clones.
-    await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
-    await cache.wait_idle()
-
-    # The second tree is the spare, moved: no checkout of its own.
-    assert tmp_path / "second" not in made
-    assert tmp_path / "first" in made
-    assert git("status", "--porcelain", cwd=tmp_path / "second") == ""
 
 
 async def test_concurrent_clones_of_one_repository_both_succeed(
