@@ -554,7 +554,9 @@ def _rig(args: argparse.Namespace, scratch: Path) -> Iterator[_Rig]:
 def run(args: argparse.Namespace) -> None:
     pauses = random.Random(args.seed)
     with (
-        tempfile.TemporaryDirectory(prefix="neo-bench-e2e-") as temp,
+        # A spare tree still being written as neo serve stops can outlive
+        # the first removal attempt; the figures matter more than the leftovers.
+        tempfile.TemporaryDirectory(prefix="neo-bench-e2e-", ignore_cleanup_errors=True) as temp,
         _rig(args, Path(temp)) as rig,
     ):
         load = _load()
