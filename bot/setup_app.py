@@ -45,6 +45,7 @@ from typing import Any, Final, TextIO
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from bot.app_manifest import DEFAULT_NAME, MAX_NAME_LENGTH, app_manifest
+from runner.durable import fsync_directory
 from runner.errors import ConfigError, NeoError
 
 __all__ = [
@@ -239,21 +240,7 @@ def write_env_file(path: Path, text: str, *, force: bool) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-    _sync_directory(path.parent)
-
-
-def _sync_directory(directory: Path) -> None:
-    # The rename is durable once the directory entry is on disk.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_directory(path.parent)
 
 
 # --- the exchange ----------------------------------------------------------------

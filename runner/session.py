@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, TextIO
 
+from runner.durable import fsync_directory
 from runner.errors import ConfigError
 from runner.llm.codec import CodecError, message_from_json, message_to_json, usage_from_json
 from runner.llm.types import JSONObject, Message, Usage
@@ -160,7 +161,7 @@ class SessionStore:
             if isinstance(exc, OSError):
                 raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
             raise
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
 
     def load(self, session_id: str) -> Session:
         path = self.path(session_id)
@@ -329,20 +330,6 @@ def _check_mark(mark: JobMark | None, messages: list[Message]) -> str | None:
     if mark.blocks > had:
         return f"session job starts after block {mark.blocks} of a message of {had}"
     return None
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make the rename itself durable; best effort where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _reason(exc: OSError) -> str:
