@@ -1138,15 +1138,7 @@ def _pr_body(result: JobResult, request: JobRequest, thread: _Thread) -> str:
     asked = f"at the request of @{request.author} in #{number}"
     if request.instruction_from_workflow:
         asked = f"in a workflow run on #{number}, started by @{request.author}"
-    parts = [
-        f"Neo made this change {asked}.",
-        "## Summary",
-        neutralise(result.summary.strip()) or "_The agent gave no summary._",
-    ]
-    if result.diffstat is not None:
-        parts += ["## Changes", _diffstat(result.diffstat)]
-    if result.blocked_paths:
-        parts.append("Changes to .github/workflows/ were left out: `allow_workflow_edits` is off.")
+    parts = [f"Neo made this change {asked}.", *_what_was_done(result)]
     if request.thread.is_pull_request:
         parts.append(f"Based on #{number}.")
     else:
@@ -1168,18 +1160,18 @@ def _threadless_pr_body(result: JobResult, request: JobRequest) -> str:
     if request.author and not request.author.lower().endswith("[bot]"):
         why += f", at the request of @{request.author}"
     task = "\n".join(f"> {line}" for line in neutralise(request.instruction.strip()).splitlines())
-    parts = [
-        f"Neo made this change {why}.",
-        "## Task",
-        task or "> _none_",
-        "## Summary",
-        neutralise(result.summary.strip()) or "_The agent gave no summary._",
-    ]
+    parts = [f"Neo made this change {why}.", "## Task", task or "> _none_"]
+    return "\n\n".join([*parts, *_what_was_done(result)])
+
+
+def _what_was_done(result: JobResult) -> list[str]:
+    """A pull request body's summary, changed files and anything left out."""
+    parts = ["## Summary", neutralise(result.summary.strip()) or "_The agent gave no summary._"]
     if result.diffstat is not None:
         parts += ["## Changes", _diffstat(result.diffstat)]
     if result.blocked_paths:
         parts.append("Changes to .github/workflows/ were left out: `allow_workflow_edits` is off.")
-    return "\n\n".join(parts)
+    return parts
 
 
 def _one_word(text: str) -> str:
