@@ -14,9 +14,6 @@ closed by `aclose`.
 
 from __future__ import annotations
 
-import functools
-import ssl
-import urllib.request
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType, TracebackType
@@ -27,7 +24,7 @@ from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
 
 from bot.action_inputs import InputError
-from bot.github import GitHubAuthError, InstallationToken
+from bot.github import Borrowed, GitHubAuthError, InstallationToken, connection_pool
 
 __all__ = ["WORKFLOW_BOT", "TokenAuth"]
 
@@ -37,32 +34,6 @@ WORKFLOW_BOT: Final = "github-actions[bot]"
 _LIFETIME = timedelta(hours=24)
 # Answers to GET /user for a token that is not a user's: an installation's.
 _NOT_A_USER = frozenset({403, 404})
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    return httpx.create_ssl_context()
-
-
-def _proxy_for(url: httpx.URL) -> str | None:
-    # A shared transport ignores httpx's environment proxies: honour them here.
-    proxies = urllib.request.getproxies()
-    if not proxies or urllib.request.proxy_bypass(url.host):
-        return None
-    return proxies.get(url.scheme) or proxies.get("all")
-
-
-class _Borrowed(httpx.AsyncBaseTransport):
-    """The shared pool, which githubkit's per-request clients must not close."""
-
-    def __init__(self, pool: httpx.AsyncBaseTransport) -> None:
-        self._pool = pool
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._pool.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        pass
 
 
 class TokenAuth:
@@ -83,17 +54,13 @@ class TokenAuth:
         self.api_url = str(url)
         self._token = token
         self._expires_at = datetime.now(UTC) + _LIFETIME
-        self._pool = httpx.AsyncHTTPTransport(
-            verify=_tls_context(),
-            proxy=_proxy_for(url),
-            limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
-        )
+        self._pool = connection_pool(url, max_connections=20)
         self._github: GitHub[TokenAuthStrategy] = GitHub(
             TokenAuthStrategy(token),
             base_url=url,
             user_agent=user_agent,
             timeout=timeout,
-            async_transport=_Borrowed(self._pool),
+            async_transport=Borrowed(self._pool),
             http_cache=False,
         )
         self._login: str | None = None

@@ -63,10 +63,12 @@ __all__ = [
     "WORKFLOW_JOB_PERMISSIONS",
     "AppAuth",
     "AppSettings",
+    "Borrowed",
     "GitHubApp",
     "GitHubAuthError",
     "InstallationAuth",
     "InstallationToken",
+    "connection_pool",
     "load_private_key",
     "signed_in_app",
 ]
@@ -230,6 +232,21 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def connection_pool(url: httpx.URL, max_connections: int) -> httpx.AsyncHTTPTransport:
+    """One keep-alive pool to the API at `url`, with the environment's proxy.
+
+    Give it to githubkit as `Borrowed(pool)`, and close it yourself.
+    """
+    return httpx.AsyncHTTPTransport(
+        verify=_tls_context(),
+        proxy=_proxy_for(url),
+        limits=httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max(1, max_connections // 5),
+        ),
+    )
+
+
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -251,7 +268,7 @@ class _AppAuthStrategy(AppAuthStrategy):
         )
 
 
-class _Borrowed(httpx.AsyncBaseTransport):
+class Borrowed(httpx.AsyncBaseTransport):
     """The shared pool as githubkit's per-request clients see it.
 
     githubkit opens and closes an httpx client around every request, and
@@ -297,17 +314,13 @@ class GitHubApp:
         self.app_id = issuer
         self.api_url = str(url)
         self._clock = clock
-        self._pool = httpx.AsyncHTTPTransport(
-            verify=_tls_context(),
-            proxy=_proxy_for(url),
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        )
+        self._pool = connection_pool(url, max_connections=100)
         self._github: GitHub[AppAuthStrategy] = GitHub(
             _AppAuthStrategy(issuer, pem),
             base_url=url,
             user_agent=user_agent,
             timeout=timeout,
-            async_transport=_Borrowed(self._pool),
+            async_transport=Borrowed(self._pool),
             # Its own JWT cache: githubkit's default one is shared by every client
             # in the process, keyed by the App id alone.
             cache_strategy=MemCacheStrategy(),
