@@ -72,6 +72,7 @@ import secrets
 import shutil
 import signal
 import stat
+import time
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,7 @@ __all__ = [
     "LOCAL_TIMEOUT",
     "NETWORK_TIMEOUT",
     "RECENT_COMMITS",
+    "STALE_STAGING_SECONDS",
     "DiffStat",
     "FileStat",
     "GitError",
@@ -109,6 +111,8 @@ LOCAL_TIMEOUT = 120.0
 # git compares file and index times in whole seconds: wait this long after a
 # checkout before refreshing its index (see `_make_spare`).
 RACY_GIT_SECONDS = 1.1
+# A spare's staging directory this old was left by a process that died.
+STALE_STAGING_SECONDS = 3600.0
 
 # How often a job waiting for another job's mirror lock looks again.
 _LOCK_POLL_SECONDS = 0.02
@@ -429,6 +433,7 @@ class MirrorCache:
         staging = spare.with_name(f"{spare.name}.tmp-{secrets.token_hex(4)}")
         try:
             async with self.locked(url) as mirror:
+                await asyncio.to_thread(_remove_stale_staging, spare)
                 if await asyncio.to_thread(spare.exists):
                     return
                 await _clone_mirror(mirror, staging, LOCAL_TIMEOUT)
@@ -544,6 +549,19 @@ async def _clone_mirror(mirror: Path, dest: Path, timeout: float) -> None:
 
 def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _remove_stale_staging(spare: Path) -> None:
+    """Remove the half-made spares of `spare` that a killed process left behind.
+
+    A spare is staged apart and renamed in within seconds to minutes; one
+    untouched for longer than STALE_STAGING_SECONDS belongs to nobody.
+    """
+    cutoff = time.time() - STALE_STAGING_SECONDS
+    for staging in spare.parent.glob(f"{spare.name}.tmp-*"):
+        with contextlib.suppress(OSError):
+            if staging.stat().st_mtime < cutoff:
+                _remove_tree(staging)
 
 
 def _is_empty_or_absent(path: Path) -> bool:

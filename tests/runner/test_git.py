@@ -9,6 +9,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from runner.errors import NeoError
 from runner.git import (
+    STALE_STAGING_SECONDS,
     DiffStat,
     FileStat,
     GitError,
@@ -458,6 +460,27 @@ async def test_the_spare_tree_is_replaced_after_it_is_taken(
     assert (tmp_path / "second").stat().st_ino == inode  # moved, not copied
     assert spare.is_dir()
     assert spare.stat().st_ino != inode
+
+
+async def test_a_half_made_spare_left_by_a_dead_process_is_removed_only_once_stale(
+    tmp_path: Path, url: str, cache: MirrorCache
+) -> None:
+    spare = cache.spare_path(url)
+    spare.parent.mkdir(parents=True, exist_ok=True)
+    stale = spare.with_name(f"{spare.name}.tmp-dead0000")
+    fresh = spare.with_name(f"{spare.name}.tmp-live0000")
+    for staging in (stale, fresh):
+        (staging / "src").mkdir(parents=True)
+        (staging / "src" / "half.py").write_text("written before the kill\n")
+    hours_ago = time.time() - STALE_STAGING_SECONDS - 60
+    os.utime(stale, (hours_ago, hours_ago))
+
+    await clone(url, tmp_path / "tree", token=TOKEN, cache=cache)
+    await cache.wait_idle()
+
+    assert not stale.exists()
+    assert fresh.is_dir()  # another process may still be making it
+    assert spare.is_dir()
 
 
 async def test_concurrent_clones_of_one_repository_both_succeed(
