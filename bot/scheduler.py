@@ -238,18 +238,10 @@ class Scheduler:
                 response = await github.rest.repos.async_get_content(
                     owner, name, CONFIG_PATH, ref=repo.default_branch, headers=headers
                 )
-            except RequestFailed as error:
-                if error.response.status_code == 404:  # no config: no schedules
-                    self._configure(repo, None, None, now)
-                    return
-                _log(
-                    "scheduler_error",
-                    stage="read config",
-                    repository=repo.full_name,
-                    error=_describe(error),
-                )
-                return
             except GitHubException as error:
+                if isinstance(error, RequestFailed) and error.response.status_code == 404:
+                    self._configure(repo, None, None, now)  # no config: no schedules
+                    return
                 _log(
                     "scheduler_error",
                     stage="read config",
