@@ -30,6 +30,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 
 from tests.bot.serving import SECRET, corpus, headers
+from tests.docker_bridge import bridge_gateway
 from tests.fakes import FakeGitHub, rsa_private_key_pem
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,7 +145,7 @@ def docker_socket() -> Path:
 def service(client: docker.DockerClient, image: Image) -> Iterator[Service]:
     """The image running against the fake GitHub, healthy by Docker's own check."""
     key = rsa_private_key_pem()
-    gateway = client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
+    gateway = bridge_gateway(client)
     socket = docker_socket()
     app_id = 100_000 + secrets.randbelow(900_000)
     with (

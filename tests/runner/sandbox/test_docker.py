@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import ipaddress
 import os
 import secrets
 import signal
@@ -50,6 +49,7 @@ from runner.tools import (
     ToolOutput,
     WriteFileTool,
 )
+from tests.docker_bridge import bridge_gateway
 from tests.runner.sandbox.conftest import REPO, SANDBOX_IMAGE
 
 MiB = 1024 * 1024
@@ -101,14 +101,6 @@ def gone(client: DockerClient, container: str) -> bool:
     except NotFound:
         return True
     return False
-
-
-def bridge_gateway(client: DockerClient) -> str:
-    """The host's address on docker's default bridge."""
-    config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    if config.get("Gateway"):
-        return str(config["Gateway"])
-    return str(next(ipaddress.ip_network(config["Subnet"]).hosts()))
 
 
 class Listener:
