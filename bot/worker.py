@@ -17,6 +17,11 @@ comment. Every effect goes through `Publisher`, which finds what an earlier
 attempt of the same job made, so a retried job never duplicates a comment
 or a pull request (ARCHITECTURE rule 5).
 
+A stop request (`@neo stop`) is a job too, claimed even while every run
+slot is taken: its author is checked by the same rule as a run's, and only
+then does the queue cancel the thread's queued run and ask its running one
+to stop; anyone else gets the one short reply and the work goes on.
+
 A job without a thread (`thread.number == 0`: a schedule's, or `neo action`'s
 on `workflow_dispatch` or `schedule`) has only its instruction and the branch
 it names. It gets no reaction, no thread read and no progress comment; its
@@ -68,7 +73,7 @@ from bot.context import (
     build_task_prompt,
 )
 from bot.github import CONFIG_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS, AppAuth, GitHubAuthError
-from bot.jobs import Job, JobRequest, JobState
+from bot.jobs import Job, JobRequest, JobState, RequestKind
 from bot.progress import (
     Conclusion,
     Outcome,
@@ -278,9 +283,12 @@ class Worker:
             wake.clear()
             if self.wakeup is not None:
                 self.wakeup.clear()
-            while len(self._running) < self.concurrency and not stop.is_set():
+            while not stop.is_set():
+                # With every run slot taken, stop requests are still taken:
+                # they are quick, and the runs they stop are what fills the slots.
+                only: RequestKind | None = None if self._runs() < self.concurrency else "cancel"
                 try:
-                    job = await self.queue.claim(self.name, self.lease)
+                    job = await self.queue.claim(self.name, self.lease, only=only)
                 except QueueError as error:
                     self._log("claim_failed", error=str(error))
                     job = None
@@ -289,6 +297,10 @@ class Worker:
                 self._start(job, wake)
             await _first(*(wait() for wait in waits), self._sleep(self.poll_every))
         await self._drain()
+
+    def _runs(self) -> int:
+        """Run jobs going on here (stop requests take no slot)."""
+        return sum(1 for running, _ in self._running.values() if running.job.request.kind == "run")
 
     def _start(self, job: Job, wake: asyncio.Event) -> None:
         running = _Running(job)
@@ -422,11 +434,8 @@ class Worker:
         request = job.request
         progress = Progress(job.id, clock=self._clock)
         progress.start()
-        if request.kind != "run":  # cancel requests are applied by the queue itself
-            result = self._result(running, Outcome(conclusion=Conclusion.NO_CHANGES), "")
-            await self._finish(
-                running, JobState.SUCCEEDED, {**result, "conclusion": "nothing_to_run"}
-            )
+        if request.kind == "cancel":
+            await self._stop_request(running)
             return
         threadless = request.thread.number == 0
         self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
@@ -502,6 +511,52 @@ class Worker:
             running, _STATES[outcome.conclusion], self._result(running, outcome, report)
         )
         self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+    async def _stop_request(self, running: _Running) -> None:
+        """`@neo stop`: stop the thread's work if its author may start a run there.
+
+        The same rule as for a run (`allowed_users`, allow-listed bots); an
+        invalid config still has its defaults. Anyone else gets the one short
+        reply, and the work goes on.
+        """
+        job = running.job
+        request = job.request
+        state = JobState.FAILED
+        result: dict[str, Any] = {"conclusion": "failed", "error": "unauthorised"}
+        try:
+            if request.installation_id is None:
+                raise GitHubError("github: the delivery named no App installation")
+            publisher = await Publisher.for_installation(
+                self.app,
+                request.installation_id,
+                request.thread.repository,
+                request.thread.number,
+                spacers=self._spacers,
+                **self._publisher_options,
+            )
+            (config, _), level = await asyncio.gather(
+                self._config(publisher, request), self._permission(publisher, request)
+            )
+            settings = config or RepoConfig.model_construct(**self._overrides)
+            allowed = settings.allowed_users
+            if await self._authorised(request, level, allowed, settings.allowed_bots):
+                applied = await self.queue.apply_cancel(job.id)
+                state = JobState.SUCCEEDED
+                result = {"conclusion": "stopped", **applied.as_result()}
+                self._log("stop_applied", job=job.id, **applied.as_result())
+            else:
+                self._log("stop_refused", job=job.id, author=request.author)
+                if request.thread.number != 0:
+                    await publisher.reply_once(
+                        request.thread.number,
+                        "unauthorised",
+                        _unauthorised_stop(request, allowed, self._allowed_users_source()),
+                    )
+        except (NeoError, QueueError) as error:
+            result = {"conclusion": "failed", "error": " ".join(str(error).split())}
+            self._log("stop_failed", job=job.id, error=result["error"])
+        self._check_alive(running)
+        await self._finish(running, state, result)
 
     def _result(self, running: _Running, outcome: Outcome, report: str) -> dict[str, Any]:
         """What the queue keeps of a finished job; `neo action` makes its outputs of it."""
@@ -972,9 +1027,8 @@ class Worker:
     async def _cancelled_by(self, job: Job) -> str | None:
         """The author of the cancel request that stopped `job`, when the queue shows one."""
         try:
-            jobs = await self.queue.list(
-                state=JobState.SUCCEEDED, repository=job.request.thread.repository, limit=100
-            )
+            # Any state: the request that stopped it may not have finished yet.
+            jobs = await self.queue.list(repository=job.request.thread.repository, limit=100)
         except QueueError:
             return None
         for other in jobs:
@@ -1031,6 +1085,14 @@ def _unauthorised(request: JobRequest, allowed: Sequence[str], source: str) -> s
     return (
         f"Sorry @{request.author}, Neo only works for people with {roles} access to this "
         f"repository (set by `allowed_users` in {source}). Nothing was run."
+    )
+
+
+def _unauthorised_stop(request: JobRequest, allowed: Sequence[str], source: str) -> str:
+    roles = ", ".join(allowed)
+    return (
+        f"Sorry @{request.author}, only people with {roles} access to this repository can"
+        f" stop Neo's work (set by `allowed_users` in {source}). The work goes on."
     )
 
 

@@ -2,6 +2,7 @@
 
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
+    CancelApplied,
     EnqueueResult,
     Heartbeat,
     JobQueue,
@@ -15,6 +16,7 @@ from bot.queue.waking import WakingQueue
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "CancelApplied",
     "EnqueueResult",
     "Heartbeat",
     "JobQueue",

@@ -8,12 +8,16 @@ while they run and `finish` them. Every backend keeps the same promises:
   reports `duplicate=True`.
 - A dedupe key makes one job. A request whose key is already stored is not
   queued again; its existing job's id is reported instead.
-- A "cancel" request is itself stored as a job, already `succeeded`, whose
-  result names what it stopped: the thread's queued jobs become `cancelled`
-  and its running job gets `cancel_requested`. Being a job, it is deduplicated
-  and listed like any other.
-- Jobs of one thread run one at a time, in id order: `claim` skips a thread
-  that has a running job.
+- A "cancel" request (`@neo stop`) is itself queued as a job, so that a
+  worker can first check that its author may stop the thread's work (the
+  request path never calls GitHub). When the check passes, the worker calls
+  `apply_cancel`: the thread's older queued runs become `cancelled` and its
+  running one gets `cancel_requested`. Being a job, it is deduplicated and
+  listed like any other.
+- Runs of one thread run one at a time, in id order: `claim` skips a thread
+  that has a running run. A cancel request is claimable while its thread's
+  run is going on (that is what it is for), and `claim(only="cancel")` takes
+  only those, for a worker whose run slots are full.
 - A lease that expires without a heartbeat puts its job back in the queue;
   after `max_attempts` claims it fails instead, with a result that says so.
 
@@ -28,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.jobs import Job, JobRequest, JobState
+from bot.jobs import Job, JobRequest, JobState, RequestKind
 
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -61,6 +65,18 @@ class Heartbeat:
     cancel_requested: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class CancelApplied:
+    """What a cancel request stopped: queued runs cancelled, running ones asked to stop."""
+
+    cancelled: tuple[int, ...] = ()
+    cancel_requested: tuple[int, ...] = ()
+
+    def as_result(self) -> dict[str, list[int]]:
+        """The cancel request's result, as the queue stores and `neo jobs` shows it."""
+        return {"cancelled": list(self.cancelled), "cancel_requested": list(self.cancel_requested)}
+
+
 class QueueError(Exception):
     """A queue failure, one line, safe to print."""
 
@@ -84,11 +100,25 @@ class JobQueue(Protocol):
         """
         ...
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
-        """Take the oldest queued job whose thread has nothing running.
+    async def claim(
+        self, worker: str, lease: float, *, only: RequestKind | None = None
+    ) -> Job | None:
+        """Take the oldest claimable queued job (of kind `only`, when given).
 
-        The job becomes `running` under `worker`, its attempts go up by one
-        and its lease lasts `lease` seconds. None when nothing is claimable.
+        A run is claimable when its thread has no running run; a cancel
+        request always is. The job becomes `running` under `worker`, its
+        attempts go up by one and its lease lasts `lease` seconds. None when
+        nothing is claimable.
+        """
+        ...
+
+    async def apply_cancel(self, request_id: int) -> CancelApplied:
+        """Stop what the cancel request `request_id` asks to stop, and record it.
+
+        The runs of its thread queued before it are cancelled, naming its
+        author; a running one gets `cancel_requested`. Runs queued after the
+        request are not touched. The request's result is set to what was
+        stopped (it stays running until its worker finishes it).
         """
         ...
 

@@ -33,9 +33,10 @@ from typing import Any, TypeVar
 
 import orjson
 
-from bot.jobs import FINAL_STATES, Job, JobRequest, JobState
+from bot.jobs import FINAL_STATES, Job, JobRequest, JobState, RequestKind
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
+    CancelApplied,
     EnqueueResult,
     Heartbeat,
     LeaseLost,
@@ -93,6 +94,21 @@ _JOB_COLUMNS = (
     " worker, lease_expires_at, cancel_requested, result"
 )
 _SELECT_JOBS = "SELECT" + _JOB_COLUMNS + " FROM jobs"
+
+# The oldest claimable job: a run whose thread has no run going on, or a
+# cancel request, which must reach the run it stops.
+_CLAIMABLE = (
+    " WHERE id = (SELECT j.id FROM jobs AS j WHERE j.state = 'queued'"
+    " AND (j.kind = 'cancel' OR NOT EXISTS (SELECT 1 FROM jobs AS r"
+    " WHERE r.thread_key = j.thread_key AND r.state = 'running' AND r.kind = 'run'))"
+)
+_CLAIM_SET = (
+    "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?,"
+    " lease_expires_at = ?, updated_at = ?"
+)
+_CLAIM_END = " ORDER BY j.id LIMIT 1) RETURNING" + _JOB_COLUMNS
+_CLAIM = _CLAIM_SET + _CLAIMABLE + _CLAIM_END
+_CLAIM_KIND = _CLAIM_SET + _CLAIMABLE + " AND j.kind = ?" + _CLAIM_END
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,29 +196,59 @@ class SqliteQueue:
                         "SELECT id FROM jobs WHERE dedupe_key = ?", (row.dedupe_key,)
                     ).fetchone()
                     existing.append(job_id)
-                elif row.kind == "cancel":
-                    _apply_cancel_request(conn, job_id, row, now)
                 job_ids.append(job_id)
             return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
 
         return await self._write(operation)
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
+    async def claim(
+        self, worker: str, lease: float, *, only: RequestKind | None = None
+    ) -> Job | None:
+        sql = _CLAIM if only is None else _CLAIM_KIND
+        kind: tuple[str, ...] = () if only is None else (only,)
+
         def operation(conn: sqlite3.Connection) -> Job | None:
             now = self._clock()
-            row = conn.execute(
-                "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?,"
-                " lease_expires_at = ?, updated_at = ?"
-                " WHERE id = ("
-                "  SELECT j.id FROM jobs AS j WHERE j.state = 'queued' AND NOT EXISTS ("
-                "   SELECT 1 FROM jobs AS r WHERE r.thread_key = j.thread_key"
-                "   AND r.state = 'running')"
-                "  ORDER BY j.id LIMIT 1)"
-                " RETURNING id, request, state, attempts, created_at, updated_at,"
-                " worker, lease_expires_at, cancel_requested, result",
-                (worker, now + lease, now),
-            ).fetchone()
+            row = conn.execute(sql, (worker, now + lease, now, *kind)).fetchone()
             return None if row is None else _job(row)
+
+        return await self._write(operation)
+
+    async def apply_cancel(self, request_id: int) -> CancelApplied:
+        def operation(conn: sqlite3.Connection) -> CancelApplied:
+            row = conn.execute(
+                "SELECT thread_key, request FROM jobs WHERE id = ? AND kind = 'cancel'",
+                (request_id,),
+            ).fetchone()
+            if row is None:
+                raise QueueError(f"job {request_id} is not a cancel request")
+            thread_key, request = row
+            author = json.loads(request).get("author") or "someone"
+            now = self._clock()
+            reason = f"cancelled: @{author} asked to stop (job {request_id})"
+            cancelled = conn.execute(
+                "UPDATE jobs SET state = 'cancelled', result = ?, updated_at = ?"
+                " WHERE thread_key = ? AND kind = 'run' AND state = 'queued' AND id < ?"
+                " RETURNING id",
+                (json.dumps({"error": reason}), now, thread_key, request_id),
+            ).fetchall()
+            requested = conn.execute(
+                "UPDATE jobs SET cancel_requested = 1"
+                " WHERE thread_key = ? AND kind = 'run' AND state = 'running' AND id < ?"
+                " RETURNING id",
+                (thread_key, request_id),
+            ).fetchall()
+            applied = CancelApplied(
+                cancelled=tuple(sorted(job_id for (job_id,) in cancelled)),
+                cancel_requested=tuple(sorted(job_id for (job_id,) in requested)),
+            )
+            # Written now, not when the request finishes: the stopped run looks
+            # here for who stopped it as soon as its heartbeat tells it to.
+            conn.execute(
+                "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(applied.as_result()), now, request_id),
+            )
+            return applied
 
         return await self._write(operation)
 
@@ -419,7 +465,6 @@ class _RequestRow:
     kind: str
     dedupe_key: str
     thread_key: str
-    author: str
     request: str
 
 
@@ -430,7 +475,6 @@ def _request_row(request: JobRequest) -> _RequestRow:
         kind=request.kind,
         dedupe_key=request.dedupe_key,
         thread_key=request.thread.key,
-        author=request.author,
         # orjson serialises the dataclass itself: the same object as
         # `request.to_json()`, without building it first (a tenth of the cost).
         request=orjson.dumps(request).decode(),
@@ -441,8 +485,6 @@ def _insert_job(
     conn: sqlite3.Connection, delivery_id: str, row: _RequestRow, now: float
 ) -> int | None:
     """The new job's id, or None when its dedupe key is already stored."""
-    # A cancel request is done the moment it is recorded.
-    state = JobState.QUEUED if row.kind == "run" else JobState.SUCCEEDED
     inserted = conn.execute(
         "INSERT INTO jobs (delivery_id, dedupe_key, kind, thread_key, request,"
         " state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -453,33 +495,12 @@ def _insert_job(
             row.kind,
             row.thread_key,
             row.request,
-            state.value,
+            JobState.QUEUED.value,
             now,
             now,
         ),
     ).fetchone()
     return None if inserted is None else int(inserted[0])
-
-
-def _apply_cancel_request(
-    conn: sqlite3.Connection, request_id: int, row: _RequestRow, now: float
-) -> None:
-    reason = f"cancelled: @{row.author} asked to stop (job {request_id})"
-    cancelled = conn.execute(
-        "UPDATE jobs SET state = 'cancelled', result = ?, updated_at = ?"
-        " WHERE thread_key = ? AND state = 'queued' RETURNING id",
-        (json.dumps({"error": reason}), now, row.thread_key),
-    ).fetchall()
-    requested = conn.execute(
-        "UPDATE jobs SET cancel_requested = 1"
-        " WHERE thread_key = ? AND state = 'running' RETURNING id",
-        (row.thread_key,),
-    ).fetchall()
-    outcome = {
-        "cancelled": sorted(job_id for (job_id,) in cancelled),
-        "cancel_requested": sorted(job_id for (job_id,) in requested),
-    }
-    conn.execute("UPDATE jobs SET result = ? WHERE id = ?", (json.dumps(outcome), request_id))
 
 
 def _end(conn: sqlite3.Connection, job_id: int, state: JobState, reason: str, now: float) -> None:

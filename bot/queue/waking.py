@@ -14,8 +14,8 @@ import builtins
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.jobs import Job, JobRequest, JobState
-from bot.queue.base import EnqueueResult, Heartbeat, JobQueue
+from bot.jobs import Job, JobRequest, JobState, RequestKind
+from bot.queue.base import CancelApplied, EnqueueResult, Heartbeat, JobQueue
 
 __all__ = ["WakingQueue"]
 
@@ -39,8 +39,13 @@ class WakingQueue:
             self.queued.set()
         return retried
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
-        return await self.queue.claim(worker, lease)
+    async def claim(
+        self, worker: str, lease: float, *, only: RequestKind | None = None
+    ) -> Job | None:
+        return await self.queue.claim(worker, lease, only=only)
+
+    async def apply_cancel(self, request_id: int) -> CancelApplied:
+        return await self.queue.apply_cancel(request_id)
 
     async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
         return await self.queue.heartbeat(job_id, worker, lease)

@@ -468,6 +468,106 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
     assert github.pulls(REPO) == []
 
 
+# Who may stop a job: the rule that decides who may start one.
+_OUTSIDER_STOPS = [
+    pytest.param("eve", "read", None, id="read-access"),
+    pytest.param("stranger", None, None, id="no-access"),
+    pytest.param("walt", "write", "allowed_users: [admin]\n", id="writer-where-only-admins-run"),
+]
+
+
+@pytest.mark.parametrize(("stopper", "role", "config"), _OUTSIDER_STOPS)
+async def test_a_stop_request_from_someone_who_may_not_run_neo_is_refused_and_the_job_goes_on(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    stopper: str,
+    role: str | None,
+    config: str | None,
+) -> None:
+    github.set_permission(REPO, "mona", "admin")
+    if role is not None:
+        github.set_permission(REPO, stopper, role)
+    if config is not None:
+        github.put_file(REPO, ".github/neo.yml", config)
+    number = github.add_issue(REPO, "Take your time", user="mona")
+    comment = github.add_comment(REPO, number, "@neo think hard", user="mona")
+    # Slow enough that the stop request is decided while the run is going on.
+    fake_anthropic.script(Stall(3.0, reply=Reply([text("Thought it through.")])))
+    job_id = await enqueue(queue, request(number, comment))
+    stop_comment = github.add_comment(REPO, number, "@neo stop", user=stopper)
+    stop = replace(
+        request(number, stop_comment, author=stopper, delivery="d-stop"),
+        kind="cancel",
+        instruction="@neo stop",
+        author_association="NONE",
+    )
+    stop_id: int | None = None
+
+    async def decided_then_finished() -> bool:
+        nonlocal stop_id
+        if stop_id is None and fake_anthropic.requests:
+            stop_id = await enqueue(queue, stop)
+        if stop_id is None or not await finished(queue, stop_id)():
+            return False
+        return bool(await finished(queue, job_id)())
+
+    await run_until(worker(queue, app, settings), decided_then_finished, timeout=30)
+
+    assert stop_id is not None
+    refused = await get(queue, stop_id)
+    assert refused.state is JobState.FAILED
+    assert refused.result == {"conclusion": "failed", "error": "unauthorised"}
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.cancel_requested is False
+    assert job.result is not None
+    assert "cancelled_by" not in job.result
+    mine = bot_comments(github, number)
+    replies = [c for c in mine if f"@{stopper}" in c["body"]]
+    assert len(replies) == 1
+    assert "stop" in replies[0]["body"]
+    assert "The work goes on" in replies[0]["body"]
+    reports = [c for c in mine if c not in replies]
+    assert len(reports) == 1
+    assert "Cancelled" not in reports[0]["body"]
+
+
+async def test_a_stop_request_is_decided_while_every_run_slot_is_taken(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Take your time", user="mona")
+    comment = github.add_comment(REPO, number, "@neo think hard", user="mona")
+    fake_anthropic.script(Stall(30.0))
+    job_id = await enqueue(queue, request(number, comment))
+    stop_comment = github.add_comment(REPO, number, "@neo stop", user="mona")
+    stop = replace(
+        request(number, stop_comment, delivery="d-stop"), kind="cancel", instruction="@neo stop"
+    )
+    queued_stop = False
+
+    async def stopped() -> bool:
+        nonlocal queued_stop
+        if not queued_stop and fake_anthropic.requests:
+            await enqueue(queue, stop)
+            queued_stop = True
+        return bool(await finished(queue, job_id)())
+
+    # One slot, held by the run the stop is about.
+    await run_until(worker(queue, app, settings, concurrency=1), stopped, timeout=20)
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.CANCELLED, job.result
+    assert job.result is not None
+    assert job.result["cancelled_by"] == "mona"
+
+
 # --- in-process workers of `neo serve`
 
 

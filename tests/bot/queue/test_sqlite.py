@@ -20,10 +20,12 @@ import pytest
 
 from bot.jobs import JobState
 from bot.queue import (
+    CancelApplied,
     EnqueueResult,
     Heartbeat,
     LeaseLost,
     QueueClosed,
+    QueueError,
     SqliteQueue,
     default_queue_url,
     open_queue,
@@ -228,7 +230,9 @@ async def test_heartbeat_extends_the_lease_and_reports_cancellation(
     assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(lease_lost=True)
 
 
-async def test_a_cancel_request_stops_its_thread_only(queue: SqliteQueue) -> None:
+async def test_a_cancel_request_waits_for_its_worker_and_stops_its_thread_only(
+    queue: SqliteQueue,
+) -> None:
     running = await enqueue_one(queue, "d1", number=1)
     await queue.claim("w1", LEASE)
     waiting = await enqueue_one(queue, "d2", number=1)
@@ -236,10 +240,25 @@ async def test_a_cancel_request_stops_its_thread_only(queue: SqliteQueue) -> Non
 
     stop = make_request("d4", number=1, kind="cancel", author="bob", instruction="@neo stop")
     (request_id,) = (await queue.enqueue("d4", [stop])).job_ids
-
+    # Queued, not applied: whether bob may stop anything is the worker's check.
     recorded = await queue.get(request_id)
     assert recorded is not None
-    assert recorded.state == JobState.SUCCEEDED
+    assert (recorded.state, recorded.result) == (JobState.QUEUED, None)
+    assert (await queue.get(waiting)).state == JobState.QUEUED  # type: ignore[union-attr]
+    later = await enqueue_one(queue, "d6", number=1)
+
+    # Claimable although its thread has a run going on; older work comes first.
+    first = await queue.claim("w2", LEASE)
+    assert first is not None
+    assert first.id == elsewhere
+    claimed = await queue.claim("w2", LEASE)
+    assert claimed is not None
+    assert (claimed.id, claimed.request.kind) == (request_id, "cancel")
+
+    applied = await queue.apply_cancel(request_id)
+    assert applied == CancelApplied(cancelled=(waiting,), cancel_requested=(running,))
+    recorded = await queue.get(request_id)
+    assert recorded is not None
     assert recorded.result == {"cancelled": [waiting], "cancel_requested": [running]}
     cancelled = await queue.get(waiting)
     assert cancelled is not None
@@ -248,9 +267,13 @@ async def test_a_cancel_request_stops_its_thread_only(queue: SqliteQueue) -> Non
     still_running = await queue.get(running)
     assert still_running is not None
     assert (still_running.state, still_running.cancel_requested) == (JobState.RUNNING, True)
+    # A request made after the stop is not what the stop was about.
+    after = await queue.get(later)
+    assert after is not None
+    assert (after.state, after.cancel_requested) == (JobState.QUEUED, False)
     untouched = await queue.get(elsewhere)
     assert untouched is not None
-    assert untouched.state == JobState.QUEUED
+    assert (untouched.state, untouched.cancel_requested) == (JobState.RUNNING, False)
 
     # Redelivered under another delivery id, the same comment stops nothing twice.
     again = await queue.enqueue(
@@ -258,9 +281,32 @@ async def test_a_cancel_request_stops_its_thread_only(queue: SqliteQueue) -> Non
     )
     assert again.existing == (request_id,)
 
-    claimed = await queue.claim("w2", LEASE)
+
+async def test_claim_only_cancel_requests_skips_runs(queue: SqliteQueue) -> None:
+    await enqueue_one(queue, "d1", number=1)
+    stop = make_request("d2", number=2, kind="cancel", instruction="@neo stop")
+    (request_id,) = (await queue.enqueue("d2", [stop])).job_ids
+
+    claimed = await queue.claim("w1", LEASE, only="cancel")
     assert claimed is not None
-    assert claimed.id == elsewhere
+    assert claimed.id == request_id
+    assert await queue.claim("w1", LEASE, only="cancel") is None
+
+
+async def test_a_running_cancel_request_does_not_hold_up_its_threads_runs(
+    queue: SqliteQueue,
+) -> None:
+    stop = make_request("d1", number=1, kind="cancel", instruction="@neo stop")
+    (request_id,) = (await queue.enqueue("d1", [stop])).job_ids
+    run = await enqueue_one(queue, "d2", number=1)
+    assert (await queue.claim("w1", LEASE)).id == request_id  # type: ignore[union-attr]
+    assert (await queue.claim("w1", LEASE)).id == run  # type: ignore[union-attr]
+
+
+async def test_apply_cancel_refuses_a_run(queue: SqliteQueue) -> None:
+    run = await enqueue_one(queue, "d1", number=1)
+    with pytest.raises(QueueError, match="not a cancel request"):
+        await queue.apply_cancel(run)
 
 
 async def test_an_expired_job_whose_cancel_was_requested_is_cancelled(
