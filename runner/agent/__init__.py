@@ -11,6 +11,7 @@ from runner.agent.errors import (
 )
 from runner.agent.events import (
     AssistantMessage,
+    Compacted,
     Event,
     ProviderRetry,
     TextDelta,
@@ -27,6 +28,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "AssistantMessage",
+    "Compacted",
     "ContextWindowExceeded",
     "Event",
     "EventSink",

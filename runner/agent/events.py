@@ -66,6 +66,20 @@ class ToolNotice:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """The compactor rewrote the transcript before the next provider call.
+
+    `stage` is "cleared" (old tool results replaced by notes) or "summarised";
+    `usage` is what the compactor's own model call used (zero for clearing).
+    """
+
+    stage: str
+    tokens_before: int
+    tokens_after: int
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished:
     """`send` is done: `error` is None on success, else the error's kind."""
 
@@ -84,5 +98,6 @@ Event: TypeAlias = (
     | ToolStarted
     | ToolFinished
     | ToolNotice
+    | Compacted
     | TurnFinished
 )

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, overload
 
 import jsonschema
 from jsonschema.protocols import Validator
@@ -26,9 +26,11 @@ from runner.agent.errors import (
     MissingToolCall,
     UnexpectedStopReason,
 )
+from runner.compact.base import Compactor, PromptState
+from runner.compact.tokens import estimate_messages, estimate_prompt
 from runner.errors import NeoError
 from runner.llm import types as llm
-from runner.llm.errors import ProviderConnectionError
+from runner.llm.errors import ContextOverflow, ProviderConnectionError
 from runner.llm.provider import Completed, Provider, Retrying, TextDelta
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
@@ -67,6 +69,7 @@ class Agent:
         on_event: EventSink | None = None,
         messages: Sequence[llm.Message] = (),
         usage: llm.Usage | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -82,6 +85,11 @@ class Agent:
         self._sinks: list[EventSink] = [on_event] if on_event else []
         self._messages = [copy_message(m) for m in messages]
         self._usage = usage or llm.Usage()
+        self._compactor = compactor
+        # The prompt's size as the provider last counted it, and how many
+        # messages that count covered; None: estimate it all (a restored
+        # session, or just after a compaction).
+        self._measured: tuple[int, int] | None = None
 
     @property
     def usage(self) -> llm.Usage:
@@ -113,9 +121,20 @@ class Agent:
                     raise MaxTurns(f"stopped after {turns} model calls (max turns)")
                 turns += 1
                 self._emit(ev.TurnStarted(turns))
-                response = await self._call_provider()
+                usage = usage + await self._compact(overflowed=False)
+                try:
+                    response = await self._call_provider()
+                except ContextOverflow:
+                    # The provider counted more than we estimated: compact
+                    # whatever the size, and try once more.
+                    spent = await self._compact(overflowed=True)
+                    if spent is None:
+                        raise
+                    usage = usage + spent
+                    response = await self._call_provider()
                 usage = usage + response.usage
                 self._usage = self._usage + response.usage
+                self._measure(response)
                 if not await self._handle(response):
                     break
         except asyncio.CancelledError:
@@ -127,6 +146,58 @@ class Agent:
         result = TurnResult(self._last_text(), response.stop_reason, turns, usage)
         self._emit(ev.TurnFinished(result.stop_reason, result.text, usage))
         return result
+
+    # -- compaction --------------------------------------------------------
+
+    @overload
+    async def _compact(self, *, overflowed: Literal[False]) -> llm.Usage: ...
+    @overload
+    async def _compact(self, *, overflowed: Literal[True]) -> llm.Usage | None: ...
+
+    async def _compact(self, *, overflowed: bool) -> llm.Usage | None:
+        """Let the compactor rewrite the transcript; the usage of its own call,
+        counted here into the agent's usage. None when an overflowed prompt was
+        left as it was (another call would fail the same way)."""
+        if self._compactor is None:
+            return None if overflowed else llm.Usage()
+        state = PromptState(
+            messages=tuple(copy_message(m) for m in self._messages),
+            system=self._system,
+            tools=self._specs,
+            tokens=self._prompt_tokens(),
+            max_tokens=self._max_tokens,
+            overflowed=overflowed,
+        )
+        compaction = await self._compactor.compact(state)
+        if compaction is None:
+            return None if overflowed else llm.Usage()
+        self._usage = self._usage + compaction.usage
+        self._messages = [copy_message(m) for m in compaction.messages]
+        self._measured = None
+        self._emit(
+            ev.Compacted(
+                compaction.stage,
+                compaction.tokens_before,
+                compaction.tokens_after,
+                compaction.usage,
+            )
+        )
+        return compaction.usage
+
+    def _prompt_tokens(self) -> int:
+        if self._measured is None:
+            return estimate_prompt(self._messages, self._system, self._specs)
+        tokens, covered = self._measured
+        return tokens + estimate_messages(self._messages[covered:])
+
+    def _measure(self, response: llm.Response) -> None:
+        if self._compactor is None:
+            return
+        used = response.usage
+        sent = used.input_tokens + used.cache_creation_input_tokens + used.cache_read_input_tokens
+        # What the provider was sent, counted by it; the response and the tool
+        # results that follow are estimated until the next call counts them.
+        self._measured = (sent, len(self._messages)) if sent else None
 
     async def _handle(self, response: llm.Response) -> bool:
         """Apply the stop-reason table; True means call the provider again."""

@@ -19,7 +19,12 @@ import httpx2
 from anthropic.types import Message as APIMessage
 
 from runner.llm import types as llm
-from runner.llm.errors import ProviderConnectionError, ProviderError, ProviderHTTPError
+from runner.llm.errors import (
+    ContextOverflow,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
+)
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
 
@@ -33,6 +38,9 @@ _CACHE = {"type": "ephemeral"}
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Error types the API sends inside an already-started stream.
 _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+# How the API says a request does not fit the window ("prompt is too long:
+# 210000 tokens > 200000 maximum"); 413 is a request over its byte limit.
+_TOO_LONG = "prompt is too long"
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
 
 
@@ -128,7 +136,8 @@ def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transi
     status = error.status_code
     error_type = error.type or "http_error"
     message = error.api_message or _excerpt(error.response)
-    failure = ProviderHTTPError(
+    overflow = status == 413 or (status == 400 and _TOO_LONG in message.lower())
+    failure = (ContextOverflow if overflow else ProviderHTTPError)(
         "anthropic",
         status,
         error_type,

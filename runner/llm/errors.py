@@ -47,3 +47,12 @@ class ProviderConnectionError(ProviderError):
     """The provider could not be reached, or the response stream broke."""
 
     kind = "provider_connection_error"
+
+
+class ContextOverflow(ProviderHTTPError):
+    """The provider refused the prompt as longer than the model's context window.
+
+    A compactor can make it fit; without one the run ends with this kind.
+    """
+
+    kind = "context_window_exceeded"

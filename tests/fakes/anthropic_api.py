@@ -375,6 +375,12 @@ def error_body(error_type: str, message: str, request_id: str) -> dict[str, Any]
     }
 
 
+def prompt_tokens(request: Mapping[str, Any]) -> int:
+    """The fake's count of a request's prompt tokens: about 4 characters a token."""
+    prompt = {key: request.get(key) for key in ("system", "tools", "messages")}
+    return max(1, len(json.dumps(prompt)) // 4)
+
+
 def _estimate_usage(request: Mapping[str, Any], content: Sequence[Block]) -> Usage:
     # About 4 characters a token: plausible magnitudes that grow with the conversation.
     return Usage(
@@ -618,6 +624,10 @@ class FakeAnthropicAPI:
 
     def __init__(self, *, api_key: str | None = "test-key") -> None:
         self.api_key = api_key
+        # A request whose estimated prompt (about 4 characters a token) is
+        # over this many tokens is refused as the real API refuses one over
+        # the model's window, before it takes a scripted reply.
+        self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
@@ -724,6 +734,14 @@ class FakeAnthropicAPI:
             return reject(400, "invalid_request_error", "There was an error parsing the body")
         if problem := validate_request(body):
             return reject(400, "invalid_request_error", problem)
+        if self.context_window is not None:
+            prompt = prompt_tokens(body)
+            if prompt > self.context_window:
+                return reject(
+                    400,
+                    "invalid_request_error",
+                    f"prompt is too long: {prompt} tokens > {self.context_window} maximum",
+                )
         with self._lock:
             item = self._script.popleft() if self._script else None
         if item is None:

@@ -1,0 +1,109 @@
+"""The compactor jobs and `neo run` use: it keeps the prompt within the model's window.
+
+Past `clear_at` of the window (about half), old tool results are cleared
+(`clearing`). Near the end of the window (the window less the output
+reserve and a margin), or when the provider refused the prompt as too long,
+the older conversation is summarised (`summary`) and the new transcript is
+the task verbatim with the summary, then a recent tail cut at a safe point
+(`split`). Clearing comes first when it alone brings the prompt back under
+the summarising line: it costs no call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from runner.compact.base import Compaction, PromptState
+from runner.compact.clearing import clear_tool_results
+from runner.compact.split import safe_tail_start, task_text
+from runner.compact.summary import SUMMARY_SYSTEM, render_for_summary, summary_message
+from runner.compact.tokens import estimate_messages
+from runner.llm.errors import ProviderError
+from runner.llm.limits import ModelLimits, limits_for
+from runner.llm.provider import Completed, Provider
+from runner.llm.types import Message, Request, SystemPrompt, Text
+
+__all__ = ["WindowCompactor"]
+
+_SUMMARY_TOKENS = 8_000
+# A rendering for the summariser: about three characters a token, to be safe.
+_RENDER_CHARS_PER_TOKEN = 3
+
+
+class WindowCompactor:
+    """Clears, then summarises, so that each request fits `limits` (default: the model's)."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        limits: ModelLimits | None = None,
+        clear_at: float = 0.5,
+        keep_results: int = 4,
+        keep_tools: Collection[str] = ("workflow",),
+        tail_share: float = 0.1,
+        summary_tokens: int = _SUMMARY_TOKENS,
+    ) -> None:
+        if not 0.0 < clear_at < 1.0:
+            raise ValueError("clear_at must be between 0 and 1")
+        self._provider = provider
+        self.limits = limits or limits_for(provider.model)
+        self._clear_at = clear_at
+        self._keep_results = keep_results
+        self._keep_tools = tuple(keep_tools)
+        self._tail_share = tail_share
+        self._summary_tokens = summary_tokens
+
+    def summarise_at(self, max_tokens: int) -> int:
+        """The prompt size past which the conversation is summarised."""
+        window = self.limits.context_window
+        margin = max(2_000, window // 20)
+        return max(window // 4, window - min(max_tokens, self.limits.max_output) - margin)
+
+    async def compact(self, state: PromptState) -> Compaction | None:
+        window = self.limits.context_window
+        limit = self.summarise_at(state.max_tokens)
+        if state.tokens < self._clear_at * window and not state.overflowed:
+            return None
+        # Whatever is not the conversation itself: the system prompt and tools.
+        overhead = max(0, state.tokens - estimate_messages(state.messages))
+        cleared, count = clear_tool_results(
+            state.messages, keep=self._keep_results, keep_tools=self._keep_tools
+        )
+        after = overhead + estimate_messages(cleared)
+        if not state.overflowed and after < limit:
+            if count == 0:
+                return None
+            return Compaction("cleared", cleared, state.tokens, after)
+        return await self._summarise(state, cleared, overhead)
+
+    async def _summarise(
+        self, state: PromptState, cleared: tuple[Message, ...], overhead: int
+    ) -> Compaction:
+        messages = state.messages
+        window = self.limits.context_window
+        tail_budget = int(window * self._tail_share)
+        start = safe_tail_start(cleared, tail_budget)
+        dropped = messages[:start]
+        render_budget = (window - self._summary_tokens - 4_000) * _RENDER_CHARS_PER_TOKEN
+        document = render_for_summary(dropped, max(render_budget, 10_000))
+        request = Request(
+            messages=(Message("user", (Text(document),)),),
+            system=SystemPrompt((SUMMARY_SYSTEM,)),
+            tools=(),
+            max_tokens=self._summary_tokens,
+        )
+        response = None
+        async for event in self._provider.stream(request):
+            if isinstance(event, Completed):
+                response = event.response
+        if response is None or not response.text.strip():
+            raise _NoSummary(f"{self._provider.name}: the summary call returned no text")
+        head = Message("user", (Text(summary_message(task_text(messages), response.text, start)),))
+        rewritten = (head, *cleared[start:])
+        after = overhead + estimate_messages(rewritten)
+        return Compaction("summarised", rewritten, state.tokens, after, response.usage)
+
+
+class _NoSummary(ProviderError):
+    kind = "context_window_exceeded"

@@ -1,0 +1,51 @@
+"""How much each model reads and writes: its context window and output ceiling.
+
+One table for every provider. Names are matched by prefix, longest first,
+so dated snapshots and aliases share a row; an unknown model gets the
+conservative default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_LIMITS", "MODEL_LIMITS", "ModelLimits", "limits_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLimits:
+    """Tokens: the whole prompt plus output (`context_window`), and output alone."""
+
+    context_window: int
+    max_output: int
+
+
+MODEL_LIMITS: dict[str, ModelLimits] = {
+    "claude-fable-5": ModelLimits(200_000, 64_000),
+    "claude-opus-5": ModelLimits(200_000, 64_000),
+    "claude-sonnet-5": ModelLimits(200_000, 64_000),
+    "claude-opus-4-1": ModelLimits(200_000, 32_000),
+    "claude-opus-4-0": ModelLimits(200_000, 32_000),
+    "claude-opus-4": ModelLimits(200_000, 64_000),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000),
+    "claude-haiku-4": ModelLimits(200_000, 64_000),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000),
+    "claude-3-5": ModelLimits(200_000, 8_192),
+    "gpt-5": ModelLimits(400_000, 128_000),
+    "gpt-4.1": ModelLimits(1_047_576, 32_768),
+    "gpt-4o": ModelLimits(128_000, 16_384),
+    "o3": ModelLimits(200_000, 100_000),
+    "o4-mini": ModelLimits(200_000, 100_000),
+    "gemini-2.5": ModelLimits(1_048_576, 65_536),
+    "gemini-3": ModelLimits(1_048_576, 65_536),
+}
+DEFAULT_LIMITS = ModelLimits(128_000, 16_384)
+_BY_LENGTH = sorted(MODEL_LIMITS, key=len, reverse=True)
+
+
+def limits_for(model: str) -> ModelLimits:
+    """`model`'s limits, or `DEFAULT_LIMITS` when the table does not know it."""
+    # OpenRouter names carry the vendor: "anthropic/claude-sonnet-4.5".
+    name = model.rsplit("/", 1)[-1].lower().replace(".", "-")
+    prefix = next((p for p in _BY_LENGTH if name.startswith(p.replace(".", "-"))), None)
+    return DEFAULT_LIMITS if prefix is None else MODEL_LIMITS[prefix]
