@@ -38,6 +38,7 @@ from typing import Literal
 from markdown_it import MarkdownIt
 
 from runner.agent.events import (
+    Compacted,
     Event,
     ProviderRetry,
     ToolFinished,
@@ -330,6 +331,8 @@ class ProgressState:
     calls: tuple[ToolCall, ...]
     commands: tuple[Command, ...]
     turns: int
+    # Each compaction of the conversation: tokens before and after.
+    compactions: tuple[tuple[int, int], ...] = ()
 
     def elapsed(self, now: float) -> float:
         """Seconds since the job started (or was queued), frozen once it ended."""
@@ -371,6 +374,7 @@ class Progress:
         self._bash: dict[str, str] = {}
         self._commands: list[Command] = []
         self._turns = 0
+        self._compactions: list[tuple[int, int]] = []
 
     @property
     def state(self) -> ProgressState:
@@ -385,6 +389,7 @@ class Progress:
             calls=tuple(self._calls),
             commands=tuple(self._commands),
             turns=self._turns,
+            compactions=tuple(self._compactions),
         )
 
     def start(self) -> None:
@@ -428,6 +433,9 @@ class Progress:
         elif isinstance(event, ToolNotice):
             if isinstance(event.payload, WorkflowChanged):
                 self._checklist = event.payload.items
+        elif isinstance(event, Compacted):
+            self._compactions.append((event.tokens_before, event.tokens_after))
+            self._step = Step(_compacted(event.tokens_before, event.tokens_after))
         elif isinstance(event, TurnFinished):
             self._running.clear()
             self._step = None
@@ -534,10 +542,19 @@ def render_progress(state: ProgressState, *, now: float) -> str:
         parts.append("\n".join(checklist))
     if state.step is not None and state.status not in _FINAL:
         parts.append(f"**Now:** {_step_text(state.step)}")
+    notes = []
     if state.calls:
         count = len(state.calls)
-        parts.append(f"<sub>{count} tool call{'s' if count != 1 else ''} so far</sub>")
+        notes.append(f"{count} tool call{'s' if count != 1 else ''} so far")
+    if state.compactions:
+        notes.append(_compacted(*state.compactions[-1]))
+    if notes:
+        parts.append(f"<sub>{' · '.join(notes)}</sub>")
     return _clamp("\n\n".join(parts))
+
+
+def _compacted(before: int, after: int) -> str:
+    return f"compacted the conversation ({before:,} → {after:,} tokens)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

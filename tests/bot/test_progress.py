@@ -31,6 +31,7 @@ from bot.progress import (
     render_report,
 )
 from runner.agent.events import (
+    Compacted,
     Event,
     ProviderRetry,
     TextDelta,
@@ -320,6 +321,20 @@ def test_live_comment_counts_calls_and_caps_the_checklist() -> None:
     assert "- [ ] step 49\n- … 30 more steps" in text
     assert "step 50" not in text
     assert "<sub>1 tool call so far</sub>" in text
+
+
+def test_the_live_comment_says_when_the_conversation_was_compacted() -> None:
+    progress = working()
+    progress.apply(started("c1", "glob", pattern="*.py"))
+    progress.apply(Compacted("summarised", 151_234, 23_456, Usage(100, 20)))
+    text = render_progress(progress.state, now=1000.0)
+    assert "**Now:** _compacted the conversation (151,234 → 23,456 tokens)_" in text
+    progress.apply(TurnStarted(2))
+    progress.apply(Compacted("cleared", 120_000, 60_000, Usage()))
+    text = render_progress(progress.state, now=1000.0)
+    assert (
+        "<sub>1 tool call so far · compacted the conversation (120,000 → 60,000 tokens)</sub>"
+    ) in text
 
 
 def test_live_checklist_is_neutralised() -> None:
