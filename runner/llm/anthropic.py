@@ -18,6 +18,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message as APIMessage
 
+from runner.errors import ConfigError
 from runner.llm import types as llm
 from runner.llm.errors import (
     ContextOverflow,
@@ -41,16 +42,22 @@ _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error
 # How the API says a request does not fit the window ("prompt is too long:
 # 210000 tokens > 200000 maximum"); 413 is a request over its byte limit.
 _TOO_LONG = "prompt is too long"
+_IDLE_RETRIES = 1
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
 
 
 class _Transient(Exception):
     """An attempt failed in a way that another attempt may not."""
 
-    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+    def __init__(
+        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
+        # Nothing arrived for the idle timeout: worth one more try, not eight
+        # (each costs the whole timeout again).
+        self.idle = idle
 
 
 class AnthropicProvider:
@@ -87,6 +94,7 @@ class AnthropicProvider:
     async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
         params = build_params(self._model, request)
         retry = 0
+        idle = 0
         while True:
             try:
                 async for event in self._attempt(params):
@@ -94,8 +102,9 @@ class AnthropicProvider:
                 return
             except _Transient as failure:
                 retry += 1
+                idle += failure.idle
                 delay = self._retry.delay(retry, failure.retry_after)
-                if delay is None:
+                if delay is None or idle > _IDLE_RETRIES:
                     raise failure.error from None
                 log.info("anthropic: %s; retry %d in %.1fs", failure.error, retry, delay)
                 yield Retrying(retry, delay, str(failure.error))
@@ -117,9 +126,12 @@ class AnthropicProvider:
                 message = await stream.get_final_message()
         except anthropic.APIStatusError as error:
             raise _classify_status(error) from None
+        except _Transient:
+            raise
         except anthropic.APITimeoutError:
             raise _Transient(
-                ProviderConnectionError("anthropic: no data received within the idle timeout")
+                ProviderConnectionError("anthropic: no data received within the idle timeout"),
+                idle=True,
             ) from None
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
             cause = error.__cause__ if isinstance(error, anthropic.APIConnectionError) else error
@@ -127,8 +139,31 @@ class AnthropicProvider:
                 detail = "no data received within the idle timeout"
             else:
                 detail = f"connection failed: {type(cause or error).__name__}"
-            raise _Transient(ProviderConnectionError(f"anthropic: {detail}")) from None
-        yield Completed(parse_message(message))
+            raise _Transient(
+                ProviderConnectionError(f"anthropic: {detail}"), idle=detail.startswith("no data")
+            ) from None
+        except TypeError as error:
+            if "authentication" in str(error):
+                raise ConfigError(
+                    "anthropic: no API key (set ANTHROPIC_API_KEY, or ANTHROPIC_AUTH_TOKEN)"
+                ) from None
+            raise _malformed(error) from None
+        except Exception as error:
+            # The SDK fails in its own ways on a stream no API should send (data
+            # that is not JSON, events of the wrong shape): the same next time.
+            raise _malformed(error) from None
+        try:
+            response = parse_message(message)
+        except Exception as error:
+            raise _malformed(error) from None
+        yield Completed(response)
+
+
+def _malformed(error: Exception) -> ProviderConnectionError:
+    log.debug("anthropic: malformed response", exc_info=error)
+    return ProviderConnectionError(
+        f"anthropic: the response stream was malformed ({type(error).__name__})"
+    )
 
 
 def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transient:

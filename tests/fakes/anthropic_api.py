@@ -50,6 +50,7 @@ __all__ = [
     "Disconnect",
     "ErrorReply",
     "FakeAnthropicAPI",
+    "RawStream",
     "RecordedRequest",
     "Reply",
     "ReplyFactory",
@@ -196,7 +197,17 @@ class Disconnect:
     """Close the connection before sending any response headers."""
 
 
-ScriptedReply: TypeAlias = Reply | ErrorReply | BrokenStream | StreamError | Stall | Disconnect
+@dataclass(frozen=True, slots=True)
+class RawStream:
+    """A 200 event stream of exactly `body`: for streams no real API would send
+    (data that is not JSON, events of the wrong shape)."""
+
+    body: str
+
+
+ScriptedReply: TypeAlias = (
+    Reply | ErrorReply | BrokenStream | StreamError | Stall | Disconnect | RawStream
+)
 ReplyFactory: TypeAlias = Callable[[dict[str, Any]], ScriptedReply]
 ScriptItem: TypeAlias = ScriptedReply | ReplyFactory
 
@@ -530,6 +541,8 @@ def _plan(reply: ScriptedReply, request: Mapping[str, Any], request_id: str) -> 
         )
     if isinstance(reply, Disconnect):
         return [_Drop()]
+    if isinstance(reply, RawStream):
+        return [_Start(200, {**_SSE_HEADERS, **ids}), _Body(reply.body.encode()), _Finish()]
     if isinstance(reply, StreamError) and not streamed:
         status = ERROR_STATUS.get(reply.error_type, 500)
         return _error_plan(status, reply.error_type, reply.message, request_id)

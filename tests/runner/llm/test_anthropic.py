@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from runner.errors import ConfigError
 from runner.llm.anthropic import AnthropicProvider
-from runner.llm.errors import ProviderConnectionError, ProviderHTTPError
+from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
@@ -28,6 +29,7 @@ from tests.fakes import (
     Disconnect,
     ErrorReply,
     FakeAnthropicAPI,
+    RawStream,
     Reply,
     Stall,
     StreamError,
@@ -294,3 +296,74 @@ async def test_unknown_stop_reason_passes_through(fake_anthropic: FakeAnthropicA
     response = completed(await collect(provider(fake_anthropic))).response
 
     assert response.stop_reason == "weird_reason"
+
+
+async def test_an_idle_stream_is_retried_once_not_eight_times(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.script(*[Stall(seconds=30, after_events=3)] * 3, Reply([text("unused")]))
+
+    with pytest.raises(ProviderConnectionError) as caught:
+        await collect(provider(fake_anthropic, idle_timeout=0.3))
+
+    assert "idle timeout" in str(caught.value)
+    assert len(fake_anthropic.requests) == 2
+
+
+_MALFORMED = [
+    pytest.param("event: message_start\ndata: {not json\n\n", id="data-not-json"),
+    pytest.param(
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        '"content_block":{"type":"text"}}\n\n'
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        id="events-of-the-wrong-shape",
+    ),
+    pytest.param(
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        '"delta":{"type":"text_delta","text":"hi"}}\n\n'
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        id="a-delta-before-the-message",
+    ),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("body", _MALFORMED)
+async def test_a_malformed_stream_is_one_line_and_not_retried(
+    fake_anthropic: FakeAnthropicAPI, body: str
+) -> None:
+    fake_anthropic.script(RawStream(body), Reply([text("unused")]))
+
+    with pytest.raises(ProviderConnectionError) as caught:
+        await collect(provider(fake_anthropic))
+
+    assert str(caught.value).startswith("anthropic: the response stream was malformed (")
+    assert "\n" not in str(caught.value)
+    assert len(fake_anthropic.requests) == 1
+
+
+async def test_no_credentials_at_all_is_a_config_error_naming_the_variable(
+    fake_anthropic: FakeAnthropicAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    made = AnthropicProvider("claude-sonnet-5-5", base_url=fake_anthropic.base_url)
+    _providers.append(made)
+
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        await collect(made)
+    assert fake_anthropic.requests == []
+
+
+async def test_a_prompt_that_is_too_long_is_a_context_overflow(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.context_window = 10
+
+    with pytest.raises(ContextOverflow) as caught:
+        await collect(provider(fake_anthropic))
+
+    assert caught.value.kind == "context_window_exceeded"
+    assert str(caught.value).startswith("anthropic 400 invalid_request_error: prompt is too long")
+    assert len(fake_anthropic.requests) == 1
