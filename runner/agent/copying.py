@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from runner.llm.types import JSON, Block, JSONObject, Message, Opaque, ToolUse
+from runner.llm.types import JSON, Block, JSONObject, Message, Opaque, Response, ToolUse
 
 
 def copy_json(value: JSON) -> JSON:
@@ -37,3 +37,10 @@ def copy_message(message: Message) -> Message:
     if not any(isinstance(block, ToolUse | Opaque) for block in message.content):
         return message
     return Message(message.role, tuple(copy_block(b) for b in message.content), message.usage)
+
+
+def copy_response(response: Response) -> Response:
+    if not any(isinstance(block, ToolUse | Opaque) for block in response.content):
+        return response
+    content = tuple(copy_block(b) for b in response.content)
+    return Response(content, response.stop_reason, response.usage, response.model)

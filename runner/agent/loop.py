@@ -8,6 +8,7 @@ project files, UIs, permissions or GitHub; those are layered around it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from jsonschema.protocols import Validator
 
 from runner.agent import events as ev
 from runner.agent.capping import DEFAULT_CAP_BYTES, cap_text
-from runner.agent.copying import copy_message, copy_object
+from runner.agent.copying import copy_message, copy_object, copy_response
 from runner.agent.errors import (
     ContextWindowExceeded,
     MaxOutputTokens,
@@ -33,6 +34,8 @@ from runner.llm import types as llm
 from runner.llm.errors import ContextOverflow, ProviderConnectionError
 from runner.llm.provider import Completed, Provider, Retrying, TextDelta
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
+
+log = logging.getLogger("neo.agent")
 
 EventSink = Callable[[ev.Event], None]
 # Marks tool calls that need a person's confirmation; those run one at a time.
@@ -223,8 +226,10 @@ class Agent:
         raise UnexpectedStopReason(f"unexpected stop reason {reason!r}")
 
     async def _call_provider(self) -> llm.Response:
+        # The provider gets its own copy, and the loop keeps its own of the
+        # response: neither side can rewrite the transcript through the other.
         request = llm.Request(
-            messages=tuple(self._messages),
+            messages=tuple(copy_message(m) for m in self._messages),
             system=self._system,
             tools=self._specs,
             max_tokens=self._max_tokens,
@@ -235,7 +240,7 @@ class Agent:
             elif isinstance(event, Retrying):
                 self._emit(ev.ProviderRetry(event.attempt, event.delay, event.reason))
             elif isinstance(event, Completed):
-                return event.response
+                return copy_response(event.response)
         raise ProviderConnectionError(f"{self._provider.name}: the stream ended without a response")
 
     # -- transcript --------------------------------------------------------
@@ -375,7 +380,12 @@ class Agent:
 
     def _emit(self, event: ev.Event) -> None:
         for sink in tuple(self._sinks):
-            sink(event)
+            try:
+                sink(event)
+            except Exception:
+                # A consumer's bug (a UI, a progress comment) must not break a
+                # tool batch or the transcript; it is logged, and the run goes on.
+                log.exception("an event consumer failed on %s", type(event).__name__)
 
 
 async def _gather(run: Callable[[int], Coroutine[Any, Any, None]], indexes: list[int]) -> None:

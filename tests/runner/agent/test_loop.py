@@ -30,8 +30,9 @@ from runner.agent import (
     UnexpectedStopReason,
 )
 from runner.llm.anthropic import AnthropicProvider
+from runner.llm.provider import Completed, StreamEvent
 from runner.llm.retry import RetryPolicy
-from runner.llm.types import JSONObject, Text, ToolResult, ToolSpec, ToolUse
+from runner.llm.types import JSONObject, Request, Response, Text, ToolResult, ToolSpec, ToolUse
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from tests.fakes import FakeAnthropicAPI, Reply, text, tool_use
 
@@ -406,6 +407,70 @@ async def test_no_consumer_can_change_the_agents_state(fake_anthropic: FakeAnthr
     assert len(again) == 4
     # The provider saw the original too.
     assert fake_anthropic.requests[1].body["messages"][1]["content"][0]["input"] == nested
+
+
+class Vandal:
+    """A provider that rewrites what it is sent, and later what it answered."""
+
+    name = "vandal"
+    model = "vandal-1"
+
+    def __init__(self) -> None:
+        self.sent: list[Request] = []
+        self.answered: list[Response] = []
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        self.sent.append(request)
+        for message in request.messages:
+            for block in message.content:
+                if isinstance(block, ToolUse):
+                    block.input["value"] = "rewritten by the provider"
+        if len(self.sent) == 1:
+            response = Response((ToolUse("c1", "echo", {"value": "hi"}),), "tool_use")
+        else:
+            response = Response((Text("done"),), "end_turn")
+        self.answered.append(response)
+        yield Completed(response)
+
+
+async def test_the_provider_cannot_rewrite_the_transcript_either_way() -> None:
+    vandal = Vandal()
+    agent = Agent(vandal, tools=[echo()])
+
+    await agent.send("go")
+    # After the fact, through the response it keeps.
+    first = vandal.answered[0].content[0]
+    assert isinstance(first, ToolUse)
+    first.input["value"] = "rewritten later"
+
+    call = agent.transcript()[1].content[0]
+    assert isinstance(call, ToolUse)
+    assert call.input == {"value": "hi"}
+
+
+async def test_a_consumer_that_raises_breaks_no_tool_batch(
+    fake_anthropic: FakeAnthropicAPI, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(event: Event) -> None:
+        if isinstance(event, ToolStarted | ToolFinished):
+            raise RuntimeError("the UI fell over")
+
+    fake_anthropic.script(
+        Reply([tool_use(f"toolu_{n}", "echo", {"value": str(n)}) for n in range(3)], "tool_use"),
+        Reply([text("all three")]),
+    )
+    agent, _ = make_agent(fake_anthropic)
+    agent.subscribe(broken)
+
+    result = await agent.send("go")
+
+    assert result.text == "all three"
+    assert [r["content"][0]["text"] for r in results_in(fake_anthropic, 1)] == [
+        "echo: 0",
+        "echo: 1",
+        "echo: 2",
+    ]
+    assert "an event consumer failed on ToolStarted" in caplog.text
 
 
 # -- limits and cancellation -----------------------------------------------------
