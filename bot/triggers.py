@@ -8,7 +8,10 @@ The payload fields it reads are validated by small strict pydantic models
 that ignore everything else. githubkit's full webhook models are not used
 here: they reject real payloads GitHub sent in earlier years (fields since
 made required, e.g. `performed_via_github_app`) and cost milliseconds per
-delivery, while triage needs a dozen fields and must never crash.
+delivery, while triage needs a dozen fields and must never crash. The models
+also refuse values GitHub never sends (a repository without an owner or with
+`..`, issue number 0, a login with a newline): those reach the worker's git
+commands, paths and commit trailers, and number 0 means "no thread" there.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from bot.jobs import JobRequest, RequestKind, Thread
 from bot.webhooks import Delivery
@@ -54,6 +58,8 @@ class Reason(StrEnum):
 
     NOT_ACTED_ON = "not an event neo acts on"
     MALFORMED = "malformed payload"
+    # Well-formed, but with a value GitHub never sends (see _plausible).
+    IMPLAUSIBLE = "implausible payload"
     SELF = "neo's own activity"
     BOT = "bot sender"
     LOCKED = "locked"
@@ -166,22 +172,69 @@ def _is_stop(markdown: str, handle: str) -> bool:
 # --- the payload fields triage reads ------------------------------------------
 
 
+_IMPLAUSIBLE = "implausible"  # the pydantic error type of every check below
+# Logins as GitHub has them, not only as it lets them be made today: accounts
+# from before ~2013 begin or end with hyphens or repeat them (`-ACE-`, `0----0`),
+# and Enterprise Managed Users have an underscore (`mona_octo`). Apps' bot
+# users end in `[bot]`. None of these characters is special to git, a path,
+# a log line or a commit trailer.
+_LOGIN = re.compile(r"[A-Za-z0-9_-]{1,39}(?:\[bot\])?")
+_OWNER = re.compile(r"[A-Za-z0-9_-]{1,39}")
+_REPOSITORY_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+# OWNER, FIRST_TIME_CONTRIBUTOR, ...; User, Bot, Organization, ...
+_WORD = re.compile(r"[A-Za-z_]{1,64}")
+
+
+def _plausible(what: str, shape: re.Pattern[str]) -> AfterValidator:
+    def check(value: str) -> str:
+        if shape.fullmatch(value) is None:
+            raise PydanticCustomError(_IMPLAUSIBLE, "not a {what} GitHub sends", {"what": what})
+        return value
+
+    return AfterValidator(check)
+
+
+def _full_name(value: str) -> str:
+    owner, slash, name = value.partition("/")
+    if (
+        not slash
+        or _OWNER.fullmatch(owner) is None
+        or _REPOSITORY_NAME.fullmatch(name) is None
+        or name in (".", "..")
+    ):
+        raise PydanticCustomError(_IMPLAUSIBLE, "not a repository full_name GitHub sends")
+    return value
+
+
+def _positive(value: int) -> int:
+    # GitHub numbers issues and ids from 1; the worker takes 0 for "no thread".
+    if value < 1:
+        raise PydanticCustomError(_IMPLAUSIBLE, "not a number GitHub sends")
+    return value
+
+
+_Login = Annotated[str, _plausible("login", _LOGIN)]
+_Word = Annotated[str, _plausible("word", _WORD)]
+_FullName = Annotated[str, AfterValidator(_full_name)]
+_Number = Annotated[int, AfterValidator(_positive)]
+
+
 class _Model(BaseModel):
     # strict: an id is an int, not "123" nor true; extra fields are ignored.
     model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
 
 
 class _User(_Model):
-    login: str
-    type: str | None = None
+    login: _Login
+    type: _Word | None = None
 
 
 class _Repository(_Model):
-    full_name: str
+    full_name: _FullName
 
 
 class _Installation(_Model):
-    id: int
+    id: _Number
 
 
 class _Common(_Model):
@@ -191,27 +244,27 @@ class _Common(_Model):
 
 
 class _Issue(_Model):
-    id: int
-    number: int
+    id: _Number
+    number: _Number
     title: str
     body: str | None = None
     user: _User
-    author_association: str
+    author_association: _Word
     locked: bool
     # Present (an object) when the issue is a pull request.
     pull_request: dict[str, Any] | None = None
 
 
 class _PullRequest(_Model):
-    number: int
+    number: _Number
     locked: bool
 
 
 class _Comment(_Model):
-    id: int
+    id: _Number
     body: str | None = None
     user: _User
-    author_association: str
+    author_association: _Word
 
 
 class _IssueCommentPayload(_Common):
@@ -486,5 +539,8 @@ def triage(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
         return Ignore(Reason.NOT_ACTED_ON)
     try:
         return handler(delivery, rules)
-    except ValidationError:
+    except ValidationError as error:
+        # Implausible only when nothing else is wrong: a wrong shape is malformed.
+        if all(e["type"] == _IMPLAUSIBLE for e in error.errors(include_url=False)):
+            return Ignore(Reason.IMPLAUSIBLE)
         return Ignore(Reason.MALFORMED)

@@ -1,0 +1,232 @@
+"""Hostile deliveries: values no GitHub would send, refused at triage.
+
+Every row starts from a real payload of `@octokit/webhooks-examples`
+(tests/fixtures/), patched the least that makes Neo act on it; the test first
+checks that this base payload makes a job, then sets one field and checks the
+outcome.
+
+To add a row, append a `pytest.param` to a table:
+
+- IMPLAUSIBLE: `(event, action, path, value)` with `path` the dotted field
+  (`repository.full_name`, `comment.user.login`) and `value` what a forged
+  delivery puts there; triage must ignore it as "implausible payload".
+- PLAUSIBLE: the same, for an unusual value GitHub does send; it must still
+  make a job.
+
+Give each row an `id=` that says what it is.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bot.jobs import JobRequest
+from bot.server import WEBHOOK_PATH
+from bot.triggers import Ignore, Reason, Rules, triage
+from bot.webhooks import Delivery
+from tests.bot.serving import NEO, Server, corpus, headers, make_it_act, neo_serve, serve_env
+from tests.fakes import FakeGitHub
+
+Payload = dict[str, Any]
+
+RULES = Rules(app_bot_login="neo[bot]")
+
+
+def acting(event: str, action: str) -> Payload:
+    """A corpus payload of `event.action` (one from an installation, if any),
+    patched to make Neo act."""
+    found = [p for name, p in corpus() if name == event and p.get("action") == action]
+    assert found, f"no {event}.{action} in the corpus"
+    found.sort(key=lambda p: "installation" not in p)
+    return make_it_act(event, copy.deepcopy(found[0]))
+
+
+def patched(payload: Payload, path: str, value: object) -> Payload:
+    *parents, last = path.split(".")
+    target = payload
+    for key in parents:
+        target = target[key]
+    target[last] = value
+    return payload
+
+
+def triaged(event: str, payload: Payload) -> list[JobRequest] | Ignore:
+    action = payload.get("action")
+    delivery = Delivery(
+        event=event,
+        delivery_id="hostile-1",
+        action=action if isinstance(action, str) else None,
+        payload=payload,
+    )
+    return triage(delivery, RULES)
+
+
+def makes_a_job(outcome: list[JobRequest] | Ignore) -> bool:
+    return isinstance(outcome, list) and len(outcome) == 1 and outcome[0].kind == "run"
+
+
+# --- values no GitHub sends -----------------------------------------------------
+
+IC = ("issue_comment", "created")
+OPENED = ("issues", "opened")
+REVIEW_COMMENT = ("pull_request_review_comment", "created")
+REVIEW = ("pull_request_review", "submitted")
+
+IMPLAUSIBLE = [
+    pytest.param(*IC, "repository.full_name", "Hello-World", id="repository without owner"),
+    pytest.param(*IC, "repository.full_name", "/Hello-World", id="repository with empty owner"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/", id="repository with empty name"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/..", id="repository named .."),
+    pytest.param(*IC, "repository.full_name", "Codertocat/.", id="repository named ."),
+    pytest.param(*IC, "repository.full_name", "../Hello-World", id="owner .."),
+    pytest.param(*IC, "repository.full_name", "Codertocat/../../etc", id="path traversal"),
+    pytest.param(*IC, "repository.full_name", "a/b/c", id="three path segments"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/Hello\0World", id="NUL in repository"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/Hello-World\n", id="newline in repo"),
+    pytest.param(*IC, "repository.full_name", "Coder tocat/x", id="space in owner"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/Hello~World", id="tilde in name"),
+    pytest.param(*IC, "repository.full_name", "a" * 40 + "/x", id="owner of 40 characters"),
+    pytest.param(*IC, "repository.full_name", "a/" + "x" * 101, id="name of 101 characters"),
+    pytest.param(*IC, "repository.full_name", "", id="empty repository"),
+    pytest.param(*IC, "issue.number", 0, id="issue number 0 (a schedule's)"),
+    pytest.param(*OPENED, "issue.number", -1, id="negative issue number"),
+    pytest.param(*REVIEW_COMMENT, "pull_request.number", 0, id="pull request number 0"),
+    pytest.param(*REVIEW, "pull_request.number", -7, id="negative pull request number"),
+    pytest.param(*IC, "comment.id", 0, id="comment id 0"),
+    pytest.param(*REVIEW, "review.id", -1, id="negative review id"),
+    pytest.param(*OPENED, "issue.id", 0, id="issue id 0"),
+    pytest.param(*IC, "installation.id", 0, id="installation id 0"),
+    pytest.param(
+        *IC, "sender.login", "Codertocat\nCo-authored-by: x <x@x>", id="newline in sender login"
+    ),
+    pytest.param(*IC, "comment.user.login", "Codertocat\r", id="carriage return in author login"),
+    pytest.param(*OPENED, "sender.login", "Codertocat\0", id="NUL in sender login"),
+    pytest.param(*IC, "sender.login", "Coder tocat", id="space in login"),
+    pytest.param(*IC, "sender.login", "", id="empty login"),
+    pytest.param(*IC, "sender.login", "a" * 40, id="login of 40 characters"),
+    pytest.param(*IC, "sender.login", "../../x", id="path in login"),
+    pytest.param(*REVIEW, "review.user.login", "x[bot]\n", id="newline after [bot]"),
+    pytest.param(*IC, "comment.author_association", "OWNER\n", id="newline in association"),
+    pytest.param(*IC, "sender.type", "User\x1b[31m", id="escape sequence in user type"),
+]
+
+
+@pytest.mark.parametrize(("event", "action", "path", "value"), IMPLAUSIBLE)
+def test_implausible_deliveries_are_refused_at_triage(
+    event: str, action: str, path: str, value: object
+) -> None:
+    payload = acting(event, action)
+    assert makes_a_job(triaged(event, copy.deepcopy(payload)))
+
+    assert triaged(event, patched(payload, path, value)) == Ignore(Reason.IMPLAUSIBLE)
+
+
+def test_a_wrong_shape_stays_malformed_beside_an_implausible_value() -> None:
+    payload = patched(acting(*IC), "issue.number", 0)
+    del payload["comment"]["id"]
+    assert triaged("issue_comment", payload) == Ignore(Reason.MALFORMED)
+
+
+# --- unusual values GitHub does send ----------------------------------------------
+
+PLAUSIBLE = [
+    # Accounts from before ~2013 begin, end or repeat hyphens; Enterprise
+    # Managed Users have an underscore and a short code.
+    pytest.param(*IC, "sender.login", "-ACE-", id="legacy login with hyphens at the ends"),
+    pytest.param(*IC, "sender.login", "0----0", id="legacy login with repeated hyphens"),
+    pytest.param(*IC, "sender.login", "mona_octo", id="managed user login"),
+    pytest.param(*IC, "sender.login", "p", id="one-letter login"),
+    pytest.param(*IC, "sender.login", "a" * 39, id="login of 39 characters"),
+    pytest.param(*IC, "repository.full_name", "Codertocat/.github", id="the .github repository"),
+    pytest.param(*IC, "repository.full_name", "mona_octo/a.b_c-d", id="every name character"),
+    pytest.param(*IC, "repository.full_name", "a" * 39 + "/" + "x" * 100, id="longest name"),
+    pytest.param(*IC, "issue.number", 2**31, id="a large issue number"),
+    pytest.param(*IC, "comment.id", 2**63 - 1, id="the largest id"),
+    pytest.param(*IC, "comment.author_association", "FIRST_TIME_CONTRIBUTOR", id="association"),
+]
+
+
+@pytest.mark.parametrize(("event", "action", "path", "value"), PLAUSIBLE)
+def test_unusual_values_github_sends_still_make_a_job(
+    event: str, action: str, path: str, value: object
+) -> None:
+    assert makes_a_job(triaged(event, patched(acting(event, action), path, value)))
+
+
+# --- through a real `neo serve` ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    root = tmp_path_factory.mktemp("hostile-deliveries")
+    with (
+        FakeGitHub(slug="neo") as github,
+        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
+    ):
+        yield running
+
+
+def queued_jobs(server: Server) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(NEO), "jobs", "list", "--format", "json"],
+        env=dict(server.env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    listed: list[dict[str, Any]] = json.loads(done.stdout)
+    return listed
+
+
+def ignored_count(server: Server, event: str) -> float:
+    metrics = httpx.get(f"{server.url}/metrics", timeout=30).text
+    found = re.search(
+        rf'^neo_webhook_deliveries_total\{{decision="ignored",event="{event}"\}} (\S+)$',
+        metrics,
+        re.MULTILINE,
+    )
+    return float(found.group(1)) if found else 0.0
+
+
+@pytest.mark.parametrize(
+    ("event", "action", "path", "value"),
+    [
+        pytest.param(*IC, "repository.full_name", "Codertocat/..", id="repository named .."),
+        pytest.param(*IC, "issue.number", 0, id="issue number 0"),
+        pytest.param(*IC, "sender.login", "Codertocat\nx", id="newline in sender login"),
+    ],
+)
+def test_the_server_answers_logs_and_counts_the_refusal(
+    server: Server, event: str, action: str, path: str, value: object
+) -> None:
+    delivery = f"hostile-{path}-{value!r}".encode().hex()[:64]
+    body = json.dumps(patched(acting(event, action), path, value)).encode()
+    before = ignored_count(server, event)
+
+    answer = httpx.post(
+        f"{server.url}{WEBHOOK_PATH}", content=body, headers=headers(event, body, delivery)
+    )
+
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["decision"] == "ignored"
+    assert answer.json()["reason"] == Reason.IMPLAUSIBLE
+    assert ignored_count(server, event) == before + 1
+    logged = [
+        json.loads(line)
+        for line in Path(server.log).read_text().splitlines()
+        if line.startswith("{") and delivery in line
+    ]
+    assert [(line["decision"], line.get("reason")) for line in logged] == [
+        ("ignored", "implausible payload")
+    ]
+    assert not [job for job in queued_jobs(server) if job["request"]["delivery_id"] == delivery]
