@@ -16,15 +16,17 @@ commands, paths and commit trailers, and number 0 means "no thread" there.
 
 from __future__ import annotations
 
-import bisect
 import functools
 import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from html.parser import HTMLParser
 from typing import Annotated, Any
 
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
@@ -76,71 +78,137 @@ class Ignore:
 
 # --- mentions ---------------------------------------------------------------
 
+# GitHub renders comments as CommonMark (cmark-gfm): what is code, a quote or
+# a comment there is decided by the parser's rules (indentation, lazy quote
+# continuation, fences in list items), which line-based guesses keep missing.
+# Built once: triage runs on the request path. Inline parsing, a third of the
+# cost, is done here per block, and only for the blocks that name the handle
+# when counting mentions. text_join is off so that an escaped `\@` stays a
+# token of its own.
+_MARKDOWN = MarkdownIt("commonmark").disable(["inline", "text_join"])
+# Raw HTML GitHub shows as code, or not at all.
+_HIDING_ELEMENTS = frozenset({"code", "pre"})
+_TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9-]*)")
 # HTML comments are invisible on GitHub; issue templates put instructions in
-# them. An unclosed one hides the rest, as GitHub renders it.
+# them. An unclosed one hides the rest of its HTML block, which CommonMark
+# runs to the end of the text.
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-# A fence at any indentation (list items indent theirs).
-_FENCE_OPEN = re.compile(r"\s*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
-_QUOTED = re.compile(r"\s*>")
-_BLANK_LINES = re.compile(r"\n[ \t]*\n")
-_BACKTICKS = re.compile(r"`+")
 
 
 def visible_text(markdown: str) -> str:
     """`markdown` without what cannot hold a mention: code, quotes, HTML comments.
 
-    Removed parts become blank, so words on either side never join.
+    Removed parts become blank, so words on either side never join; each
+    line of what is kept stays on its own line.
     """
-    text = _HTML_COMMENT.sub(" ", markdown)
-    kept: list[str] = []
-    fence: str | None = None
-    for line in text.splitlines():
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                fence = None
-            kept.append("")
-            continue
-        opening = _FENCE_OPEN.fullmatch(line)
-        # "```a```" on one line is a code span, not a fence: backtick fences
-        # take no backtick in their info string.
-        if opening and not (opening["fence"][0] == "`" and "`" in opening["info"]):
-            fence = opening["fence"]  # unclosed runs to the end, as CommonMark says
-            kept.append("")
-        elif _QUOTED.match(line):
-            kept.append("")
+    return _read(markdown, None).text
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """The visible text of the blocks read; the others are left blank, unread."""
+
+    text: str
+    unread: list[Callable[[], str]]
+
+
+def _read(markdown: str, naming: str | None) -> _Reading:
+    """Read every block of `markdown`, or with `naming` only those that contain it."""
+    env: dict[str, Any] = {}  # link reference definitions, for inline parsing
+    lines: list[str] = []
+    unread: list[Callable[[], str]] = []
+    quotes = 0
+    for token in _MARKDOWN.parse(markdown, env):
+        if token.type == "blockquote_open":
+            quotes += 1
+        elif token.type == "blockquote_close":
+            quotes -= 1
+        elif quotes or token.map is None or token.type not in ("inline", "html_block"):
+            continue  # quoted; or structure; or code_block and fence, which hold code
         else:
-            kept.append(line)
-    # Code spans live within one paragraph.
-    paragraphs = _BLANK_LINES.split("\n".join(kept))
-    return "\n\n".join(_without_code_spans(p) for p in paragraphs)
+            text = functools.partial(_block_text, token, env)
+            if naming is None or naming in token.content.lower():
+                _place(lines, token.map, text())
+            else:
+                unread.append(text)
+    return _Reading("\n".join(lines), unread)
 
 
-def _without_code_spans(paragraph: str) -> str:
-    """Blank out `code spans`: a run of n backticks up to the next run of exactly n."""
-    runs = list(_BACKTICKS.finditer(paragraph))
-    if len(runs) < 2:
-        return paragraph
-    by_length: dict[int, list[int]] = {}
-    for index, run in enumerate(runs):
-        by_length.setdefault(len(run.group()), []).append(index)
+def _block_text(token: Token, env: dict[str, Any]) -> str:
+    if token.type == "html_block":
+        return _html_text(token.content)
+    children: list[Token] = []
+    _MARKDOWN.inline.parse(token.content, _MARKDOWN, env, children)
+    return _inline_text(children)
+
+
+def _place(lines: list[str], where: list[int], text: str) -> None:
+    """Put `text` on the source lines `where` = [first, past the last] it came from."""
+    first, end = where
+    if len(lines) < end:
+        lines.extend([""] * (end - len(lines)))
+    parts = text.split("\n")
+    room = max(end - first, 1)
+    if len(parts) > room:  # a code span over several lines: fewer breaks came out
+        parts = [*parts[: room - 1], " ".join(parts[room - 1 :])]
+    for offset, part in enumerate(parts):
+        line = first + offset
+        lines[line] = f"{lines[line]} {part}" if lines[line] else part
+
+
+def _inline_text(children: list[Token]) -> str:
     out: list[str] = []
-    position = 0
-    index = 0
-    while index < len(runs):
-        run = runs[index]
-        same = by_length[len(run.group())]
-        after = bisect.bisect_right(same, index)
-        if after == len(same):  # no closing run: the backticks are literal
-            index += 1
+    hiding = 0  # depth of open <code> or <pre> elements
+    for child in children:
+        kind = child.type
+        if kind in ("softbreak", "hardbreak"):
+            out.append("\n")
+        elif kind == "html_inline":
+            tag = _TAG_NAME.match(child.content)
+            if tag and tag[2].lower() in _HIDING_ELEMENTS and not child.content.endswith("/>"):
+                hiding = max(hiding - 1, 0) if tag[1] else hiding + 1
+            out.append(" ")
+        elif hiding:
             continue
-        closing = runs[same[after]]
-        out.append(paragraph[position : run.start()])
-        out.append(" ")
-        position = closing.end()
-        index = same[after] + 1
-    out.append(paragraph[position:])
+        elif kind == "text":
+            out.append(child.content)
+        elif kind == "text_special":
+            # `\@neo` shows "@neo" but says "not a mention".
+            out.append(" " if child.info == "escape" and child.content == "@" else child.content)
+        elif kind in ("code_inline", "image"):  # code; an image's alt text is not shown
+            out.append(" ")
+        # Emphasis and link markers: the text between them is its own token.
     return "".join(out)
+
+
+class _HtmlText(HTMLParser):
+    """The text a raw HTML block shows, but not inside <code> or <pre>."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.kept: list[str] = []
+        self._hiding = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._hiding += tag in _HIDING_ELEMENTS
+        self.kept.append(" ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDING_ELEMENTS and self._hiding:
+            self._hiding -= 1
+        self.kept.append(" ")
+
+    def handle_data(self, data: str) -> None:
+        self.kept.append("\n" * data.count("\n") if self._hiding else data)
+
+
+def _html_text(html: str) -> str:
+    # Comments go first, newlines kept: HTMLParser reads an unclosed one as text.
+    html = _HTML_COMMENT.sub(lambda m: " " + "\n" * m[0].count("\n"), html)
+    parser = _HtmlText()
+    parser.feed(html)
+    parser.close()
+    return "".join(parser.kept)
 
 
 @functools.lru_cache(maxsize=8)
@@ -159,14 +227,28 @@ def _stop_pattern(handle: str) -> re.Pattern[str]:
     return re.compile(r"[^\w@]*" + mention + r"[^\w]+stop[^\w]*", re.IGNORECASE)
 
 
+def _read_mentions(markdown: str, handle: str) -> _Reading:
+    """The blocks of `markdown` that name `handle`. Most text names it nowhere,
+    and this test costs far less than parsing."""
+    named = handle.lower()
+    return _read(markdown, named) if named in markdown.lower() else _Reading("", [])
+
+
+def _count(reading: _Reading, handle: str) -> int:
+    return len(_mention_pattern(handle).findall(reading.text))
+
+
 def mentions(markdown: str, handle: str) -> int:
     """How many times `markdown` mentions `handle` where GitHub would render it."""
-    return len(_mention_pattern(handle).findall(visible_text(markdown)))
+    return _count(_read_mentions(markdown, handle), handle)
 
 
-def _is_stop(markdown: str, handle: str) -> bool:
+def _is_stop(reading: _Reading, handle: str) -> bool:
     """`@neo stop`, alone, any case, punctuation tolerated (`@NEO, stop!`)."""
-    return _stop_pattern(handle).fullmatch(visible_text(markdown).strip()) is not None
+    if _stop_pattern(handle).fullmatch(reading.text.strip()) is None:
+        return False
+    # Alone: the blocks not read, which do not name the handle, show nothing.
+    return not any(text().strip() for text in reading.unread)
 
 
 # --- the payload fields triage reads ------------------------------------------
@@ -388,9 +470,10 @@ def _mentioned(
     gated = _gate(trigger, users, rules)
     if gated is not None:
         return gated
-    if not mentions(text, rules.handle):
+    reading = _read_mentions(text, rules.handle)
+    if not _count(reading, rules.handle):
         return Ignore(Reason.NO_MENTION)
-    if _is_stop(text, rules.handle):
+    if _is_stop(reading, rules.handle):
         trigger = replace(trigger, kind="cancel")
     return _request(delivery, trigger)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -329,6 +330,10 @@ MENTIONS = [
     (">> @neo nested", False),
     ("<!-- @neo in a template comment -->", False),
     ("<!--\nmention @neo to run it\n-->\nBug report", False),
+    # An unclosed comment opening a line hides the rest, as GitHub renders it;
+    # one inside a paragraph is only text there (CommonMark's raw HTML rules).
+    ("Bug report\n\n<!-- template notes\n\n@neo fix it", False),
+    ("a lone <!-- then @neo", True),
 ]
 
 
@@ -375,6 +380,9 @@ def test_the_instruction_is_the_comment_as_written() -> None:
         "  @neo   stop  \n",
         "**@neo stop**",
         "> why is it still running?\n\n@neo stop",
+        "@neo stop\n\n`npm test`",
+        "@neo stop\n\n![a screenshot](https://example.com/shot.png)",
+        "@neo stop\n\n<!-- sent from my phone -->",
     ],
 )
 @pytest.mark.parametrize("builder", ["issue_comment", "review_comment", "review"])
@@ -391,7 +399,14 @@ def test_stop_cancels_the_thread(body: str, builder: str) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    ["@neo stop the timer from drifting", "@neo please stop", "stop @neo", "@neo stopwatch"],
+    [
+        "@neo stop the timer from drifting",
+        "@neo please stop",
+        "stop @neo",
+        "@neo stopwatch",
+        "@neo stop\n\nand then fix the test",
+        "@neo stop\n\n<details>why</details>",
+    ],
 )
 def test_stop_only_alone(body: str) -> None:
     assert one(run("issue_comment", issue_comment(body))).kind == "run"
@@ -811,8 +826,20 @@ def test_random_payloads_never_raise(event: str, payload: Payload, action: str) 
     assert isinstance(triage(deliver(event, payload), RULES), list | Ignore)
 
 
+# Markdown and raw HTML syntax, for bodies that open and close constructs.
+MARKUP = st.text(alphabet="<>!-/?[]()&#;=\"' \n\t`~*_>\\@neoprcdiv1.", max_size=120)
+
+
 @settings(max_examples=300, deadline=None)
-@given(body=st.text(max_size=200))
+@given(body=MARKUP | st.text(max_size=120).map(lambda t: "@neo " + t))
+def test_counting_reads_the_same_text_as_visible_text(body: str) -> None:
+    # Counting parses only the blocks that name the handle; visible_text all.
+    expected = len(re.findall(r"(?<![\w@./+-])@neo(?![\w/@-]|\.\w)", visible_text(body), re.I))
+    assert mentions(body, "@neo") == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.text(max_size=200) | MARKUP)
 def test_random_comment_bodies_never_raise(body: str) -> None:
     result = run("issue_comment", issue_comment(body))
     assert isinstance(result, list | Ignore)

@@ -1,9 +1,10 @@
-"""Hostile deliveries: values no GitHub would send, refused at triage.
+"""Hostile deliveries: values no GitHub would send, and mentions GitHub shows as
+code or quote, none of which may make a job.
 
 Every row starts from a real payload of `@octokit/webhooks-examples`
-(tests/fixtures/), patched the least that makes Neo act on it; the test first
-checks that this base payload makes a job, then sets one field and checks the
-outcome.
+(tests/fixtures/), patched the least that makes Neo act on it; the tests of
+the first two tables check that this base payload makes a job, then set one
+field and check the outcome.
 
 To add a row, append a `pytest.param` to a table:
 
@@ -12,6 +13,9 @@ To add a row, append a `pytest.param` to a table:
   delivery puts there; triage must ignore it as "implausible payload".
 - PLAUSIBLE: the same, for an unusual value GitHub does send; it must still
   make a job.
+- HIDDEN_MENTIONS: a comment body whose every `@neo` GitHub renders as code,
+  inside a quote or not at all; it must make no job ("no mention").
+- SHOWN_MENTIONS: a body where GitHub shows a mention; it must make a job.
 
 Give each row an `id=` that says what it is.
 """
@@ -160,6 +164,65 @@ def test_unusual_values_github_sends_still_make_a_job(
     event: str, action: str, path: str, value: object
 ) -> None:
     assert makes_a_job(triaged(event, patched(acting(event, action), path, value)))
+
+
+# --- mentions GitHub shows as code or quote --------------------------------------
+
+HIDDEN_MENTIONS = [
+    pytest.param("Output:\n\n    @neo fix it", id="indented code"),
+    pytest.param("    @neo fix it", id="indented code first"),
+    pytest.param("- item\n\n      @neo fix it", id="indented code in a list item"),
+    pytest.param("  - item\n\n        @neo fix it", id="indented code in a nested list item"),
+    pytest.param("run <code>@neo fix</code> to start", id="<code> element"),
+    pytest.param('<code class="x">@neo</code> fix it', id="<code> with attributes"),
+    pytest.param("<CODE>@neo</CODE> fix it", id="<CODE> upper case"),
+    pytest.param("<code>@neo fix it", id="unclosed <code> to the paragraph's end"),
+    pytest.param("text <pre>@neo</pre> more", id="<pre> inline"),
+    pytest.param("<pre>\n@neo fix it\n</pre>", id="<pre> block"),
+    pytest.param("<pre>\n\n@neo fix it\n\n</pre>", id="<pre> block over blank lines"),
+    pytest.param("<div>\n<code>@neo fix it</code>\n</div>", id="<code> in an HTML block"),
+    pytest.param("> earlier comment\n@neo do it", id="lazy quote continuation"),
+    pytest.param(">> nested\n@neo do it", id="lazy continuation of a nested quote"),
+    pytest.param("- > @neo fix it", id="quote in a list item"),
+    pytest.param("1. > @neo fix it", id="quote in an ordered list item"),
+    pytest.param("* a\n\n  > b\n  @neo lazy", id="lazy continuation in a list's quote"),
+    pytest.param("\\@neo fix it", id="backslash-escaped"),
+    pytest.param("please \\@neo fix it", id="backslash-escaped mid-sentence"),
+]
+
+SHOWN_MENTIONS = [
+    pytest.param("@neo fix it", id="plain"),
+    pytest.param("> earlier comment\n\n@neo do it", id="after a quote and a blank line"),
+    pytest.param("    code\n@neo fix it", id="after indented code"),
+    pytest.param("<code>x</code> @neo fix it", id="after a <code> element"),
+    pytest.param('<img src="shot.png">\n@neo fix this layout', id="in an HTML block"),
+    pytest.param("<details>\n<summary>@neo fix it</summary>\n</details>", id="in <details>"),
+    pytest.param("<b>@neo</b> fix it", id="in bold HTML"),
+    pytest.param("\\\\@neo fix it", id="after an escaped backslash"),
+    pytest.param("- item\n\n  @neo fix it", id="in a list item's paragraph"),
+    pytest.param("text <!-- a note --> @neo fix it", id="after an inline HTML comment"),
+]
+
+MENTION_EVENTS = [
+    pytest.param(("issue_comment", "created", "comment.body"), id="comment"),
+    pytest.param(("pull_request_review", "submitted", "review.body"), id="review"),
+]
+
+
+@pytest.mark.parametrize("where", MENTION_EVENTS)
+@pytest.mark.parametrize("body", HIDDEN_MENTIONS)
+def test_mentions_github_shows_as_code_or_quote_make_no_job(
+    body: str, where: tuple[str, str, str]
+) -> None:
+    event, action, path = where
+    assert triaged(event, patched(acting(event, action), path, body)) == Ignore(Reason.NO_MENTION)
+
+
+@pytest.mark.parametrize("where", MENTION_EVENTS)
+@pytest.mark.parametrize("body", SHOWN_MENTIONS)
+def test_mentions_github_shows_make_a_job(body: str, where: tuple[str, str, str]) -> None:
+    event, action, path = where
+    assert makes_a_job(triaged(event, patched(acting(event, action), path, body)))
 
 
 # --- through a real `neo serve` ------------------------------------------------------
