@@ -73,6 +73,7 @@ class Agent:
         messages: Sequence[llm.Message] = (),
         usage: llm.Usage | None = None,
         compactor: Compactor | None = None,
+        effort: llm.Effort | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -89,6 +90,7 @@ class Agent:
         self._messages = [copy_message(m) for m in messages]
         self._usage = usage or llm.Usage()
         self._compactor = compactor
+        self._effort = effort
         # The prompt's size as the provider last counted it, and how many
         # messages that count covered; None: estimate it all (a restored
         # session, or just after a compaction).
@@ -233,6 +235,7 @@ class Agent:
             system=self._system,
             tools=self._specs,
             max_tokens=self._max_tokens,
+            effort=self._effort,
         )
         async for event in self._provider.stream(request):
             if isinstance(event, TextDelta):

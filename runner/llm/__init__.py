@@ -8,8 +8,10 @@ from runner.llm.errors import ProviderConnectionError, ProviderError, ProviderHT
 from runner.llm.provider import Completed, Provider, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
+    EFFORTS,
     JSON,
     Block,
+    Effort,
     Image,
     JSONObject,
     Message,
@@ -25,9 +27,11 @@ from runner.llm.types import (
 )
 
 __all__ = [
+    "EFFORTS",
     "JSON",
     "Block",
     "Completed",
+    "Effort",
     "Image",
     "JSONObject",
     "Message",

@@ -26,6 +26,7 @@ from runner.llm.errors import (
     ProviderError,
     ProviderHTTPError,
 )
+from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
 
@@ -43,6 +44,10 @@ _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error
 # 210000 tokens > 200000 maximum"); 413 is a request over its byte limit.
 _TOO_LONG = "prompt is too long"
 _IDLE_RETRIES = 1
+# Thinking tokens by effort, for models that take a budget (at least 1,024).
+_THINKING_BUDGET: dict[str, int] = {"low": 4_000, "medium": 12_000, "high": 24_000}
+_MIN_BUDGET = 1_024
+_ANSWER_ROOM = 4_096
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
 
 
@@ -223,7 +228,22 @@ def build_params(model: str, request: llm.Request) -> dict[str, Any]:
         ]
     if params["messages"]:
         _mark_newest(params["messages"][-1])
+    if request.effort is not None:
+        params.update(_thinking(model, request.effort, request.max_tokens))
     return params
+
+
+def _thinking(model: str, effort: llm.Effort, max_tokens: int) -> dict[str, Any]:
+    """The thinking parameters `model` takes for `effort`; none when it cannot think."""
+    mode = limits_for(model).thinking
+    if mode == "adaptive":
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    if mode == "budget":
+        # Thinking counts against max_tokens: leave room for the answer.
+        budget = min(_THINKING_BUDGET[effort], max_tokens - _ANSWER_ROOM)
+        if budget >= _MIN_BUDGET:
+            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    return {}
 
 
 def _mark_newest(message: dict[str, Any]) -> None:

@@ -8,8 +8,13 @@ conservative default.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["DEFAULT_LIMITS", "MODEL_LIMITS", "ModelLimits", "limits_for"]
+__all__ = ["DEFAULT_LIMITS", "MODEL_LIMITS", "ModelLimits", "Thinking", "limits_for"]
+
+# How a model is asked to think before it answers: not at all, within a
+# token budget the caller sets, or adaptively at an effort level it is given.
+Thinking = Literal["none", "budget", "adaptive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,18 +23,25 @@ class ModelLimits:
 
     context_window: int
     max_output: int
+    thinking: Thinking = "none"
 
 
 MODEL_LIMITS: dict[str, ModelLimits] = {
-    "claude-fable-5": ModelLimits(200_000, 64_000),
-    "claude-opus-5": ModelLimits(200_000, 64_000),
-    "claude-sonnet-5": ModelLimits(200_000, 64_000),
-    "claude-opus-4-1": ModelLimits(200_000, 32_000),
-    "claude-opus-4-0": ModelLimits(200_000, 32_000),
-    "claude-opus-4": ModelLimits(200_000, 64_000),
-    "claude-sonnet-4": ModelLimits(200_000, 64_000),
-    "claude-haiku-4": ModelLimits(200_000, 64_000),
-    "claude-3-7-sonnet": ModelLimits(200_000, 64_000),
+    # Claude 4.6 and later think adaptively (Opus 4.7 and later only so);
+    # 3.7 to 4.5 within a budget; earlier models not at all.
+    "claude-fable-5": ModelLimits(200_000, 64_000, "adaptive"),
+    "claude-opus-5": ModelLimits(200_000, 64_000, "adaptive"),
+    "claude-sonnet-5": ModelLimits(200_000, 64_000, "adaptive"),
+    "claude-opus-4-6": ModelLimits(200_000, 128_000, "adaptive"),
+    "claude-opus-4-7": ModelLimits(200_000, 128_000, "adaptive"),
+    "claude-opus-4-8": ModelLimits(200_000, 128_000, "adaptive"),
+    "claude-sonnet-4-6": ModelLimits(200_000, 64_000, "adaptive"),
+    "claude-opus-4-1": ModelLimits(200_000, 32_000, "budget"),
+    "claude-opus-4-0": ModelLimits(200_000, 32_000, "budget"),
+    "claude-opus-4": ModelLimits(200_000, 64_000, "budget"),
+    "claude-sonnet-4": ModelLimits(200_000, 64_000, "budget"),
+    "claude-haiku-4": ModelLimits(200_000, 64_000, "budget"),
+    "claude-3-7-sonnet": ModelLimits(200_000, 64_000, "budget"),
     "claude-3-5": ModelLimits(200_000, 8_192),
     "gpt-5": ModelLimits(400_000, 128_000),
     "gpt-4.1": ModelLimits(1_047_576, 32_768),

@@ -128,12 +128,19 @@ class SystemPrompt:
         return "\n\n".join(segment for segment in self.segments if segment)
 
 
+# How hard the model thinks before answering; None: no thinking asked for.
+Effort = Literal["low", "medium", "high"]
+EFFORTS: tuple[Effort, ...] = ("low", "medium", "high")
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     messages: Sequence[Message]
     system: SystemPrompt = field(default_factory=SystemPrompt)
     tools: Sequence[ToolSpec] = ()
     max_tokens: int = 32_000
+    # Adapters of models that cannot think leave it out.
+    effort: Effort | None = None
 
 
 # Stop reasons as the loop understands them. Adapters translate their

@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from runner.errors import ConfigError
-from runner.llm.anthropic import AnthropicProvider
+from runner.llm.anthropic import AnthropicProvider, build_params
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
+    Effort,
     Message,
     Opaque,
     Request,
@@ -367,3 +368,87 @@ async def test_a_prompt_that_is_too_long_is_a_context_overflow(
     assert caught.value.kind == "context_window_exceeded"
     assert str(caught.value).startswith("anthropic 400 invalid_request_error: prompt is too long")
     assert len(fake_anthropic.requests) == 1
+
+
+_THINKING = [
+    pytest.param(
+        "claude-sonnet-5-5",
+        "medium",
+        32_000,
+        {"thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"}},
+        id="adaptive",
+    ),
+    pytest.param(
+        "claude-opus-4-7",
+        "high",
+        32_000,
+        {"thinking": {"type": "adaptive"}, "output_config": {"effort": "high"}},
+        id="opus-4-7-adaptive-only",
+    ),
+    pytest.param(
+        "claude-sonnet-4-5-20250929",
+        "low",
+        32_000,
+        {"thinking": {"type": "enabled", "budget_tokens": 4_000}},
+        id="budget",
+    ),
+    pytest.param(
+        "claude-sonnet-4-5",
+        "high",
+        16_000,
+        {"thinking": {"type": "enabled", "budget_tokens": 11_904}},
+        id="budget-leaves-room-to-answer",
+    ),
+    pytest.param("claude-haiku-4-5", "low", 4_096, {}, id="no-room-no-thinking"),
+    pytest.param("claude-3-5-haiku-latest", "high", 8_000, {}, id="cannot-think"),
+    pytest.param("claude-sonnet-5-5", None, 32_000, {}, id="not-asked"),
+]
+
+
+@pytest.mark.parametrize(("model", "effort", "max_tokens", "expected"), _THINKING)
+def test_thinking_parameters_by_model(
+    model: str, effort: Effort | None, max_tokens: int, expected: dict[str, object]
+) -> None:
+    params = build_params(
+        model, Request(messages=HELLO.messages, max_tokens=max_tokens, effort=effort)
+    )
+    got = {key: params[key] for key in ("thinking", "output_config") if key in params}
+    assert got == expected
+
+
+async def test_thinking_blocks_come_back_on_the_next_request_as_sent(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    fake_anthropic.script(
+        Reply(
+            [
+                thinking("Check the date parsing first.", "sig-1"),
+                tool_use("t1", "echo", {"v": "x"}),
+            ],
+            "tool_use",
+        ),
+        Reply([text("done")]),
+    )
+    p = provider(fake_anthropic)
+    first = completed(await collect(p, Request(messages=HELLO.messages, effort="high"))).response
+    follow = Request(
+        messages=(
+            *HELLO.messages,
+            Message("assistant", first.content),
+            Message("user", (ToolResult("t1", (Text("x"),)),)),
+        ),
+        effort="high",
+    )
+    await collect(p, follow)
+
+    sent = fake_anthropic.requests[1].body
+    assert sent["thinking"] == {"type": "adaptive"}
+    assert sent["output_config"] == {"effort": "high"}
+    replayed = sent["messages"][1]["content"][0]
+    assert replayed["type"] == "thinking"
+    assert (replayed["thinking"], replayed["signature"]) == (
+        "Check the date parsing first.",
+        "sig-1",
+    )
+    # What the model thought is not what it said.
+    assert first.text == ""
