@@ -65,6 +65,16 @@ class JobMark:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """One compaction of the session's conversation: when, how, and tokens before and after."""
+
+    at: str  # ISO 8601, UTC
+    stage: str
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
 class SessionMeta:
     id: str
     provider: str
@@ -74,6 +84,7 @@ class SessionMeta:
     updated_at: str  # ISO 8601, UTC
     usage: Usage = field(default_factory=Usage)  # cumulative over the session
     job: JobMark | None = None
+    compactions: tuple[CompactionRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +236,16 @@ def _meta_to_json(meta: SessionMeta) -> JSONObject:
             "blocks": meta.job.blocks,
             "usage": dict(meta.job.usage.as_dict()),
         }
+    if meta.compactions:
+        obj["compactions"] = [
+            {
+                "at": c.at,
+                "stage": c.stage,
+                "tokens_before": c.tokens_before,
+                "tokens_after": c.tokens_after,
+            }
+            for c in meta.compactions
+        ]
     return obj
 
 
@@ -294,7 +315,31 @@ def _meta_from_json(obj: dict[str, object], session_id: str) -> SessionMeta:
         updated_at=values["updated_at"],
         usage=usage_from_json(obj.get("usage", {})),
         job=_mark_from_json(obj["job"]) if obj.get("job") is not None else None,
+        compactions=_compactions_from_json(obj.get("compactions", [])),
     )
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _compactions_from_json(obj: object) -> tuple[CompactionRecord, ...]:
+    if not isinstance(obj, list):
+        raise _Corrupt(f"session compactions must be a list, got {_show(obj)}")
+    records = []
+    for item in obj:
+        if not isinstance(item, dict):
+            raise _Corrupt(f"a compaction must be an object, got {_show(item)}")
+        at, stage = item.get("at"), item.get("stage")
+        before, after = item.get("tokens_before"), item.get("tokens_after")
+        if not (isinstance(at, str) and isinstance(stage, str)):
+            raise _Corrupt("a compaction needs `at` and `stage` strings")
+        if not (_count(before) and _count(after)):
+            raise _Corrupt("a compaction's token counts must be integers")
+        assert isinstance(before, int)
+        assert isinstance(after, int)
+        records.append(CompactionRecord(at, stage, before, after))
+    return tuple(records)
 
 
 def _mark_from_json(obj: object) -> JobMark:

@@ -12,6 +12,7 @@ from runner.errors import ConfigError
 from runner.llm.codec import CodecError
 from runner.llm.types import Message, Opaque, Text, ToolResult, ToolUse, Usage
 from runner.session import (
+    CompactionRecord,
     JobMark,
     Session,
     SessionError,
@@ -56,6 +57,47 @@ def test_save_then_load_round_trips(tmp_path: Path) -> None:
     session = make_session()
     store.save(session)
     assert store.load(session.meta.id) == session
+
+
+def test_compactions_are_kept_in_the_metadata(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    base = make_session()
+    records = (
+        CompactionRecord("2026-11-29T23:26:00Z", "cleared", 120_000, 64_000),
+        CompactionRecord("2026-11-29T23:29:00Z", "summarised", 158_000, 12_000),
+    )
+    session = replace(base, meta=replace(base.meta, compactions=records))
+    store.save(session)
+
+    assert store.load(session.meta.id) == session
+    path = tmp_path / "sessions" / f"{session.meta.id}.jsonl"
+    meta = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert meta["compactions"][1] == {
+        "at": "2026-11-29T23:29:00Z",
+        "stage": "summarised",
+        "tokens_before": 158_000,
+        "tokens_after": 12_000,
+    }
+
+
+@pytest.mark.parametrize(
+    "compactions",
+    [{"at": "x"}, [{"at": "x", "stage": "cleared", "tokens_before": "1", "tokens_after": 1}], [3]],
+    ids=["not-a-list", "count-as-text", "not-an-object"],
+)
+def test_a_bad_compaction_record_is_one_line(tmp_path: Path, compactions: object) -> None:
+    store = SessionStore(tmp_path)
+    session = make_session()
+    store.save(session)
+    path = tmp_path / "sessions" / f"{session.meta.id}.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    meta = json.loads(lines[0])
+    meta["compactions"] = compactions
+    path.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n", encoding="utf-8")
+
+    with pytest.raises(SessionError, match=r"line 1: .*compaction") as raised:
+        store.load(session.meta.id)
+    assert "\n" not in str(raised.value)
 
 
 def test_file_is_jsonl_with_metadata_first(tmp_path: Path) -> None:
