@@ -11,7 +11,7 @@ concurrently, each in its own thread; file contents and output travel as
 base64 inside the JSON.
 
     -> {"id": 1, "op": "run", "argv": [...], "cwd": "src" | null,
-        "env": {...}, "timeout": 120.0, "limit": 16777216}
+        "env": {...}, "timeout": 120.0, "limit": 16777216, "inherit_env": true}
     <- {"id": 1, "ok": true, "exit_code": 0, "output": "<base64>",
         "timed_out": false, "total_bytes": null, "total_lines": null}
     -> {"id": 2, "op": "read", "path": "src/a.py"}
@@ -24,9 +24,15 @@ base64 inside the JSON.
     <- {"id": 6, "ok": false, "error": {"type": "outside" | "os" | "internal",
         "message": "...", "errno": 2}}
 
+`env` is added to the agent's own environment, or is the whole environment
+with `"inherit_env": false`.
+
 The agent first writes `{"id": 0, "ok": true, "ready": true, ...}`. When its
 stdin closes (the runner went away), it kills every running command and
 exits, which stops the container.
+
+The local sandbox runs it on the host too (`--confine`), so that commands are
+children of a process whose environment holds no secret.
 """
 
 from __future__ import annotations
@@ -429,7 +435,7 @@ class Agent:
         if not argv:
             raise ValueError("argv is empty")
         cwd = self.root if request.get("cwd") is None else directory(self.root, request["cwd"])
-        env = dict(os.environ)
+        env = dict(os.environ) if request.get("inherit_env", True) else {}
         env.update(request.get("env") or {})
         timeout = float(request["timeout"])
         output = Output(int(request.get("limit", OUTPUT_LIMIT)))
@@ -492,8 +498,30 @@ def name_process(name: str) -> None:
         ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
 
 
+# CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON each let a root process read
+# any process's /proc/<pid>/environ (measured on Linux 6.x); without all three
+# a root command cannot read the runner's.
+ENVIRON_READING_CAPS = (19, 21, 38)
+PR_CAPBSET_DROP = 24
+
+
+def confine() -> None:
+    """Keep the capabilities that read other processes' memory and environment
+    from every command: once out of the bounding set, no exec (sudo, a setuid
+    binary) gives them back. Without the privilege to drop them (not root),
+    the commands never had them."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        for cap in ENVIRON_READING_CAPS:
+            prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+
+
 def main(argv: list[str]) -> None:
     root = os.path.realpath(argv[1] if len(argv) > 1 else ROOT)
+    if "--confine" in argv[2:]:
+        confine()
     name_process("neo-agent")
     quiet_signals()
     Agent(root, sys.stdout.buffer).serve(sys.stdin.buffer)

@@ -46,15 +46,19 @@ async def open_sandbox(
         if image is not None:
             raise ConfigError("--image applies to --sandbox docker only")
         box = LocalSandbox(tree)
-        for command in setup:
-            done = await box.run(["bash", "-c", command], timeout=setup_timeout)
-            if done.timed_out:
-                raise SandboxError(f"setup command {_first_line(command)!r} timed out")
-            if done.exit_code != 0:
-                raise SandboxError(
-                    f"setup command {_first_line(command)!r} failed with exit code {done.exit_code}"
-                )
-        yield box
+        try:
+            for command in setup:
+                done = await box.run(["bash", "-c", command], timeout=setup_timeout)
+                if done.timed_out:
+                    raise SandboxError(f"setup command {_first_line(command)!r} timed out")
+                if done.exit_code != 0:
+                    raise SandboxError(
+                        f"setup command {_first_line(command)!r} failed"
+                        f" with exit code {done.exit_code}"
+                    )
+            yield box
+        finally:
+            await box.aclose()
         return
     if kind != "docker":
         raise ConfigError(f"unknown sandbox {kind!r} (--sandbox: {', '.join(SANDBOXES)})")

@@ -1,8 +1,11 @@
 """The sandbox that is the host itself: a directory and the host's processes.
 
-It keeps paths inside the tree and secrets out of commands' environments. It
-is no security boundary: a command can still reach anything the host user can,
-so jobs from untrusted triggers run in the docker sandbox instead.
+It keeps paths inside the tree and secrets out of commands' environments, and
+out of their reach in /proc: commands are children of a helper process that
+holds no secret (see `spawner`). It is no security boundary: a command can
+still reach anything the host user can (files, the key file, the data
+directory, the processes that started Neo), so jobs from untrusted triggers
+run in the docker sandbox instead.
 """
 
 from __future__ import annotations
@@ -11,27 +14,20 @@ import asyncio
 import contextlib
 import errno
 import os
-import signal
 import stat
-import subprocess
 import sysconfig
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.sandbox.base import ExecResult, PathOutsideTree, SandboxError
-from runner.sandbox.output import OutputBuffer
+from runner.sandbox.spawner import Spawner
 
 # Substrings of environment variable names that look like credentials, and
 # whole families of variables that configure Neo or a model provider.
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 _SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "OPENROUTER_", "NEO_")
 _SECRET_NAMES = frozenset({"GOOGLE_API_KEY", "GITHUB_TOKEN", "GH_TOKEN"})
-
-# How long output may keep arriving after the command exits (background
-# processes still holding its output pipe) before their process group is
-# killed, and how long to wait for the pipe to close after a kill.
-_DRAIN_SECONDS = 1.0
 
 
 def is_secret_name(name: str) -> bool:
@@ -67,50 +63,12 @@ def _shown(path: str) -> str:
     return path if path.isprintable() else repr(path)
 
 
-def _kill_group(pgid: int) -> None:
-    # The group outlives its leader while any member runs; once it is empty
-    # there is nothing left to kill.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-async def _within(waiter: asyncio.Event, seconds: float) -> bool:
-    try:
-        await asyncio.wait_for(waiter.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
-
-
-class _Collector(asyncio.SubprocessProtocol):
-    """Gathers a command's output and tells when it exits and when its pipe closes.
-
-    `asyncio.create_subprocess_exec`'s `wait()` on Python 3.11 returns only once
-    the output pipe is closed, so a backgrounded child holding it would stall
-    the call until the timeout; this protocol reports the exit itself.
-    """
-
-    def __init__(self) -> None:
-        self.output = OutputBuffer()
-        self.exited = asyncio.Event()
-        self.closed = asyncio.Event()
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.output.append(data.encode() if isinstance(data, str) else data)
-
-    def process_exited(self) -> None:
-        self.exited.set()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-
-
-def _end_started(spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, _Collector]]) -> None:
-    if spawn.cancelled() or spawn.exception() is not None:
-        return
-    transport, _ = spawn.result()
-    _kill_group(transport.get_pid())
-    transport.close()
+def _optional_int(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int):
+        raise TypeError("not an integer")
+    return value
 
 
 class LocalSandbox:
@@ -121,6 +79,7 @@ class LocalSandbox:
         if not resolved.is_dir():
             raise SandboxError(f"sandbox root is not a directory: {_shown(str(root))}")
         self._root = resolved
+        self._spawner = Spawner(str(resolved))
 
     @property
     def root(self) -> str:
@@ -137,64 +96,30 @@ class LocalSandbox:
         if not argv:
             raise ValueError("argv is empty")
         workdir = self._root if cwd is None else await asyncio.to_thread(self._directory, cwd)
-        environment = command_env(os.environ, env, sysconfig.get_path("scripts"))
-        loop = asyncio.get_running_loop()
-        spawn = asyncio.ensure_future(
-            loop.subprocess_exec(
-                _Collector,
-                *argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=workdir,
-                env=environment,
-                start_new_session=True,
+        scripts = sysconfig.get_path("scripts")
+        answer = await self._spawner.run(
+            list(argv),
+            cwd=str(workdir),
+            env=command_env(os.environ, env, scripts),
+            timeout=timeout,
+            helper_env=command_env(os.environ, None, scripts),
+        )
+        try:
+            return ExecResult(
+                int(answer["exit_code"]),
+                answer["output"],
+                bool(answer["timed_out"]),
+                _optional_int(answer.get("total_bytes")),
+                _optional_int(answer.get("total_lines")),
             )
-        )
-        try:
-            # Cancelled mid-start, asyncio would kill the new process but not
-            # what it already started; the start is shielded and its group
-            # ended once it completes.
-            transport, collector = await asyncio.shield(spawn)
-        except asyncio.CancelledError:
-            spawn.add_done_callback(_end_started)
-            raise
-        except FileNotFoundError:
-            return ExecResult(127, f"{argv[0]}: command not found\n".encode())
-        except PermissionError:
-            return ExecResult(126, f"{argv[0]}: permission denied\n".encode())
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError(
+                "the local sandbox's command runner sent a malformed answer"
+            ) from None
 
-        # start_new_session makes the child the leader of a new process group
-        # whose id is its pid: killing the group reaches everything it started.
-        pgid = transport.get_pid()
-        timed_out = False
-        try:
-            if not await _within(collector.exited, timeout):
-                timed_out = True
-                _kill_group(pgid)
-                await collector.exited.wait()
-            if not await _within(collector.closed, _DRAIN_SECONDS):
-                _kill_group(pgid)
-                # A process that left the group (setsid) may hold the pipe
-                # forever; its output is given up.
-                await _within(collector.closed, _DRAIN_SECONDS)
-        except BaseException:
-            # Cancelled: end the command. Once its pipe has closed the group
-            # may be empty and its id reusable, so it is left alone then.
-            if not collector.closed.is_set():
-                _kill_group(pgid)
-            raise
-        finally:
-            transport.close()
-        code = transport.get_returncode()
-        output = collector.output
-        return ExecResult(
-            -9 if code is None else code,
-            output.getvalue(),
-            timed_out,
-            output.total_bytes if output.dropped else None,
-            output.total_lines if output.dropped else None,
-        )
+    async def aclose(self) -> None:
+        """End the command runner (and any command still running); safe to call twice."""
+        self._spawner.close()
 
     async def read(self, path: str) -> bytes:
         return await asyncio.to_thread(self._read, path)

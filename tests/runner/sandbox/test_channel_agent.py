@@ -116,6 +116,19 @@ def test_failures_are_typed(agent: Agent) -> None:
     }
 
 
+def test_a_command_gets_the_agent_s_environment_or_only_its_own(agent: Agent) -> None:
+    run = {"op": "run", "argv": ["env"], "cwd": None, "timeout": 10, "env": {"ONLY": "1"}}
+
+    agent.send({"id": 1, **run})
+    inherited = base64.b64decode(agent.receive()["output"]).decode().splitlines()
+    agent.send({"id": 2, **run, "inherit_env": False})
+    alone = base64.b64decode(agent.receive()["output"]).decode().splitlines()
+
+    assert "ONLY=1" in inherited
+    assert any(line.startswith("PATH=") for line in inherited)
+    assert alone == ["ONLY=1"]
+
+
 def test_cancel_kills_the_command_s_process_group(agent: Agent, tmp_path: Path) -> None:
     agent.send(
         {

@@ -453,3 +453,59 @@ async def test_endless_output_is_bounded_but_counted(tmp_path: Path) -> None:
     assert result.total_bytes == size
     assert result.total_lines == size // 27 + 1
     assert result.output.startswith(b"abcdefghijklmnopqrstuvwxyz\n")
+
+
+# --- the command runner
+
+
+async def test_commands_are_children_of_a_runner_that_holds_no_secret(
+    sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEO_WEBHOOK_SECRET", "hook-7")
+
+    result = await sandbox.run(
+        ["bash", "-c", 'echo "$PPID"; tr "\\0" "\\n" < /proc/$PPID/environ || true'], timeout=10
+    )
+
+    parent, *environ = result.output.decode().splitlines()
+    assert int(parent) != os.getpid()
+    assert not any("hook-7" in line for line in environ)
+    # Reading the runner's environment may be refused (root without the
+    # capabilities it dropped); when it is not, it holds no secret.
+    assert all("NEO_WEBHOOK_SECRET" not in line for line in environ)
+
+
+async def test_the_runner_hides_this_process_from_other_processes(
+    sandbox: LocalSandbox,
+) -> None:
+    import ctypes
+
+    await sandbox.run(["true"], timeout=10)
+
+    assert ctypes.CDLL(None).prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
+
+
+async def test_a_command_that_kills_the_runner_fails_alone(sandbox: LocalSandbox) -> None:
+    with pytest.raises(SandboxError, match=r"^the local sandbox.s command runner exited$"):
+        await sandbox.run(["bash", "-c", "kill -9 $PPID; sleep 5"], timeout=10)
+
+    result = await sandbox.run(["echo", "again"], timeout=10)
+
+    assert result.output == b"again\n"
+
+
+async def test_aclose_ends_running_commands(sandbox: LocalSandbox, tree: Path) -> None:
+    task = asyncio.create_task(
+        sandbox.run(["bash", "-c", "sleep 300 & echo $! > bg.pid; wait"], timeout=60)
+    )
+    child = int(await wait_for_file(tree / "bg.pid"))
+
+    await sandbox.aclose()
+
+    with pytest.raises(SandboxError):
+        await task
+    for _ in range(100):
+        if not alive(child):
+            break
+        await asyncio.sleep(0.01)
+    assert not alive(child)

@@ -1,0 +1,215 @@
+"""Where the local sandbox's commands come from: a helper process holding no secret.
+
+A command started by Neo itself could read Neo's environment (the API key,
+the App's private key) from `/proc/$PPID/environ`. So LocalSandbox starts,
+once, the exec channel's agent (`channel_agent.py`, the same server the docker
+sandbox runs in its container) with an environment already cleared of
+secrets, in a session of its own, and every command is its child: the parent
+a command sees, and every process up to the helper, holds nothing secret.
+
+Above the helper is Neo, whose environment any process of the same user can
+read. Two more steps close that where the kernel allows it: Neo makes itself
+non-dumpable (`PR_SET_DUMPABLE` 0: its /proc files then belong to root, and
+another process of a non-root user can no longer read its environment or
+memory, nor attach a debugger such as py-spy), and the helper, when it runs
+as root, drops from its capability bounding set the capabilities with which
+root reads any process's environment (`--confine`).
+
+The helper is driven over its stdin and stdout from a reader thread, so one
+helper serves every event loop that uses the sandbox. When Neo exits or
+dies, the helper's stdin closes: it kills its commands and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import ctypes
+import json
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import IO, Any
+
+from runner.sandbox import channel_agent
+from runner.sandbox.base import SandboxError
+
+PR_SET_DUMPABLE = 4
+# How much longer than a command's own timeout to wait for its answer
+# before judging the helper hung.
+_ANSWER_MARGIN = 30.0
+
+
+def make_undumpable() -> None:
+    """Hide this process's environment and memory from other processes of its user."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+class _Helper:
+    """One helper process and the calls waiting for its answers.
+
+    Held by the reader thread and by Spawner; it never refers back to the
+    Spawner, so dropping the sandbox ends the helper.
+    """
+
+    def __init__(self, root: str, env: Mapping[str, str]) -> None:
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", channel_agent.__file__, root, "--confine"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                cwd=root,
+                env=dict(env),
+                start_new_session=True,
+            )
+        except OSError as error:
+            raise SandboxError(
+                f"cannot start the local sandbox's command runner: {error}"
+            ) from None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self._stdin: IO[bytes] = self.process.stdin
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
+        self._next_id = 1
+        self.ended = False
+        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
+
+    def register(self) -> tuple[int, asyncio.Future[Any]]:
+        """A new request id, and the future its answer settles."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        with self._lock:
+            if self.ended:
+                raise SandboxError("the local sandbox's command runner has exited")
+            ident = self._next_id
+            self._next_id += 1
+            self._pending[ident] = (loop, future)
+        return ident, future
+
+    def send(self, message: dict[str, Any]) -> None:
+        line = channel_agent.encode_line(message)
+        try:
+            with self._lock:
+                self._stdin.write(line)
+                self._stdin.flush()
+        except (OSError, ValueError):
+            # The reader sees the helper gone and fails what waits.
+            pass
+
+    def forget(self, ident: int) -> None:
+        with self._lock:
+            self._pending.pop(ident, None)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError), self._lock:
+            self._stdin.close()
+
+    def _read(self, stdout: IO[bytes]) -> None:
+        for line in stdout:
+            try:
+                answer = json.loads(line)
+                ident = answer["id"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            with self._lock:
+                waiting = self._pending.pop(ident, None) if isinstance(ident, int) else None
+            if waiting is not None:
+                _settle(*waiting, answer)
+        with self._lock:
+            self.ended = True
+            pending, self._pending = list(self._pending.values()), {}
+        for loop, future in pending:
+            _settle(loop, future, SandboxError("the local sandbox's command runner exited"))
+        self.close()
+        self.process.wait()
+
+
+def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: object) -> None:
+    def resolve() -> None:
+        if future.done():
+            return
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)
+
+    # The loop may be closed: nobody waits any more.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(resolve)
+
+
+class Spawner:
+    """Runs commands as children of the helper, started on first use and
+    again if a command killed it."""
+
+    def __init__(self, root: str) -> None:
+        self._root = root
+        self._helper: _Helper | None = None
+        self._start_lock = threading.Lock()
+        self._finalizer: weakref.finalize[Any, Spawner] | None = None
+
+    async def run(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        timeout: float,
+        helper_env: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """The agent's answer to `run`: the fields of an ExecResult, `output` as bytes.
+
+        `env` is the command's whole environment; `helper_env` the helper's,
+        should it have to start (what a command gets without overrides).
+        """
+        helper = self._current(helper_env)
+        ident, future = helper.register()
+        request = {
+            "id": ident,
+            "op": "run",
+            "argv": argv,
+            "cwd": cwd,
+            "env": dict(env),
+            "inherit_env": False,
+            "timeout": timeout,
+        }
+        try:
+            await asyncio.to_thread(helper.send, request)
+            wait = timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN
+            answer: dict[str, Any] = await asyncio.wait_for(future, wait)
+        except TimeoutError:
+            raise SandboxError(f"the local sandbox did not answer within {wait:g}s") from None
+        except asyncio.CancelledError:
+            # The caller gave up: end the command and all it started.
+            helper.send({"id": 0, "op": "cancel", "target": ident})
+            raise
+        finally:
+            helper.forget(ident)
+        if answer.get("ok") is not True:
+            error = answer.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            raise SandboxError(f"the local sandbox's command runner failed: {message}")
+        answer["output"] = base64.b64decode(answer["output"], validate=True)
+        return answer
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()
+
+    def _current(self, env: Mapping[str, str]) -> _Helper:
+        """The running helper, or a new one with `env` as its environment."""
+        with self._start_lock:
+            helper = self._helper
+            if helper is None or helper.ended:
+                make_undumpable()
+                helper = self._helper = _Helper(self._root, env)
+                if self._finalizer is not None:
+                    self._finalizer.detach()
+                self._finalizer = weakref.finalize(self, helper.close)
+            return helper
