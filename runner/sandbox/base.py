@@ -21,6 +21,20 @@ class ExecResult:
     total_lines: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """A window of a file's lines, read without holding the file (`Sandbox.read_lines`)."""
+
+    # Each line without its `\n` (or `\r\n`), cut at `max_line_bytes`.
+    lines: tuple[bytes, ...]
+    # Each line's full length in characters (UTF-8), however much was kept.
+    chars: tuple[int, ...]
+    # The file's lines: all of them when `complete`, else those scanned.
+    total_lines: int
+    complete: bool
+    size: int
+
+
 class SandboxError(NeoError):
     """The sandbox itself failed (not the command run inside it)."""
 
@@ -56,8 +70,25 @@ class Sandbox(Protocol):
         group after `timeout` seconds and report `timed_out`."""
         ...
 
-    async def read(self, path: str) -> bytes:
-        """The file's bytes. Raises FileNotFoundError, IsADirectoryError."""
+    async def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        """Up to `limit` bytes of the file from byte `offset`; without a limit,
+        the whole file. Raises FileNotFoundError, IsADirectoryError."""
+        ...
+
+    async def read_lines(
+        self,
+        path: str,
+        *,
+        start: int,
+        count: int,
+        max_line_bytes: int,
+        max_bytes: int,
+        max_scan: int,
+    ) -> Lines:
+        """Lines `start` .. `start + count - 1` (1-based), each cut at
+        `max_line_bytes`, stopping once `max_bytes` are kept; the file's lines
+        are counted up to `max_scan` bytes into it. Memory: the window and a
+        chunk, whatever the file's size. Raises as `read`."""
         ...
 
     async def write(self, path: str, data: bytes) -> None:

@@ -14,8 +14,12 @@ base64 inside the JSON.
         "env": {...}, "timeout": 120.0, "limit": 16777216, "inherit_env": true}
     <- {"id": 1, "ok": true, "exit_code": 0, "output": "<base64>",
         "timed_out": false, "total_bytes": null, "total_lines": null}
-    -> {"id": 2, "op": "read", "path": "src/a.py"}
+    -> {"id": 2, "op": "read", "path": "src/a.py", "offset": 0, "limit": null}
     <- {"id": 2, "ok": true, "data": "<base64>"}
+    -> {"id": 7, "op": "lines", "path": "a.log", "start": 1, "count": 2000,
+        "max_line_bytes": 8192, "max_bytes": 1048576, "max_scan": 268435456}
+    <- {"id": 7, "ok": true, "data": "<base64>", "count": 2, "chars": [5, 9000],
+        "total_lines": 3, "complete": true, "size": 9020}
     -> {"id": 3, "op": "write", "path": "src/a.py", "data": "<base64>"}
     <- {"id": 3, "ok": true}
     -> {"id": 4, "op": "cancel", "target": 1}     (no response)
@@ -67,6 +71,10 @@ EXIT_POLL_SECONDS = 0.05
 # A file read travels as one base64 line; larger files are refused (EFBIG)
 # rather than ending the channel on the runner's side.
 MAX_READ = 512 * 1024 * 1024
+# What `lines` reads at a time: all it holds besides the lines it keeps.
+LINES_CHUNK = 1024 * 1024
+# UTF-8 continuation bytes: a character is any other byte.
+CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 class Outside(Exception):
@@ -153,15 +161,109 @@ def directory(root: str, path: str) -> str:
     return target
 
 
-def read_file(root: str, path: str) -> bytes:
+def read_file(root: str, path: str, offset: int = 0, limit: Any = None) -> bytes:
+    """Up to `limit` bytes from `offset`; without a limit, the whole file."""
     too_large = OSError(errno.EFBIG, f"File too large (the sandbox reads at most {MAX_READ} bytes)")
     with open(resolve(root, path), "rb") as handle:
+        if limit is not None:
+            handle.seek(max(0, int(offset)))
+            return handle.read(min(max(0, int(limit)), MAX_READ))
         if os.fstat(handle.fileno()).st_size > MAX_READ:
             raise too_large
         data = handle.read(MAX_READ + 1)
     if len(data) > MAX_READ:
         raise too_large
     return data
+
+
+def read_lines(
+    handle: IO[bytes],
+    start: int,
+    count: int,
+    max_line_bytes: int,
+    max_bytes: int,
+    max_scan: int,
+    chunk_size: int = LINES_CHUNK,
+) -> dict[str, Any]:
+    """Lines `start` .. `start + count - 1` (1-based) of an open file, holding
+    no more of it than `chunk_size` bytes and the lines kept.
+
+    A line ends at `\n` (a `\r` before it is dropped too); each is kept up to
+    `max_line_bytes`, with its full length in characters in `chars`. Lines
+    stop once `max_bytes` are kept (one line at least). The file is scanned
+    to count its lines up to `max_scan` bytes; `complete` says whether that
+    reached its end (else `total_lines` counts the lines seen so far).
+    """
+    stop = start + count
+    lines: list[bytes] = []
+    chars: list[int] = []
+    kept = 0
+    number = 1
+    line = bytearray()
+    line_chars = line_bytes = 0
+    last = b""
+    pending = False  # the current line has bytes
+    scanned = 0
+
+    def finish(ended: bool) -> None:
+        nonlocal kept, line_chars
+        if ended and last == b"\r":
+            line_chars -= 1
+            if len(line) == line_bytes:
+                del line[-1:]
+        lines.append(bytes(line))
+        chars.append(line_chars)
+        kept += len(line)
+
+    while True:
+        room = max_scan - scanned
+        chunk = handle.read(min(chunk_size, room)) if room > 0 else b""
+        if not chunk:
+            complete = room > 0 or not handle.read(1)
+            break
+        scanned += len(chunk)
+        pos = 0
+        while pos < len(chunk):
+            showing = start <= number < stop and kept < max_bytes
+            if not showing:
+                newlines = chunk.count(b"\n", pos)
+                if number < start <= number + newlines:
+                    # The window starts in this chunk: find its first line.
+                    for _ in range(start - number):
+                        pos = chunk.index(b"\n", pos) + 1
+                    number, pending = start, False
+                    continue
+                # Before the window or past it: only count.
+                number += newlines
+                pending = not chunk.endswith(b"\n") if newlines else True
+                break
+            end = chunk.find(b"\n", pos)
+            cut = len(chunk) if end < 0 else end
+            if cut > pos:
+                piece = chunk[pos:cut]
+                line += piece[: max(0, max_line_bytes - len(line))]
+                line_chars += len(piece.translate(None, CONTINUATION))
+                line_bytes += len(piece)
+                last = piece[-1:]
+                pending = True
+            if end < 0:
+                break
+            finish(True)
+            number += 1
+            line, line_chars, line_bytes, last, pending = bytearray(), 0, 0, b"", False
+            pos = end + 1
+    if pending:
+        # A last line without a newline, or the one the scan stopped in.
+        if start <= number < stop and kept < max_bytes:
+            finish(complete)
+        number += 1
+    return {
+        "lines": lines,
+        "chars": chars,
+        "total_lines": number - 1,
+        "complete": complete,
+        "size": os.fstat(handle.fileno()).st_size,
+    }
 
 
 def write_file(root: str, path: str, data: bytes) -> None:
@@ -407,7 +509,11 @@ class Agent:
             if op == "run":
                 response.update(self.run(ident, request))
             elif op == "read":
-                response["data"] = read_file(self.root, request["path"])
+                response["data"] = read_file(
+                    self.root, request["path"], request.get("offset", 0), request.get("limit")
+                )
+            elif op == "lines":
+                response.update(self.lines(request))
             elif op == "write":
                 data = base64.b64decode(request["data"], validate=True)
                 write_file(self.root, request["path"], data)
@@ -429,6 +535,17 @@ class Agent:
         # A closed stdout means the runner is gone; the main loop ends on EOF.
         with contextlib.suppress(OSError, ValueError):
             self.send(response)
+
+    def lines(self, request: dict[str, Any]) -> dict[str, Any]:
+        numbers = [
+            int(request[key])
+            for key in ("start", "count", "max_line_bytes", "max_bytes", "max_scan")
+        ]
+        with open(resolve(self.root, request["path"]), "rb") as handle:
+            window = read_lines(handle, *numbers)
+        # The lines hold no newline: joined by one, they travel as one base64 value.
+        shown = window.pop("lines")
+        return {**window, "data": b"\n".join(shown), "count": len(shown)}
 
     def run(self, ident: Any, request: dict[str, Any]) -> dict[str, Any]:
         argv = [str(arg) for arg in request["argv"]]

@@ -67,7 +67,7 @@ from docker import DockerClient
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import ExecResult, PathOutsideTree, SandboxError
+from runner.sandbox.base import ExecResult, Lines, PathOutsideTree, SandboxError
 from runner.sandbox.output import OUTPUT_LIMIT
 
 WORKSPACE = "/workspace"
@@ -533,10 +533,48 @@ class DockerSandbox:
         except (KeyError, TypeError, ValueError):
             raise SandboxError("the sandbox agent sent a malformed answer") from None
 
-    async def read(self, path: str) -> bytes:
-        answer = await self._call({"op": "read", "path": path}, timeout=_FILE_TIMEOUT, path=path)
+    async def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        request = {"op": "read", "path": path, "offset": offset, "limit": limit}
+        answer = await self._call(request, timeout=_FILE_TIMEOUT, path=path)
         try:
             return base64.b64decode(answer["data"], validate=True)
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError("the sandbox agent sent a malformed answer") from None
+
+    async def read_lines(
+        self,
+        path: str,
+        *,
+        start: int,
+        count: int,
+        max_line_bytes: int,
+        max_bytes: int,
+        max_scan: int,
+    ) -> Lines:
+        request = {
+            "op": "lines",
+            "path": path,
+            "start": start,
+            "count": count,
+            "max_line_bytes": max_line_bytes,
+            "max_bytes": max_bytes,
+            "max_scan": max_scan,
+        }
+        # The agent reads the file where it is: only the window travels.
+        answer = await self._call(request, timeout=_FILE_TIMEOUT, path=path)
+        try:
+            data = base64.b64decode(answer["data"], validate=True)
+            lines = tuple(data.split(b"\n")) if answer["count"] else ()
+            chars = tuple(int(n) for n in answer["chars"])
+            if len(lines) != answer["count"] or len(chars) != len(lines):
+                raise ValueError("the window's parts disagree")
+            return Lines(
+                lines,
+                chars,
+                int(answer["total_lines"]),
+                bool(answer["complete"]),
+                int(answer["size"]),
+            )
         except (KeyError, TypeError, ValueError):
             raise SandboxError("the sandbox agent sent a malformed answer") from None
 

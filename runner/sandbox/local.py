@@ -19,8 +19,10 @@ import sysconfig
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from runner.sandbox.base import ExecResult, PathOutsideTree, SandboxError
+from runner.sandbox import channel_agent
+from runner.sandbox.base import ExecResult, Lines, PathOutsideTree, SandboxError
 from runner.sandbox.spawner import Spawner
 
 # Substrings of environment variable names that look like credentials, and
@@ -121,8 +123,29 @@ class LocalSandbox:
         """End the command runner (and any command still running); safe to call twice."""
         self._spawner.close()
 
-    async def read(self, path: str) -> bytes:
-        return await asyncio.to_thread(self._read, path)
+    async def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
+        return await asyncio.to_thread(self._read, path, offset, limit)
+
+    async def read_lines(
+        self,
+        path: str,
+        *,
+        start: int,
+        count: int,
+        max_line_bytes: int,
+        max_bytes: int,
+        max_scan: int,
+    ) -> Lines:
+        window = await asyncio.to_thread(
+            self._read_lines, path, (start, count, max_line_bytes, max_bytes, max_scan)
+        )
+        return Lines(
+            tuple(window["lines"]),
+            tuple(window["chars"]),
+            window["total_lines"],
+            window["complete"],
+            window["size"],
+        )
 
     async def write(self, path: str, data: bytes) -> None:
         await asyncio.to_thread(self._write, path, data)
@@ -153,8 +176,16 @@ class LocalSandbox:
             raise NotADirectoryError(errno.ENOTDIR, "not a directory", path)
         return target
 
-    def _read(self, path: str) -> bytes:
-        return self.resolve(path).read_bytes()
+    def _read(self, path: str, offset: int, limit: int | None) -> bytes:
+        with self.resolve(path).open("rb") as handle:
+            if limit is None:
+                return handle.read()
+            handle.seek(offset)
+            return handle.read(limit)
+
+    def _read_lines(self, path: str, numbers: tuple[int, int, int, int, int]) -> dict[str, Any]:
+        with self.resolve(path).open("rb") as handle:
+            return channel_agent.read_lines(handle, *numbers)
 
     def _write(self, path: str, data: bytes) -> None:
         target = self.resolve(path)

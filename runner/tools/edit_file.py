@@ -10,6 +10,10 @@ from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.files import decode_text, path_error, plural
 from runner.tools.schema import ToolInput, input_schema, parse
 
+# edit_file holds the file a few times over (bytes, text, the edited text);
+# a larger file is left to bash (sed -i), which streams it.
+MAX_EDIT_BYTES = 16 * 1024 * 1024
+
 
 class EditFileInput(ToolInput):
     path: str = Field(description="File to edit, relative to the repository root.")
@@ -69,11 +73,20 @@ class EditFileTool:
     async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
         request = parse(EditFileInput, args)
         try:
-            data = await self._sandbox.read(request.path)
+            # A byte past the ceiling says the file is too large before any of it is read.
+            beyond = await self._sandbox.read(request.path, offset=MAX_EDIT_BYTES, limit=1)
+            data = (
+                b"" if beyond else await self._sandbox.read(request.path, limit=MAX_EDIT_BYTES + 1)
+            )
         except FileNotFoundError:
             raise ToolError(f"{request.path} does not exist; create it with write_file") from None
         except (PathOutsideTree, OSError) as error:
             raise path_error(request.path, error) from None
+        if beyond or len(data) > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"{request.path} is larger than {MAX_EDIT_BYTES // 2**20} MiB, more than"
+                " edit_file changes; edit it with bash (e.g. sed -i)"
+            )
         text = decode_text(data)
         if text is None:
             raise ToolError(f"{request.path} is a binary file; edit_file changes text files only")

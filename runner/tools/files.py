@@ -39,13 +39,6 @@ def path_error(path: str, error: Exception) -> ToolError:
     return ToolError(f"{path}: {error}")
 
 
-async def read_bytes(sandbox: Sandbox, path: str) -> bytes:
-    try:
-        return await sandbox.read(path)
-    except (PathOutsideTree, OSError) as error:
-        raise path_error(path, error) from None
-
-
 def decode_text(data: bytes) -> str | None:
     """`data` as text, or None for a binary file (a NUL byte early on, or not UTF-8)."""
     if b"\0" in data[:BINARY_PROBE_BYTES]:
@@ -105,13 +98,14 @@ async def search_root(sandbox: Sandbox, path: str, *, files_allowed: bool) -> Se
 
     A directory becomes the command's working directory, so the sandbox checks
     it and glob filters are relative to it. ripgrep follows a symlink named on
-    its command line, so a file is checked by reading it first.
+    its command line, so a file is checked by opening it first (reading none
+    of it: it may be huge).
     """
     relative = tree_relative(path, sandbox.root)
     if relative == ".":
         return SearchRoot(None, ".", "")
     try:
-        await sandbox.read(relative)
+        await sandbox.read(relative, limit=0)
     except IsADirectoryError:
         return SearchRoot(relative, ".", relative)
     except (PathOutsideTree, OSError) as error:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from pydantic import Field
 
 from runner.llm.types import JSONObject, ToolSpec
-from runner.sandbox.base import Sandbox
+from runner.sandbox.base import Lines, PathOutsideTree, Sandbox
 from runner.tools.base import ToolContext, ToolError, ToolOutput
-from runner.tools.files import decode_text, plural, read_bytes
+from runner.tools.files import BINARY_PROBE_BYTES, path_error, plural
 from runner.tools.schema import ToolInput, input_schema, parse
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
+# A cut line keeps enough bytes for MAX_LINE_CHARS characters of any UTF-8 text.
+MAX_LINE_BYTES = 4 * MAX_LINE_CHARS
+# What one call shows at most: far above what the loop passes on (32 KiB),
+# far below what would strain the worker, whatever the file's size.
+MAX_WINDOW_BYTES = 1024 * 1024
+# How far into a file its lines are counted; past it the count is a floor.
+MAX_SCAN_BYTES = 1024 * 1024 * 1024
 
 
 class ReadFileInput(ToolInput):
@@ -27,7 +36,7 @@ SPEC = ToolSpec(
     description=(
         "Read a UTF-8 text file from the repository. Lines come numbered like `cat -n`"
         " (line number, tab, line), which is not part of the file: leave the numbers out"
-        " of edit_file's old_string. Shows up to 2000 lines from `offset`; for a longer"
+        " of edit_file's old_string. Shows up to 2000 lines (1 MiB) from `offset`; for a longer"
         " file, read on with a later offset, or find the part you need with grep first."
         " Lines over 2000 characters are cut short. Binary files are refused."
     ),
@@ -35,32 +44,44 @@ SPEC = ToolSpec(
 )
 
 
-def render(path: str, text: str, offset: int, limit: int) -> str:
-    """The numbered lines `offset` .. `offset + limit - 1` of `text`, read from `path`."""
-    if not text:
+def render(path: str, window: Lines, offset: int, texts: list[str]) -> str:
+    """The numbered lines from `offset` of `window`, decoded as `texts`, read from `path`."""
+    total = window.total_lines
+    if total == 0 and window.complete:
         return f"{path} is empty"
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    total = len(lines)
-    if offset > total:
-        raise ToolError(f"offset {offset} is past the end of {path} ({plural(total, 'line')})")
-    shown = lines[offset - 1 : offset - 1 + limit]
-    last = offset - 1 + len(shown)
+    if not texts:
+        if window.complete:
+            raise ToolError(f"offset {offset} is past the end of {path} ({plural(total, 'line')})")
+        raise ToolError(
+            f"offset {offset} is past the first {plural(total, 'line')} of {path}, as far as"
+            f" read_file counts ({MAX_SCAN_BYTES // 2**20} MiB); read on with bash (sed -n)"
+        )
+    last = offset - 1 + len(texts)
     body = "\n".join(
-        f"{number:>6}\t{_clip(line)}" for number, line in enumerate(shown, start=offset)
+        f"{number:>6}\t{_clip(line, chars)}"
+        for number, (line, chars) in enumerate(zip(texts, window.chars, strict=True), start=offset)
     )
-    if offset == 1 and last == total:
+    if offset == 1 and last == total and window.complete:
         return body
-    more = f"; continue with offset={last + 1}" if last < total else ""
-    return f"{body}\n(lines {offset}-{last} of {total}{more})"
+    more = f"; continue with offset={last + 1}" if last < total or not window.complete else ""
+    of = str(total) if window.complete else f"at least {total}"
+    return f"{body}\n(lines {offset}-{last} of {of}{more})"
 
 
-def _clip(line: str) -> str:
-    line = line.removesuffix("\r")
-    if len(line) <= MAX_LINE_CHARS:
+def _clip(line: str, chars: int) -> str:
+    if chars <= MAX_LINE_CHARS:
         return line
-    return f"{line[:MAX_LINE_CHARS]}… [line cut: {len(line)} characters]"
+    return f"{line[:MAX_LINE_CHARS]}… [line cut: {chars} characters]"
+
+
+def _decode(line: bytes, chars: int) -> str | None:
+    """A kept line as text, or None if it is not UTF-8. A cut line may end
+    inside a character, which is dropped."""
+    trims = range(4) if chars > MAX_LINE_CHARS else range(1)
+    for trim in trims:
+        with contextlib.suppress(UnicodeDecodeError):
+            return line[: len(line) - trim].decode("utf-8")
+    return None
 
 
 class ReadFileTool:
@@ -73,11 +94,24 @@ class ReadFileTool:
 
     async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
         request = parse(ReadFileInput, args)
-        data = await read_bytes(self._sandbox, request.path)
-        text = decode_text(data)
-        if text is None:
+        try:
+            window = await self._sandbox.read_lines(
+                request.path,
+                start=request.offset,
+                count=request.limit,
+                max_line_bytes=MAX_LINE_BYTES,
+                max_bytes=MAX_WINDOW_BYTES,
+                max_scan=MAX_SCAN_BYTES,
+            )
+            head = await self._sandbox.read(request.path, limit=BINARY_PROBE_BYTES)
+        except (PathOutsideTree, OSError) as error:
+            raise path_error(request.path, error) from None
+        pairs = zip(window.lines, window.chars, strict=True)
+        texts = [_decode(line, chars) for line, chars in pairs]
+        decoded = [text for text in texts if text is not None]
+        if b"\0" in head or len(decoded) < len(texts):
             raise ToolError(
-                f"{request.path} is a binary file ({plural(len(data), 'byte')});"
+                f"{request.path} is a binary file ({plural(window.size, 'byte')});"
                 " read_file shows text files only"
             )
-        return ToolOutput(render(request.path, text, request.offset, request.limit))
+        return ToolOutput(render(request.path, window, request.offset, decoded))

@@ -8,6 +8,13 @@ Every case is a row of a table below; the tests around them stay as they are.
   the test asserts that no secret appears in what the model gets back, and
   that the command did run (its tool result gives an exit code; reading a
   process's environment may also just be refused).
+- `HUGE_READS`: a file tool called on a huge file. Add a row
+  `pytest.param(<sandbox>, <file maker>, <tool>, <input>, id=...)`, where the
+  file maker (see `sparse_text`, ...) writes `big` into the tree. The test
+  asserts that the peak memory of the `neo run` process (which reads files
+  itself in the local sandbox) and of the sandbox's exec agent (which reads
+  them in the docker sandbox; the command runner in the local one) stays
+  under `MAX_RSS_KIB`, and that the model got an answer, not a crash.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +32,13 @@ import pytest
 
 from tests.fakes import FakeAnthropicAPI, Reply, text, tool_use
 
+# The engine and the sandbox image, for the docker rows.
+from tests.runner.sandbox.conftest import docker_client  # noqa: F401
+
 NEO = Path(sys.executable).with_name("neo")
 MiB = 1024 * 1024
 HUGE = 400 * MiB
-# Far below the file's size, far above an idle `neo run` (about 90 MiB).
+# Far below the file's size, well above an idle `neo run` (about 125 MiB).
 MAX_RSS_KIB = 200 * 1024
 
 
@@ -128,3 +138,109 @@ def test_local_commands_cannot_read_the_run_s_secrets(
     assert "exit code: " in output, output
     for name, value in secret_env.items():
         assert value not in output, f"{name} leaked: {output[-2000:]}"
+
+
+# --- huge files
+
+
+def sparse_text(big: Path) -> None:
+    """A thousand short lines, then a 400 MB line of NUL bytes (sparse: no disk used)."""
+    big.write_bytes(b"a short line\n" * 1000)
+    os.truncate(big, HUGE)
+
+
+def sparse_binary(big: Path) -> None:
+    big.touch()
+    os.truncate(big, HUGE)
+
+
+def dense_lines(big: Path) -> None:
+    """400 MB of real short lines."""
+    line = b"0123456789abcdefghijklmnopqrstuvwxyz\n"
+    chunk = line * (MiB // len(line))
+    with big.open("wb") as handle:
+        while handle.tell() < HUGE:
+            handle.write(chunk)
+
+
+def one_line(big: Path) -> None:
+    """400 MB without a newline."""
+    with big.open("wb") as handle:
+        for _ in range(HUGE // MiB):
+            handle.write(b"x" * MiB)
+
+
+Maker = Callable[[Path], None]
+HUGE_READS = [
+    pytest.param("local", sparse_text, "read_file", {"path": "big"}, id="local-read-sparse-text"),
+    pytest.param("local", sparse_binary, "read_file", {"path": "big"}, id="local-read-binary"),
+    pytest.param("local", dense_lines, "read_file", {"path": "big"}, id="local-read-many-lines"),
+    pytest.param(
+        "local",
+        dense_lines,
+        "read_file",
+        {"path": "big", "offset": 5_000_000, "limit": 3},
+        id="local-read-far-offset",
+    ),
+    pytest.param("local", one_line, "read_file", {"path": "big"}, id="local-read-one-line"),
+    pytest.param(
+        "local",
+        one_line,
+        "edit_file",
+        {"path": "big", "old_string": "xy", "new_string": "z"},
+        id="local-edit",
+    ),
+    pytest.param(
+        "local", sparse_text, "grep", {"pattern": "short", "path": "big"}, id="local-grep-file"
+    ),
+    pytest.param("docker", sparse_text, "read_file", {"path": "big"}, id="docker-read-sparse-text"),
+    pytest.param("docker", one_line, "read_file", {"path": "big"}, id="docker-read-one-line"),
+    pytest.param(
+        "docker",
+        dense_lines,
+        "read_file",
+        {"path": "big", "offset": 5_000_000, "limit": 3},
+        id="docker-read-far-offset",
+    ),
+    pytest.param(
+        "docker",
+        one_line,
+        "edit_file",
+        {"path": "big", "old_string": "xy", "new_string": "z"},
+        id="docker-edit",
+    ),
+]
+
+# The bash command, run after the huge read, that prints the peak memory of
+# its parent: the docker sandbox's agent, or the local sandbox's command runner.
+PARENT_PEAK = "awk '/^VmHWM:/ {print $2}' /proc/$PPID/status"
+
+
+@pytest.mark.parametrize(("sandbox", "make", "tool", "args"), HUGE_READS)
+def test_a_huge_file_is_read_in_bounded_memory(
+    request: pytest.FixtureRequest,
+    fake: FakeAnthropicAPI,
+    tree: Path,
+    secret_env: dict[str, str],
+    sandbox: str,
+    make: Maker,
+    tool: str,
+    args: dict[str, Any],
+) -> None:
+    if sandbox == "docker":
+        # The engine and the image, or a failure saying what to run.
+        request.getfixturevalue("docker_client")
+    make(tree / "big")
+
+    (answer, peak), rss = neo_run(
+        fake,
+        tree,
+        {**fake.env, **secret_env},
+        sandbox,
+        [(tool, args), ("bash", {"command": PARENT_PEAK})],
+    )
+
+    assert answer
+    assert "Traceback" not in answer
+    assert rss < MAX_RSS_KIB, f"neo run peaked at {rss} KiB: {answer[:300]}"
+    assert int(peak.split()[0]) < MAX_RSS_KIB, f"the sandbox's reader peaked at {peak}"

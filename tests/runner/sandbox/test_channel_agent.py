@@ -288,3 +288,91 @@ def group_gone(pgid: int) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+# --- bounded reads
+
+
+def reference_lines(
+    data: bytes, start: int, count: int, max_line_bytes: int, max_bytes: int, max_scan: int
+) -> dict[str, Any]:
+    """read_lines the slow way: the whole file split at once."""
+    seen = data[:max_scan]
+    complete = len(data) <= max_scan
+    parts = seen.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()
+    lines: list[bytes] = []
+    chars: list[int] = []
+    kept = 0
+    for index in range(start - 1, min(len(parts), start - 1 + count)):
+        if kept >= max_bytes:
+            break
+        part = parts[index]
+        ended = index < len(parts) - 1 or complete or seen.endswith(b"\n")
+        if ended and part.endswith(b"\r"):
+            part = part[:-1]
+        lines.append(part[:max_line_bytes])
+        chars.append(len(part.decode("utf-8", errors="replace")))
+        kept += len(lines[-1])
+    return {
+        "lines": lines,
+        "chars": chars,
+        "total_lines": len(parts),
+        "complete": complete,
+        "size": len(data),
+    }
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_read_lines_streams_what_a_whole_read_would_show(seed: int, tmp_path: Path) -> None:
+    rnd = random.Random(seed)
+    pieces = [b"a", b"\n", b"\r", "é".encode(), b"\r\n", b"xyz", "😀".encode()]
+    path = tmp_path / "f"
+    for _ in range(300):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 60)))
+        numbers = (
+            rnd.randint(1, 12),  # start
+            rnd.randint(1, 6),  # count
+            rnd.randint(1, 8),  # max_line_bytes
+            rnd.randint(1, 30),  # max_bytes
+            rnd.choice([10**9, rnd.randint(0, 70)]),  # max_scan
+        )
+        path.write_bytes(data)
+
+        with path.open("rb") as handle:
+            got = channel_agent.read_lines(handle, *numbers, chunk_size=rnd.randint(1, 9))
+
+        assert got == reference_lines(data, *numbers), (data, numbers)
+
+
+def test_lines_and_ranged_reads_over_the_protocol(agent: Agent, tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_bytes(b"one\r\ntwo\nthree\n")
+
+    agent.send(
+        {
+            "id": 1,
+            "op": "lines",
+            "path": "f.txt",
+            "start": 2,
+            "count": 5,
+            "max_line_bytes": 3,
+            "max_bytes": 100,
+            "max_scan": 100,
+        }
+    )
+    window = agent.receive()
+    agent.send({"id": 2, "op": "read", "path": "f.txt", "offset": 5, "limit": 3})
+    ranged = agent.receive()
+
+    assert window == {
+        "id": 1,
+        "ok": True,
+        "chars": [3, 5],
+        "total_lines": 3,
+        "complete": True,
+        "size": 15,
+        "count": 2,
+        "data": base64.b64encode(b"two\nthr").decode(),
+    }
+    assert base64.b64decode(ranged["data"]) == b"two"

@@ -7,6 +7,7 @@ import pytest
 
 from runner.sandbox import LocalSandbox
 from runner.tools import EditFileTool, ToolContext, ToolError
+from runner.tools.edit_file import MAX_EDIT_BYTES
 
 SOURCE = "def f():\n    return 1\n\n\ndef g():\n    return 1\n\n\ndef h():\n    return 1\n"
 
@@ -162,3 +163,27 @@ def test_spec(sandbox: LocalSandbox) -> None:
 
     assert spec.name == "edit_file"
     assert spec.input_schema["required"] == ["path", "old_string", "new_string"]
+
+
+@pytest.mark.parametrize("size", [MAX_EDIT_BYTES, MAX_EDIT_BYTES + 1])
+async def test_a_file_over_the_ceiling_is_left_to_bash(
+    sandbox: LocalSandbox, tree: Path, ctx: ToolContext, size: int
+) -> None:
+    big = tree / "big.txt"
+    big.write_bytes(b"old\n" + b"x" * (size - 4))
+
+    if size == MAX_EDIT_BYTES:
+        assert "replaced 1 occurrence" in await edit(
+            sandbox, ctx, path="big.txt", old_string="old", new_string="new"
+        )
+        return
+    with pytest.raises(ToolError) as raised:
+        await EditFileTool(sandbox)(
+            {"path": "big.txt", "old_string": "old", "new_string": "new"}, ctx
+        )
+    assert str(raised.value) == (
+        "big.txt is larger than 16 MiB, more than edit_file changes;"
+        " edit it with bash (e.g. sed -i)"
+    )
+    with big.open("rb") as handle:
+        assert handle.read(4) == b"old\n"

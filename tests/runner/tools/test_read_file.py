@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 
 from runner.sandbox import LocalSandbox
+from runner.sandbox.base import Lines
 from runner.tools import ReadFileTool, ToolContext, ToolError
+from runner.tools.read_file import MAX_WINDOW_BYTES, render
 from tests.runner.tools.conftest import Files
 
 
@@ -137,3 +139,47 @@ def test_spec(sandbox: LocalSandbox) -> None:
     assert spec.name == "read_file"
     assert spec.input_schema["required"] == ["path"]
     assert spec.input_schema["additionalProperties"] is False
+
+
+async def test_a_window_stops_at_the_byte_ceiling_and_says_where_to_go_on(
+    sandbox: LocalSandbox, files: Files, ctx: ToolContext
+) -> None:
+    # 2000 lines of 1,500 characters: 3 MB, three times the ceiling.
+    files({"wide.txt": ("w" * 1500 + "\n") * 2000})
+
+    output = await read(sandbox, ctx, path="wide.txt")
+
+    lines = output.splitlines()
+    shown = len(lines) - 1
+    assert shown == -(-MAX_WINDOW_BYTES // 1500)
+    assert lines[-1] == f"(lines 1-{shown} of 2000; continue with offset={shown + 1})"
+
+
+async def test_a_line_longer_than_what_is_kept_keeps_its_length_and_whole_characters(
+    sandbox: LocalSandbox, files: Files, ctx: ToolContext
+) -> None:
+    files({"wide.txt": "é" * 9000 + "\nend\n"})
+
+    output = await read(sandbox, ctx, path="wide.txt")
+
+    assert output == f"     1\t{'é' * 2000}… [line cut: 9000 characters]\n     2\tend"
+
+
+async def test_non_utf8_in_the_window_is_binary_even_far_into_the_file(
+    sandbox: LocalSandbox, files: Files, ctx: ToolContext
+) -> None:
+    files({"late.txt": b"fine\n" * 5000 + b"caf\xe9\n"})
+
+    with pytest.raises(ToolError, match=r"^late.txt is a binary file \(25005 bytes\)"):
+        await ReadFileTool(sandbox)({"path": "late.txt", "offset": 4999}, ctx)
+    assert "  4999\tfine" in await read(sandbox, ctx, path="late.txt", offset=4999, limit=2)
+
+
+def test_a_file_longer_than_what_is_counted_says_at_least() -> None:
+    window = Lines((b"a", b"b"), (1, 1), 7, complete=False, size=10**12)
+
+    assert render("huge", window, 3, ["a", "b"]) == (
+        "     3\ta\n     4\tb\n(lines 3-4 of at least 7; continue with offset=5)"
+    )
+    with pytest.raises(ToolError, match=r"^offset 9 is past the first 7 lines of huge, as far"):
+        render("huge", Lines((), (), 7, complete=False, size=10**12), 9, [])
