@@ -20,7 +20,7 @@ import types
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 import annotated_types
@@ -519,7 +519,7 @@ def _check_shape(text: str, source: str) -> None:
     """Reject what would make `yaml.safe_load` or validation blow up, from parser events.
 
     Counts the values the document expands to (aliases included), bounds the
-    nesting, and rejects recursive aliases and duplicate keys, which safe_load
+    nesting, and rejects recursive aliases and duplicate keys, which the loader
     would silently resolve to the last value.
     """
 
@@ -572,10 +572,83 @@ def _check_shape(text: str, source: str) -> None:
             raise fail(f"expands to more than {_MAX_VALUES} values (aliases?)", event)
 
 
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A scalar YAML reads but no setting can hold, left for `_check_values` to report
+    at its field: the constructors know the node but not where it is."""
+
+    text: str  # as written, shortened
+    problem: str
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Loader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader, but no scalar can raise outside YAMLError.
+
+    Python refuses to convert an integer of more than 4300 digits (ValueError)
+    and datetime a date such as 2001-02-30; binary data and sets are never a
+    setting, and a set would lose the order of `setup`.
+    """
+
+
+_Constructor = typing.Callable[[yaml.SafeLoader, yaml.Node], object]
+
+
+def _guarded(
+    construct: typing.Callable[[yaml.SafeLoader, yaml.ScalarNode], object],
+    problem: typing.Callable[[str], str],
+) -> _Constructor:
+    def run(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+        assert isinstance(node, yaml.ScalarNode)  # int and timestamp are scalars
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError):
+            value = str(node.value)
+            return _Unreadable(_shorten(value), problem(value))
+
+    return run
+
+
+def _refused(problem: str) -> _Constructor:
+    def run(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+        return _Unreadable("!!" + str(node.tag).rpartition(":")[2], problem)
+
+    return run
+
+
+def _digits(value: str) -> str:
+    return f"the number is too large ({sum(c.isdigit() for c in value)} digits)"
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:int", _guarded(yaml.SafeLoader.construct_yaml_int, _digits)
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:timestamp",
+    _guarded(
+        yaml.SafeLoader.construct_yaml_timestamp,
+        lambda value: f"{_shorten(value)!r} is not a valid date or time",
+    ),
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:binary", _refused("binary data (!!binary) is not a valid value")
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:set", _refused("a set (!!set) is not a valid value; use a list")
+)
+
+
 def _load_yaml(text: str, source: str) -> object:
     try:
         _check_shape(text, source)
-        return yaml.safe_load(text)
+        loader = _Loader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as error:
         line = _yaml_line(error)
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
@@ -635,19 +708,37 @@ def _from_validation(error: ValidationError, source: str) -> RepoConfigError:
     )
 
 
-def _check_keys(data: object, source: str, loc: tuple[int | str, ...] = ()) -> None:
-    """Reject a key that is not text, e.g. YAML 1.1 reading `on:` as True.
+def _key_text(key: object) -> str:
+    """A key that is not text, as the file wrote it, near enough."""
+    if isinstance(key, _Unreadable):
+        return key.text
+    if isinstance(key, date):
+        return key.isoformat()
+    if key is None:
+        return "null"
+    return repr(key)
 
-    Pydantic would report it with the key coerced (True as 1), which misleads.
+
+def _check_values(data: object, source: str, loc: tuple[int | str, ...] = ()) -> None:
+    """Reject a key that is not text, e.g. YAML 1.1 reading `on:` as True, and any
+    `_Unreadable` value, each at its field.
+
+    Pydantic would report such a key coerced (True as 1), which misleads.
     The walk is bounded: `_check_shape` capped the expanded size and depth.
     """
+    if isinstance(data, _Unreadable):
+        field = _path(loc) or None
+        where = f"{field}: " if field else ""
+        raise RepoConfigError(
+            f"{source}: {where}{data.problem}", source=source, problem=data.problem, field=field
+        )
     if isinstance(data, list):
         for index, item in enumerate(data):
-            _check_keys(item, source, (*loc, index))
+            _check_values(item, source, (*loc, index))
     elif isinstance(data, dict):
         for key, value in data.items():
             if not isinstance(key, str):
-                field = _path((*loc, repr(key)))
+                field = _path((*loc, _key_text(key)))
                 hint = ""
                 if isinstance(key, bool):
                     hint = " (unquoted yes, no, on, off are booleans in YAML)"
@@ -657,7 +748,7 @@ def _check_keys(data: object, source: str, loc: tuple[int | str, ...] = ()) -> N
                     problem=f"unknown field{hint}",
                     field=field,
                 )
-            _check_keys(value, source, (*loc, key))
+            _check_values(value, source, (*loc, key))
 
 
 def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoConfig:
@@ -684,7 +775,7 @@ def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoCo
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
         raise fail(f"the top level must be a mapping of settings, not {kind}")
-    _check_keys(data, source)
+    _check_values(data, source)
     try:
         return RepoConfig.model_validate(data)
     except ValidationError as error:

@@ -382,6 +382,44 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
     assert github.pulls(REPO) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        # Python refuses int("1" + "0" * 5000): once a traceback and "internal error".
+        pytest.param("max_turns: 1" + "0" * 5000 + "\n", "max_turns", id="int-5000-digits"),
+        pytest.param("model: 2001-02-30\n", "model", id="impossible-date"),
+    ],
+)
+async def test_a_config_python_cannot_read_gets_the_one_config_comment(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    text: str,
+    field: str,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", text)
+    number = github.add_issue(REPO, "Do something")
+    comment = github.add_comment(REPO, number, "@neo do it", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    error = job.result["error"]
+    assert error.startswith(f".github/neo.yml: {field}: ")
+    assert "\n" not in error
+    assert "internal error" not in error
+    [mine] = bot_comments(github, number)
+    assert "Neo did not run" in mine["body"]
+    assert f"`{field}`" in mine["body"]
+    assert "internal error" not in mine["body"]
+    assert fake_anthropic.requests == []
+
+
 class _DiesBeforeFinishing:
     """The queue, as seen by a worker whose process dies just before `finish`."""
 
