@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from runner.sandbox.image import image_problem
+
 
 def positive_int(text: str) -> int:
     try:
@@ -23,3 +25,11 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
     return value
+
+
+def image_reference(text: str) -> str:
+    """A Docker image reference, e.g. `neo-sandbox:local`."""
+    problem = image_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.action import action_command, add_action_parser
-from bot.argtypes import positive_float, positive_int
+from bot.argtypes import image_reference, positive_float, positive_int
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
 from bot.serve_cli import add_serve_parser, serve_command
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", metavar="PROMPT", help="the task; '-' reads it from stdin")
     run.add_argument("--repo", type=Path, help="working tree (default: current directory)")
     run.add_argument("--sandbox", choices=("local", "docker"), default="local")
-    run.add_argument("--image", help="sandbox image for --sandbox docker")
+    run.add_argument("--image", type=image_reference, help="sandbox image for --sandbox docker")
     run.add_argument("--provider", choices=PROVIDERS, help="model provider (default: anthropic)")
     run.add_argument("--model", help="model name (default: the provider's default)")
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")

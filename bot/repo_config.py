@@ -38,6 +38,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from runner.errors import ConfigError
+from runner.sandbox.image import image_problem
 
 __all__ = [
     "CONFIG_ERROR_MARKER",
@@ -369,7 +370,11 @@ class RepoConfig(_Strict):
     )
     sandbox_image: _Text | None = Field(
         default=None,
-        description="The container image jobs run in. Unset: the service's default image.",
+        description=(
+            "The container image jobs run in, a Docker image reference such as "
+            "`ghcr.io/acme/sandbox:1.2`; it must already be on the service's host, as Neo "
+            "never pulls one. Unset: the service's default image."
+        ),
     )
     trigger_label: str = Field(
         default="neo",
@@ -430,8 +435,9 @@ class RepoConfig(_Strict):
     @field_validator("sandbox_image")
     @classmethod
     def _image(cls, value: str | None) -> str | None:
-        if value is not None and (value.startswith("-") or any(c.isspace() for c in value)):
-            raise ValueError("must be an image reference, without spaces or a leading '-'")
+        problem = None if value is None else image_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("branch_prefix")

@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
+from runner.sandbox.image import image_problem
 
 
 class Settings(BaseSettings):
@@ -49,6 +50,14 @@ class Settings(BaseSettings):
     def _handle(cls, value: str) -> str:
         if not value.startswith("@") or len(value) < 2 or any(c.isspace() for c in value):
             raise ValueError("must look like @name")
+        return value
+
+    @field_validator("sandbox_image")
+    @classmethod
+    def _sandbox_image(cls, value: str) -> str:
+        problem = image_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("github_api_url")

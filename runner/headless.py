@@ -120,7 +120,9 @@ async def run_headless(
         if previous
         else SessionMeta(store.new_id(), provider_name, provider.model, str(repo), now, now)
     )
-    sandbox = open_sandbox(request.sandbox, repo, job_id=meta.id, image=request.image)
+    sandbox = open_sandbox(
+        request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
+    )
     try:
         async with sandbox as box:
             return await _run_agent(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from runner.errors import ConfigError
 from runner.sandbox.base import Sandbox, SandboxError
+from runner.sandbox.image import image_problem
 from runner.sandbox.local import LocalSandbox
 
 SANDBOXES = ("local", "docker")
@@ -18,6 +19,9 @@ DEFAULT_IMAGE = "neo-sandbox:local"
 # soon as their runner is gone.
 MAX_JOB_SECONDS = 6 * 3600.0
 SETUP_TIMEOUT = 600.0
+# Where a job's image comes from, for the error that says it is wrong; `neo run`
+# passes its own flag instead.
+JOB_IMAGE_SETTINGS = "sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE"
 
 
 @asynccontextmanager
@@ -31,6 +35,7 @@ async def open_sandbox(
     network: bool = False,
     setup_timeout: float = SETUP_TIMEOUT,
     max_job_seconds: float = MAX_JOB_SECONDS,
+    image_setting: str = JOB_IMAGE_SETTINGS,
 ) -> AsyncIterator[Sandbox]:
     """The sandbox named `kind` on `tree`, cleaned up when the block ends.
 
@@ -40,7 +45,8 @@ async def open_sandbox(
     raises SandboxError.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
-    Docker engine, a missing image) and SandboxError when starting fails.
+    Docker engine, an invalid or missing image, named by `image_setting`) and
+    SandboxError when starting fails.
     """
     if kind == "local":
         if image is not None:
@@ -62,6 +68,11 @@ async def open_sandbox(
         return
     if kind != "docker":
         raise ConfigError(f"unknown sandbox {kind!r} (--sandbox: {', '.join(SANDBOXES)})")
+    name = image or DEFAULT_IMAGE
+    # Before the engine: it answers a malformed name with an HTTP 400, not a reason.
+    problem = image_problem(name)
+    if problem is not None:
+        raise ConfigError(f"{image_setting}: {problem}")
 
     # The docker SDK loads only for runs that use it.
     from docker.errors import DockerException, ImageNotFound
@@ -75,13 +86,16 @@ async def open_sandbox(
         raise ConfigError(
             f"docker is not reachable ({_first_line(error)}); start dockerd or use --sandbox local"
         ) from None
-    name = image or DEFAULT_IMAGE
     try:
         await asyncio.to_thread(client.images.get, name)
     except ImageNotFound:
+        # Never pulled: jobs run only images built or loaded on this host.
         raise ConfigError(
-            f"sandbox image {name} not found (build it with scripts/build-images, or pass --image)"
+            f"sandbox image {name} not found locally (build it with scripts/build-images, "
+            f"or choose another with {image_setting})"
         ) from None
+    except DockerException as error:
+        raise SandboxError(f"cannot inspect sandbox image {name}: {_first_line(error)}") from None
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
     async with engine.DockerSandbox.start(
         tree,

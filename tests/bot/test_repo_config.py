@@ -208,7 +208,7 @@ def test_the_source_names_the_file() -> None:
         ),
         (
             "sandbox_image: '--privileged'",
-            "sandbox_image: must be an image reference, without spaces or a leading '-'",
+            "sandbox_image: '--privileged' is not a valid image reference: must not start with '-'",
             "sandbox_image",
         ),
         (

@@ -388,6 +388,7 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
         # Python refuses int("1" + "0" * 5000): once a traceback and "internal error".
         pytest.param("max_turns: 1" + "0" * 5000 + "\n", "max_turns", id="int-5000-digits"),
         pytest.param("model: 2001-02-30\n", "model", id="impossible-date"),
+        pytest.param("sandbox_image: Neo-Sandbox:Local\n", "sandbox_image", id="uppercase-image"),
     ],
 )
 async def test_a_config_python_cannot_read_gets_the_one_config_comment(
@@ -417,6 +418,36 @@ async def test_a_config_python_cannot_read_gets_the_one_config_comment(
     assert "Neo did not run" in mine["body"]
     assert f"`{field}`" in mine["body"]
     assert "internal error" not in mine["body"]
+    assert fake_anthropic.requests == []
+
+
+async def test_a_sandbox_image_missing_on_the_host_fails_the_job_with_one_line(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "sandbox_image: neo-no-such-image:never\n")
+    number = github.add_issue(REPO, "Do something")
+    comment = github.add_comment(REPO, number, "@neo do it", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+    docker_settings = settings.model_copy(update={"sandbox": "docker"})
+
+    await run_until(worker(queue, app, docker_settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert job.result["error"] == (
+        "config_error: sandbox image neo-no-such-image:never not found locally (build it "
+        "with scripts/build-images, or choose another with sandbox_image in .github/neo.yml "
+        "or NEO_SANDBOX_IMAGE)"
+    )
+    [report] = bot_comments(github, number)
+    assert "neo-no-such-image:never not found locally" in report["body"]
+    assert "internal error" not in report["body"]
+    assert str(settings.data_dir) not in report["body"]
     assert fake_anthropic.requests == []
 
 

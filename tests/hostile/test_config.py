@@ -1,16 +1,32 @@
 """Hostile configuration: each bad value is one line naming the setting, never a traceback.
 
-`HOSTILE_YAML` is a table of `pytest.param(text, field, problem, id="readable-id")`
-rows: a `.github/neo.yml` text (or bytes), the field the one RepoConfigError
-must name (None: the file as a whole) and a word of the problem it must say.
-Add a row for any document that should be refused.
+Two tables, each a list of `pytest.param(..., id="readable-id")` rows:
+
+- `HOSTILE_YAML`: a `.github/neo.yml` text (or bytes) and the field the one
+  RepoConfigError must name (None: the file as a whole), with a word of the
+  problem it must say. Add a row for any document that should be refused.
+- `BAD_IMAGES`: an image reference Docker's grammar refuses and what the
+  error must say; every row is tried in every place an image is named
+  (`--image`, `sandbox_image`, `NEO_SANDBOX_IMAGE`, the job's sandbox).
+
+The `neo` rows run the installed console script as a real process.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from bot.repo_config import RepoConfigError, parse_repo_config
+from bot.settings import load_settings
+from runner.errors import ConfigError
+from runner.sandbox.factory import open_sandbox
+
+NEO = Path(sys.executable).with_name("neo")
 
 _BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
@@ -87,4 +103,131 @@ def test_hostile_yaml_is_one_config_error_naming_the_field(
     assert raised.value.field == field
     if field is not None:
         assert field in message
+    assert problem in message
+
+
+BAD_IMAGES = [
+    pytest.param("no such image!", "must not contain spaces", id="spaces-and-bang"),
+    pytest.param("Neo-Sandbox:Local", "must be lowercase", id="uppercase-repository"),
+    pytest.param("neo-sandbox:", "the tag must be", id="empty-tag"),
+    pytest.param("neo-sandbox:.local", "the tag must be", id="tag-starts-with-dot"),
+    pytest.param("neo-sandbox:" + "t" * 129, "the tag must be", id="tag-129-chars"),
+    pytest.param("neo-sandbox@sha256:abc", "the digest must be", id="short-digest"),
+    pytest.param("registry:port/neo", "the registry must be", id="non-numeric-port"),
+    pytest.param("neo__sandbox___x", "repository name must be", id="triple-underscore"),
+    pytest.param("x" * 300, "longer than 255", id="name-300-chars"),
+    pytest.param("neo-sändbox", "printable ASCII", id="non-ascii"),
+]
+
+
+def _neo(*argv: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    values = {**os.environ, **env}
+    values.pop("PYTHONDONTWRITEBYTECODE", None)  # importing the SDKs is slow without it
+    return subprocess.run(
+        [str(NEO), *argv],
+        env=values,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
+def test_a_bad_image_flag_exits_2_naming_it(image: str, problem: str, tmp_path: Path) -> None:
+    done = _neo(
+        "run",
+        "--sandbox",
+        "docker",
+        f"--image={image}",
+        "go",
+        env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done)
+    assert "argument --image: " in line
+    assert "is not a valid image reference" in line
+    assert problem in line
+
+
+def test_a_valid_image_missing_on_the_host_exits_2_naming_the_flag(tmp_path: Path) -> None:
+    done = _neo(
+        "run",
+        "--sandbox",
+        "docker",
+        "--image",
+        "neo-no-such-image:never",
+        "go",
+        env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 2, done.stderr
+    assert _one_error_line(done) == (
+        "neo: error: sandbox image neo-no-such-image:never not found locally "
+        "(build it with scripts/build-images, or choose another with --image)"
+    )
+
+
+@pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
+def test_a_bad_sandbox_image_in_the_file_names_the_setting(image: str, problem: str) -> None:
+    text = f"sandbox_image: '{image}'\n"
+    if len(image) > 200:  # the setting's own length limit speaks first
+        problem = "at most 200 characters"
+
+    with pytest.raises(RepoConfigError) as raised:
+        parse_repo_config(text)
+
+    assert raised.value.field == "sandbox_image"
+    assert str(raised.value).startswith(".github/neo.yml: sandbox_image: ")
+    assert problem in str(raised.value)
+
+
+@pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
+def test_a_bad_neo_sandbox_image_stops_the_worker_naming_it(
+    image: str, problem: str, tmp_path: Path
+) -> None:
+    env = {
+        "NEO_GITHUB_APP_ID": "1",
+        "NEO_GITHUB_PRIVATE_KEY": "not-read-before-the-settings-pass",
+        "NEO_WEBHOOK_SECRET": "s3cret-webhook",
+        "NEO_DATA_DIR": str(tmp_path / "data"),
+        "NEO_SANDBOX_IMAGE": image,
+    }
+    settings = {"NEO_SANDBOX": "local", **env}
+
+    with pytest.raises(ConfigError, match=r"^NEO_SANDBOX_IMAGE: ") as raised:
+        load_settings(settings)
+    assert problem in str(raised.value)
+
+    done = _neo("worker", env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done)
+    assert line.startswith("neo: error: NEO_SANDBOX_IMAGE: ")
+    assert problem in line
+    assert "s3cret-webhook" not in done.stderr
+    assert str(tmp_path) not in done.stderr
+
+
+@pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
+async def test_a_bad_image_reaching_a_jobs_sandbox_names_the_settings(
+    image: str, problem: str, tmp_path: Path
+) -> None:
+    # What `neo action` passes on from NEO_SANDBOX_IMAGE: checked before the engine.
+    with pytest.raises(ConfigError) as raised:
+        async with open_sandbox("docker", tmp_path, job_id="job-1", image=image):
+            pass
+
+    message = str(raised.value)
+    assert message.startswith("sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE: ")
     assert problem in message
