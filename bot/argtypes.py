@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from runner.sandbox.image import image_problem
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """`text` quoted for an error line, shortened: a flag's value may be any length."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
 def positive_int(text: str) -> int:
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    except ValueError:  # also a number past the int-from-str digit limit
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {_shown(text)}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {_shown(text)}")
     return value
 
 
@@ -21,9 +27,14 @@ def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds, not {_shown(text)}"
+        ) from None
+    # inf and nan parse as floats; neither is a time limit (and `1e999` is inf).
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {_shown(text)}")
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {_shown(text)}")
     return value
 
 

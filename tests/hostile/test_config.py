@@ -1,6 +1,6 @@
 """Hostile configuration: each bad value is one line naming the setting, never a traceback.
 
-Two tables, each a list of `pytest.param(..., id="readable-id")` rows:
+Three tables, each a list of `pytest.param(..., id="readable-id")` rows:
 
 - `HOSTILE_YAML`: a `.github/neo.yml` text (or bytes) and the field the one
   RepoConfigError must name (None: the file as a whole), with a word of the
@@ -8,6 +8,8 @@ Two tables, each a list of `pytest.param(..., id="readable-id")` rows:
 - `BAD_IMAGES`: an image reference Docker's grammar refuses and what the
   error must say; every row is tried in every place an image is named
   (`--image`, `sandbox_image`, `NEO_SANDBOX_IMAGE`, the job's sandbox).
+- `BAD_FLAGS`: `neo run` arguments that must exit 2 with one line naming
+  the flag.
 
 The `neo` rows run the installed console script as a real process.
 """
@@ -231,3 +233,42 @@ async def test_a_bad_image_reaching_a_jobs_sandbox_names_the_settings(
     message = str(raised.value)
     assert message.startswith("sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE: ")
     assert problem in message
+
+
+BAD_FLAGS = [
+    pytest.param(["--timeout", "inf"], "--timeout", "finite", id="timeout-inf"),
+    pytest.param(["--timeout=-inf"], "--timeout", "finite", id="timeout-minus-inf"),
+    pytest.param(["--timeout", "nan"], "--timeout", "finite", id="timeout-nan"),
+    pytest.param(["--timeout", "1e999"], "--timeout", "finite", id="timeout-overflows"),
+    pytest.param(["--timeout=-1"], "--timeout", "more than 0", id="timeout-negative"),
+    pytest.param(["--timeout", "0"], "--timeout", "more than 0", id="timeout-zero"),
+    pytest.param(["--timeout", "soon"], "--timeout", "number of seconds", id="timeout-word"),
+    pytest.param(["--max-turns", "inf"], "--max-turns", "whole number", id="max-turns-inf"),
+    pytest.param(["--max-turns", "nan"], "--max-turns", "whole number", id="max-turns-nan"),
+    pytest.param(["--max-turns=-1"], "--max-turns", "at least 1", id="max-turns-negative"),
+    pytest.param(["--max-turns", "0"], "--max-turns", "at least 1", id="max-turns-zero"),
+    pytest.param(["--max-turns", "2.5"], "--max-turns", "whole number", id="max-turns-fraction"),
+    pytest.param(
+        ["--max-turns", "1" + "0" * 5000], "--max-turns", "whole number", id="max-turns-5000-digits"
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag", "problem"), BAD_FLAGS)
+def test_a_bad_numeric_flag_exits_2_with_one_short_line(
+    argv: list[str], flag: str, problem: str, tmp_path: Path
+) -> None:
+    done = _neo(
+        "run",
+        *argv,
+        "go",
+        env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done)
+    assert f"argument {flag}: " in line
+    assert problem in line
+    assert len(line) < 200
+    assert not (tmp_path / "home").exists()  # refused before anything ran
