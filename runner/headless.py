@@ -24,7 +24,7 @@ from runner.llm.registry import DEFAULT_PROVIDER, make_provider
 from runner.llm.types import JSON, Usage
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
-from runner.session import Session, SessionMeta, SessionStore, utc_timestamp
+from runner.session import Session, SessionError, SessionMeta, SessionStore, utc_timestamp
 from runner.tools import Workflow, default_tools
 
 ProviderFactory = Callable[[str, "str | None"], Provider]
@@ -178,10 +178,15 @@ async def _run_agent(
             on_event(event)
 
     agent.subscribe(observe)
+    error: NeoError | None = None
     try:
         error = await _send(agent, request.prompt, request.timeout, stop)
     finally:
-        save()
+        try:
+            save()
+        except SessionError as failed_save:
+            # A full disk fails the run (exit 1), as the save before a turn does.
+            error = error or failed_save
 
     usage = finished.usage if finished else Usage()
     return RunResult(

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from runner.durable import fsync_directory
-from runner.errors import ConfigError
+from runner.errors import ConfigError, NeoError
 from runner.llm.codec import CodecError, message_from_json, message_to_json, usage_from_json
 from runner.llm.types import JSONObject, Message, Usage
 
@@ -48,8 +48,20 @@ _ID_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _META_FIELDS: Final = ("id", "provider", "model", "cwd", "created_at", "updated_at")
 
 
-class SessionError(ConfigError):
-    """A session that cannot be found, named or read; the message is one line."""
+class SessionError(NeoError):
+    """A session that cannot be saved, found, named or read; the message is one line.
+
+    Saving fails for reasons of the machine (a full disk), which fail the run;
+    the others are `SessionConfigError`s.
+    """
+
+    kind = "session_error"
+
+
+class SessionConfigError(SessionError, ConfigError):
+    """A session that cannot be found, named or read: the caller's to fix (`--resume`)."""
+
+    kind = "config_error"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,11 +191,11 @@ class SessionStore:
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
-            raise SessionError(
+            raise SessionConfigError(
                 f"no session '{session_id}' in {self.directory} (check --resume)"
             ) from None
         except OSError as exc:
-            raise SessionError(f"cannot read session file {path}: {_reason(exc)}") from exc
+            raise SessionConfigError(f"cannot read session file {path}: {_reason(exc)}") from exc
         return _parse(raw, path, session_id)
 
     def latest(self) -> str | None:
@@ -211,7 +223,7 @@ class SessionStore:
 
 def _check_id(session_id: str) -> None:
     if not _ID_RE.fullmatch(session_id) or ".." in session_id:
-        raise SessionError(
+        raise SessionConfigError(
             f"invalid session id {_show(session_id)}: use letters, digits, '.', '_' and '-' only"
         )
 
@@ -272,12 +284,14 @@ def _parse(raw: bytes, path: Path, session_id: str) -> Session:
             else:
                 raise _Corrupt(f"expected a message, got type {_show(obj.get('type'))}")
         except (_Corrupt, CodecError) as exc:
-            raise SessionError(f"corrupt session file {path} line {lineno}: {exc}") from None
+            raise SessionConfigError(f"corrupt session file {path} line {lineno}: {exc}") from None
     if meta is None:
-        raise SessionError(f"corrupt session file {path} line 1: empty file, no session metadata")
+        raise SessionConfigError(
+            f"corrupt session file {path} line 1: empty file, no session metadata"
+        )
     problem = _check_mark(meta.job, messages)
     if problem:
-        raise SessionError(f"corrupt session file {path} line 1: {problem}")
+        raise SessionConfigError(f"corrupt session file {path} line 1: {problem}")
     return Session(meta=meta, messages=tuple(messages))
 
 

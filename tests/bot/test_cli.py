@@ -6,6 +6,7 @@ script and signals run it as a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -489,3 +491,42 @@ def test_docker_sandbox_end_to_end_leaves_no_container(
     finally:
         client.close()
     assert left == []
+
+
+@pytest.fixture
+def full_home(tmp_path: Path) -> Iterator[Path]:
+    """A NEO_HOME on a 64 KiB tmpfs filled to the last byte: a full disk, for real."""
+    home = tmp_path / "full-home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
+    try:
+        with contextlib.suppress(OSError), (home / "filler").open("wb", buffering=0) as filler:
+            while True:
+                filler.write(b"\0" * 4096)
+        yield home
+    finally:
+        subprocess.run(["umount", str(home)], check=True)
+
+
+def test_a_full_disk_fails_the_run_with_exit_1_and_one_line(
+    fake_anthropic: FakeAnthropicAPI, env: dict[str, str], repo: Path, full_home: Path
+) -> None:
+    fake_anthropic.script(Reply([text("never asked")]))
+    done = subprocess.run(
+        [str(NEO), "run", "--output-format", "json", "--repo", str(repo), "go"],
+        env=subprocess_env({**env, "NEO_HOME": str(full_home)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    # Not 2: nothing about the usage was wrong; the machine failed the run.
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["is_error"] is True
+    assert result["error"]["type"] == "session_error"
+    assert result["error"]["message"].endswith(": No space left on device")
+    assert "\n" not in result["error"]["message"]
+    assert fake_anthropic.requests == []  # a turn starts from a saved transcript

@@ -186,6 +186,9 @@ def test_failing_replace_leaves_old_file_and_no_temp(
         store.save(make_session(n=4))
 
     assert str(excinfo.value) == f"cannot save session to {path}: No space left on device"
+    # The machine's failure, not the caller's: `neo run` exits 1 for it, not 2.
+    assert not isinstance(excinfo.value, ConfigError)
+    assert excinfo.value.kind == "session_error"
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
