@@ -8,7 +8,6 @@ project files, UIs, permissions or GitHub; those are layered around it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
@@ -34,8 +33,6 @@ from runner.llm import types as llm
 from runner.llm.errors import ContextOverflow, ProviderConnectionError
 from runner.llm.provider import Completed, Provider, Retrying, TextDelta
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
-
-log = logging.getLogger("neo.agent")
 
 EventSink = Callable[[ev.Event], None]
 # Marks tool calls that need a person's confirmation; those run one at a time.
@@ -91,6 +88,8 @@ class Agent:
         self._usage = usage or llm.Usage()
         self._compactor = compactor
         self._effort = effort
+        # The first exception an event consumer raised, until it can be raised.
+        self._sink_error: Exception | None = None
         # The prompt's size as the provider last counted it, and how many
         # messages that count covered; None: estimate it all (a restored
         # session, or just after a compaction).
@@ -122,10 +121,12 @@ class Agent:
         turns = 0
         try:
             while True:
+                self._raise_sink_error()
                 if turns >= self._max_turns:
                     raise MaxTurns(f"stopped after {turns} model calls (max turns)")
                 turns += 1
                 self._emit(ev.TurnStarted(turns))
+                self._raise_sink_error()
                 usage = usage + await self._compact(overflowed=False)
                 try:
                     response = await self._call_provider()
@@ -150,6 +151,7 @@ class Agent:
             raise
         result = TurnResult(self._last_text(), response.stop_reason, turns, usage)
         self._emit(ev.TurnFinished(result.stop_reason, result.text, usage))
+        self._raise_sink_error()
         return result
 
     # -- compaction --------------------------------------------------------
@@ -385,10 +387,17 @@ class Agent:
         for sink in tuple(self._sinks):
             try:
                 sink(event)
-            except Exception:
-                # A consumer's bug (a UI, a progress comment) must not break a
-                # tool batch or the transcript; it is logged, and the run goes on.
-                log.exception("an event consumer failed on %s", type(event).__name__)
+            except Exception as error:
+                # Not raised here, where it would cancel the other calls of a
+                # tool batch, but at the next point where the transcript is
+                # whole (`_raise_sink_error`).
+                if self._sink_error is None:
+                    self._sink_error = error
+
+    def _raise_sink_error(self) -> None:
+        error, self._sink_error = self._sink_error, None
+        if error is not None:
+            raise error
 
 
 async def _gather(run: Callable[[int], Coroutine[Any, Any, None]], indexes: list[int]) -> None:

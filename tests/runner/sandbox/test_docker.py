@@ -192,7 +192,7 @@ async def test_the_oom_killer_takes_commands_before_the_agent(shared: Shared) ->
     # the command can run before that, so it waits (up to 5 s) to see it.
     scores = (
         "cat /proc/self/oom_score_adj; for i in $(seq 50); do"
-        " p=$(cat /proc/$PPID/oom_score_adj); [ \"$p\" != 1000 ] && break; sleep 0.1; done;"
+        ' p=$(cat /proc/$PPID/oom_score_adj); [ "$p" != 1000 ] && break; sleep 0.1; done;'
         " echo $p"
     )
 
