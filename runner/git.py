@@ -53,9 +53,20 @@ is given the tree's git directory explicitly (no discovery of a parent
 repository, no ownership check to trip over when the sandbox user owns the
 tree); and before each operation on a tree its `.git/config` is rewritten to a
 short allow-list of keys, and symlinks or alternates that would lead git
-outside the tree are refused. Local operations run with lazy fetching off, so
-a remote URL changed by the sandbox cannot make the host reach out, and the
-token is only sent to a URL the caller passes.
+outside the tree are refused. So is anything git would open and block on:
+a FIFO, socket or device anywhere in `.git` (HEAD, config, index, refs, ...)
+or as a .gitignore, .gitattributes or .gitmodules; HEAD, config, index and
+packed-refs must be regular files. All this is checked without opening a
+file, before any git process runs, so a hostile tree costs one line, not a
+timeout. Local operations run with lazy fetching off, so a remote URL changed
+by the sandbox cannot make the host reach out, and the token is only sent to a
+URL the caller passes.
+
+**Embedded repositories.** A directory below the top holding a `.git` of its
+own (dir or file, whatever it points at) would be staged as a gitlink, a
+commit no remote has. `stage_all` and `commit_all` tell git to leave such
+directories out (an excluding pathspec, so git never reads their `.git`) and
+`stage_all` names them.
 """
 
 from __future__ import annotations
@@ -73,7 +84,7 @@ import shutil
 import signal
 import stat
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +109,7 @@ __all__ = [
     "fetch_pull_request",
     "push",
     "run_local",
+    "stage_all",
 ]
 
 log = logging.getLogger("neo.git")
@@ -155,6 +167,11 @@ _KEPT_KEYS = frozenset(
     }
 )
 _BRANCH_KEY = re.compile(r"branch\..+\.(remote|merge)")
+
+# Files in a git directory that git reads at start and must be regular files.
+_REGULAR = ("HEAD", "config", "index", "packed-refs")
+# Files in the working tree that git opens and reads while it walks it.
+_READ_IN_TREE = frozenset({".gitignore", ".gitattributes", ".gitmodules"})
 
 # Files in a git directory that make git read objects or config from elsewhere.
 _FOREIGN = (
@@ -290,13 +307,16 @@ async def _git(
     auth: _Auth | None = None,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
-    timeout: float = LOCAL_TIMEOUT,
+    timeout: float | None = None,
     check: bool = True,
 ) -> _Result:
     """Run git with `args` and the hardening settings; raise GitError on failure.
 
-    `what` names the operation in messages ("clone", "push", ...).
+    `what` names the operation in messages ("clone", "push", ...); `timeout`
+    is by default LOCAL_TIMEOUT as it is when git runs.
     """
+    if timeout is None:
+        timeout = LOCAL_TIMEOUT
     settings = [*_HARDENING, *config]
     if work_tree is not None:
         # The sandbox user may own the tree; an explicit --git-dir skips the
@@ -767,17 +787,86 @@ def _config_text(entries: Sequence[tuple[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _kind(mode: int) -> str | None:
+    """What a file that is neither regular nor a directory is, for a message; else None."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
 def _check_git_dir(git_dir: Path) -> None:
-    """Refuse symlinks in `git_dir`, which git would follow out of the tree, and
-    remove the files that point git at other object stores or configs."""
+    """Refuse what in `git_dir` would lead git out of the tree or block it, and
+    remove the files that point git at other object stores or configs.
+
+    A symbolic link is followed out of the tree; a FIFO (or socket, or device)
+    blocks the git process that opens it until its timeout; the files git
+    reads first must be regular files. All are refused before git runs.
+    """
+    for name in _REGULAR:
+        try:
+            mode = (git_dir / name).lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            what = _kind(mode) or "a directory"
+            raise GitError(f"refusing a working tree whose .git/{name} is {what}")
     for directory, dirs, files in os.walk(git_dir):
         for name in (*dirs, *files):
-            if os.path.islink(os.path.join(directory, name)):
-                where = os.path.relpath(os.path.join(directory, name), git_dir.parent)
-                raise GitError(f"refusing a working tree whose {where} is a symbolic link")
+            path = os.path.join(directory, name)
+            found = _kind(os.lstat(path).st_mode)
+            if found is not None:
+                where = os.path.relpath(path, git_dir.parent)
+                raise GitError(f"refusing a working tree whose {where} is {found}")
     for name in _FOREIGN:
         with contextlib.suppress(FileNotFoundError):
             (git_dir / name).unlink()
+
+
+def _is_git_name(name: str) -> bool:
+    # git takes `.git` in any case for a git directory (core.protectNTFS).
+    return name.lower() == ".git"
+
+
+def _check_work_tree(tree: Path) -> tuple[str, ...]:
+    """Refuse the files git would block on in `tree` (outside its .git); return the
+    directories below the top that hold a `.git` of their own, sorted.
+
+    git opens every .gitignore and .gitattributes on its way: a FIFO there
+    blocks it. A directory holding a `.git` (a `git init`, a copied repository,
+    a `gitdir:` file pointing anywhere) is not looked into: git is told to
+    leave it alone (`_add_all`), so what is in it is never read.
+    """
+    embedded: list[str] = []
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(tree / relative) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # git cannot read it either, and skips it
+        if relative and any(_is_git_name(entry.name) for entry in entries):
+            embedded.append(relative)
+            continue
+        for entry in entries:
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            if path == ".git":
+                continue  # checked by _check_git_dir
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(path)
+            elif entry.name in _READ_IN_TREE:
+                # Through a link too: an older git follows it, and stat opens nothing.
+                with contextlib.suppress(OSError):
+                    kind = _kind(os.stat(tree / path).st_mode)
+                    if kind is not None:
+                        raise GitError(f"refusing a working tree whose {path} is {kind}")
+    return tuple(sorted(embedded))
 
 
 def _replace(path: Path, text: str) -> None:
@@ -795,13 +884,22 @@ def _replace(path: Path, text: str) -> None:
 
 
 async def _sanitize(tree: Path, *, origin: str | None = None, branch: str | None = None) -> Path:
-    """Rewrite `tree`'s .git/config to the allow-listed keys; return its git directory.
+    """Check `tree` and rewrite its .git/config to the allow-listed keys; its git directory.
 
     `origin`, a URL the caller trusts, replaces the remote's; `branch` gets
     origin's branch of that name as its upstream.
     """
+    git_dir, _ = await _prepare(tree, origin=origin, branch=branch)
+    return git_dir
+
+
+async def _prepare(
+    tree: Path, *, origin: str | None = None, branch: str | None = None
+) -> tuple[Path, tuple[str, ...]]:
+    """`_sanitize`, and the directories of repositories embedded in `tree`."""
     git_dir = _git_dir(tree)
     await asyncio.to_thread(_check_git_dir, git_dir)
+    embedded = await asyncio.to_thread(_check_work_tree, tree)
     config = git_dir / "config"
     # `--file` reads no include; a crafted file is only ever parsed, never obeyed.
     listed = await _git(
@@ -831,7 +929,7 @@ async def _sanitize(tree: Path, *, origin: str | None = None, branch: str | None
         entries += [(f"branch.{branch}.remote", "origin")]
         entries += [(f"branch.{branch}.merge", f"refs/heads/{branch}")]
     await asyncio.to_thread(_replace, config, _config_text(entries))
-    return git_dir
+    return git_dir, embedded
 
 
 async def clone(
@@ -1026,6 +1124,41 @@ async def run_local(tree: Path, *args: str, check: bool = True) -> bytes:
     return result.stdout
 
 
+async def _add_all(run: Callable[..., Awaitable[_Result]], embedded: Sequence[str]) -> None:
+    """`git add --all`, but for the `embedded` directories, which git does not look into."""
+    if not embedded:
+        await run(["add", "--all"])
+        return
+    # A pathspec that only excludes means "everything else"; from stdin, for any number.
+    pathspecs = b"".join(b":(top,exclude,literal)" + os.fsencode(path) + b"\0" for path in embedded)
+    await run(["add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"], stdin=pathspecs)
+
+
+async def stage_all(tree: Path, *, timeout: float = LOCAL_TIMEOUT) -> tuple[str, ...]:
+    """Stage every change (deletions included) but repositories embedded in the tree;
+    return the directories of those, left out, sorted.
+
+    A directory holding a `.git` of its own (`git init`, a copied repository,
+    a `gitdir:` file) would be staged as a gitlink: a commit no remote has.
+    Nothing in it is staged; what the index holds there stays as it was.
+    """
+    git_dir, embedded = await _prepare(tree)
+
+    async def run(args: Sequence[str], *, stdin: bytes | None = None) -> _Result:
+        return await _git(
+            args,
+            what=args[0],
+            git_dir=git_dir,
+            work_tree=tree,
+            config=_OFFLINE,
+            stdin=stdin,
+            timeout=timeout,
+        )
+
+    await _add_all(run, embedded)
+    return embedded
+
+
 async def commit_all(
     tree: Path,
     message: str,
@@ -1039,7 +1172,7 @@ async def commit_all(
 
     The commit is authored and committed by `author_name <author_email>` (the
     bot), with a `Co-authored-by: Name <email>` trailer per co-author. No hook
-    runs.
+    runs. Repositories embedded in the tree are left out, as by `stage_all`.
     """
     if not message.strip():
         raise GitError("the commit message is empty")
@@ -1050,10 +1183,14 @@ async def commit_all(
         if not _IDENTITY.fullmatch(co_author):
             raise GitError(f"not a valid co-author (Name <email>): {co_author!r}")
         trailers += ["--trailer", f"Co-authored-by: {co_author}"]
-    git_dir = await _sanitize(tree)
+    git_dir, embedded = await _prepare(tree)
 
     async def run(
-        args: Sequence[str], *, env: Mapping[str, str] | None = None, check: bool = True
+        args: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        check: bool = True,
     ) -> _Result:
         return await _git(
             args,
@@ -1062,11 +1199,12 @@ async def commit_all(
             work_tree=tree,
             config=_OFFLINE,
             env=env,
+            stdin=stdin,
             timeout=timeout,
             check=check,
         )
 
-    await run(["add", "--all"])
+    await _add_all(run, embedded)
     staged = await run(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
     if staged.code == 0:
         return None

@@ -17,6 +17,7 @@ import pytest
 
 from runner.errors import NeoError
 from runner.git import (
+    LOCAL_TIMEOUT,
     STALE_STAGING_SECONDS,
     DiffStat,
     FileStat,
@@ -29,6 +30,7 @@ from runner.git import (
     diffstat,
     fetch_pull_request,
     push,
+    stage_all,
 )
 from tests.fakes import (
     FakeGitServer,
@@ -644,6 +646,70 @@ async def test_a_git_directory_holding_a_symlink_is_refused(tree: Path, tmp_path
     with pytest.raises(GitError, match="symbolic link"):
         await commit(tree, "x")
     assert outside.read_text() == "[core]\n\tbare = false\n"
+
+
+@pytest.mark.parametrize("name", ["HEAD", "config", "index", "info/exclude"])
+async def test_a_git_directory_holding_a_fifo_is_refused_before_git_opens_it(
+    tree: Path, name: str
+) -> None:
+    fifo = tree / ".git" / name
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    (tree / "x.txt").write_text("x\n")
+
+    # Were git to open the FIFO, it would block until this timeout and say so.
+    with pytest.raises(GitError) as raised:
+        await commit_all(
+            tree, "x", author_name=BOT_NAME, author_email=BOT_EMAIL, timeout=LOCAL_TIMEOUT / 60
+        )
+    assert str(raised.value) == f"refusing a working tree whose .git/{name} is a FIFO"
+
+
+async def test_a_git_config_that_is_a_directory_is_refused_in_one_line(tree: Path) -> None:
+    config = tree / ".git" / "config"
+    config.unlink()
+    config.mkdir()
+
+    with pytest.raises(GitError) as raised:
+        await commit(tree, "x")
+    assert str(raised.value) == "refusing a working tree whose .git/config is a directory"
+
+
+async def test_repositories_embedded_in_the_tree_are_left_out_of_the_commit(tree: Path) -> None:
+    git("init", "-q", "sub", cwd=tree)
+    (tree / "sub" / "s.txt").write_text("s\n")
+    git("add", "s.txt", cwd=tree / "sub")
+    git(
+        "-c",
+        "user.name=m",
+        "-c",
+        "user.email=m@example.com",
+        "commit",
+        "-qm",
+        "s",
+        cwd=tree / "sub",
+    )
+    (tree / "a b").mkdir()
+    (tree / "a b" / ".git").write_text("gitdir: ../.git\n")  # the tree's own repository
+    (tree / "a b" / "p.txt").write_text("p\n")
+    (tree / "x.txt").write_text("x\n")
+
+    assert await stage_all(tree) == ("a b", "sub")
+    sha = await commit(tree, "x")
+
+    assert sha is not None
+    assert git("diff", "--name-only", "HEAD^", "HEAD", cwd=tree) == "x.txt"
+    assert " commit " not in git("ls-tree", "-r", "HEAD", cwd=tree)  # no gitlink
+
+
+async def test_a_fifo_git_reads_in_the_working_tree_is_refused(tree: Path) -> None:
+    (tree / "docs").mkdir()
+    os.mkfifo(tree / "docs" / ".gitattributes")
+    os.mkfifo(tree / "plain-fifo")  # git passes over any other, and so does the check
+
+    with pytest.raises(GitError) as raised:
+        await stage_all(tree, timeout=LOCAL_TIMEOUT / 60)
+    assert str(raised.value) == "refusing a working tree whose docs/.gitattributes is a FIFO"
 
 
 async def test_alternates_written_in_the_tree_are_removed(tree: Path, cache: MirrorCache) -> None:
