@@ -569,6 +569,8 @@ class Outcome:
     error: str | None = None
     # Login of who stopped it.
     cancelled_by: str | None = None
+    # Directories the agent made repositories of their own, left out of the commit.
+    left_out: tuple[str, ...] = ()
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     duration_ms: int | None = None
@@ -680,6 +682,12 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         total = len(original)
         part = _Part(summary, lambda limit: _cut_summary(summary, limit, total))
         sections.append(part)
+    if outcome.left_out:
+        lines = [
+            f"- Left out: {_code(path.rstrip('/') + '/')} (a git repository of its own)"
+            for path in outcome.left_out
+        ]
+        sections.append(_lines_part(lines, "head", "left-out directories"))
     if state.checklist:
         sections.append("**Checklist**")
         sections.append(_lines_part(_checklist_lines(state.checklist), "head", "more steps"))

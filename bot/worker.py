@@ -665,6 +665,7 @@ class Worker:
             pr_url=pr_url,
             error=error,
             cancelled_by=cancelled_by,
+            left_out=result.left_out,
             usage=result.usage,
             cost_usd=result.cost_usd,
             duration_ms=result.duration_ms,

@@ -48,6 +48,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 import time
@@ -164,6 +165,9 @@ class JobResult:
     diffstat: DiffStat | None = None
     # Paths under .github/workflows/ the agent changed and the host reverted.
     blocked_paths: tuple[str, ...] = ()
+    # Directories holding a git repository of their own, left out of the
+    # commit: staged, each would be a gitlink to a commit no remote has.
+    left_out: tuple[str, ...] = ()
     summary: str = ""
     error_kind: str | None = None
     error_message: str | None = None
@@ -473,13 +477,20 @@ def _outcome_note(result: JobResult) -> str | None:
     if result.conclusion == "failed":
         reason = f"{result.error_kind}: {result.error_message}"
         return f"[Neo: this job failed ({reason}). {discarded}]"
+    notes = []
     if result.blocked_paths:
         paths = ", ".join(result.blocked_paths)
-        return (
+        notes.append(
             f"[Neo: changes to {paths} were reverted before the commit: files under"
             f" {WORKFLOWS_DIR}/ may not be changed in this repository.]"
         )
-    return None
+    if result.left_out:
+        paths = ", ".join(f"{path}/" for path in result.left_out)
+        notes.append(
+            f"[Neo: left out of the commit: {paths}. A directory holding a git repository"
+            " of its own would be committed as a link to a commit no remote has.]"
+        )
+    return " ".join(notes) or None
 
 
 async def _publish(
@@ -495,9 +506,9 @@ async def _publish(
     # on top of where it started; commits the agent made fold into it.
     await git("symbolic-ref", "HEAD", f"refs/heads/{spec.work_branch}")
     await git("reset", "--quiet", "--no-refresh", progress.start, "--")
+    left_out = tuple(_shown(path) for path in await host_git.stage_all(tree))
     blocked: tuple[str, ...] = ()
     if not spec.allow_workflow_edits:
-        await git("add", "--all")
         listed = await git(
             "diff",
             "--cached",
@@ -527,7 +538,15 @@ async def _publish(
         co_authors=co_authors,
     )
     if commit is None:
-        return _result(spec, provider, progress, started, conclusion="no_changes", blocked=blocked)
+        return _result(
+            spec,
+            provider,
+            progress,
+            started,
+            conclusion="no_changes",
+            blocked=blocked,
+            left_out=left_out,
+        )
     base = (
         (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
         .decode()
@@ -548,6 +567,7 @@ async def _publish(
         commit=commit,
         stat=stat,
         blocked=blocked,
+        left_out=left_out,
     )
 
 
@@ -569,6 +589,7 @@ def _result(
     commit: str | None = None,
     stat: DiffStat | None = None,
     blocked: Sequence[str] = (),
+    left_out: Sequence[str] = (),
 ) -> JobResult:
     finished = progress.finished
     usage = finished.usage if finished else Usage()
@@ -580,6 +601,7 @@ def _result(
         commit=commit,
         diffstat=stat,
         blocked_paths=tuple(blocked),
+        left_out=tuple(left_out),
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
         error_message=_one_line(str(error)) if error else None,
@@ -600,6 +622,11 @@ async def _close(provider: Provider) -> None:
 
 def _remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def _shown(path: str) -> str:
+    """A path from the file system as text: undecodable bytes become U+FFFD."""
+    return os.fsencode(path).decode(errors="replace")
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -369,6 +369,17 @@ def test_report_success_with_pull_request() -> None:
     )
 
 
+def test_report_says_which_directories_were_left_out_as_repositories_of_their_own() -> None:
+    progress = working()
+    progress.finish(Conclusion.SUCCESS)
+    left_out = ("vendor/lib", "@admin`s repo")  # the model names them: neither pings nor breaks out
+    report = render_report(progress.state, outcome(left_out=left_out))
+    assert "- Left out: `vendor/lib/` (a git repository of its own)" in report
+    assert "- Left out: ``@admin`s repo/`` (a git repository of its own)" in report
+    assert report.index("Fixed the date test.") < report.index("Left out")
+    assert not MENTION.search(prose_text(report))
+
+
 def test_report_no_changes() -> None:
     progress = working()
     progress.finish(Conclusion.NO_CHANGES)

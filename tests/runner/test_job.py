@@ -367,6 +367,36 @@ async def test_commits_the_agent_made_itself_are_folded_and_checked(
     assert git(origin, "diff", "--name-only", "main", commit) == "hi.txt"
 
 
+async def test_a_repository_the_agent_made_in_the_tree_is_left_out_and_the_next_job_told(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    command = (
+        "git init -q vendor/lib && echo lib > vendor/lib/lib.txt && git -C vendor/lib add -A"
+        " && git -C vendor/lib -c user.name=x -c user.email=x@example.com commit -qm lib"
+        " && echo hi > hi.txt"
+    )
+    fake_anthropic.script(
+        Reply([tool_use("t1", "bash", {"command": command})], "tool_use"),
+        Reply([text("Vendored lib.")]),
+    )
+
+    result = await run(make_spec())
+
+    commit = assert_changed(result, origin)
+    assert result.left_out == ("vendor/lib",)
+    assert git(origin, "diff", "--name-only", "main", commit) == "hi.txt"
+    assert " commit " not in git(origin, "ls-tree", "-r", commit)  # no gitlink
+    last = thread_session(data_dir).messages[-1]
+    assert (last.role, last.text) == (
+        "user",
+        "[Neo: left out of the commit: vendor/lib/. A directory holding a git repository"
+        " of its own would be committed as a link to a commit no remote has.]",
+    )
+
+
 # --- follow-ups
 
 
