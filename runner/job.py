@@ -249,6 +249,10 @@ async def run(
     finally:
         await _close(provider)
         await asyncio.to_thread(_remove, workspace)
+    if result.error_message is not None:
+        # Everyone who reads the result may see the message; the host's layout is not theirs.
+        hidden = _host_paths(spec, cache)
+        result = replace(result, error_message=_without_paths(result.error_message, hidden))
     # Only now, with the branch pushed or the work dropped, does the session move on.
     await asyncio.to_thread(_end_session, spec, progress.session, result)
     return result
@@ -627,6 +631,27 @@ def _remove(path: Path) -> None:
 def _shown(path: str) -> str:
     """A path from the file system as text: undecodable bytes become U+FFFD."""
     return os.fsencode(path).decode(errors="replace")
+
+
+def _host_paths(spec: JobSpec, cache: MirrorCache | None) -> list[tuple[str, str]]:
+    """The host's directories a message may name, with what replaces each, longest first."""
+    roots = [(spec.data_dir, "<data dir>")]
+    if cache is not None:
+        roots.append((cache.root, "<mirrors>"))
+    pairs = {
+        str(form): placeholder
+        for root, placeholder in roots
+        for form in (root.absolute(), Path(os.path.realpath(root)))
+    }
+    return sorted(pairs.items(), key=lambda pair: len(pair[0]), reverse=True)
+
+
+def _without_paths(text: str, hidden: Sequence[tuple[str, str]]) -> str:
+    """`text` with each hidden directory (not a longer name it prefixes) replaced."""
+    for path, placeholder in hidden:
+        if path != os.sep:
+            text = re.sub(re.escape(path) + r"(?![^/\s'\"`:;,)\]])", placeholder, text)
+    return text
 
 
 def _one_line(text: str, limit: int = 300) -> str:

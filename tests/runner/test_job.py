@@ -23,6 +23,7 @@ from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 
 from runner.agent import Event, ToolStarted
+from runner.git import MirrorCache
 from runner.job import JobResult, JobSpec, run, session_id_for
 from runner.llm.types import Text, ToolResult
 from runner.session import JobMark, Session, SessionStore
@@ -737,6 +738,49 @@ async def test_a_rejected_push_fails_in_one_line_without_the_token(
     assert all(leak.decode() not in result.error_message for leak in LEAKS)
     assert branch_head(origin) == ""
     assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+def assert_no_host_path(result: JobResult, data_dir: Path, *, names: str) -> None:
+    assert result.conclusion == "failed", result
+    assert result.error_kind == "git_error"
+    message = result.error_message
+    assert message is not None
+    assert "\n" not in message
+    assert names in message
+    assert str(data_dir) not in message
+    assert os.path.realpath(data_dir) not in message
+    assert "<data dir>/" in message
+
+
+async def test_a_failing_clone_names_no_host_path(
+    make_spec: Callable[..., JobSpec], server: FakeGitServer, data_dir: Path
+) -> None:
+    # A mirror left broken (a full disk, a crash): git names its path in its error.
+    spec = make_spec()
+    mirror = MirrorCache(data_dir / "mirrors").path(spec.repo_url)
+    (mirror / "objects").mkdir(parents=True)
+    (mirror / "HEAD").write_text("not a ref\n")
+
+    result = await run(spec)
+
+    assert_no_host_path(result, data_dir, names="mirrors/")
+
+
+async def test_a_failing_commit_names_no_host_path(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, data_dir: Path
+) -> None:
+    # git's message names the lock file by its absolute path, in the workspace.
+    fake_anthropic.script(
+        Reply(
+            [tool_use("t1", "bash", {"command": "echo x > x.txt && touch .git/index.lock"})],
+            "tool_use",
+        ),
+        Reply([text("Wrote x.txt.")]),
+    )
+
+    result = await run(make_spec())
+
+    assert_no_host_path(result, data_dir, names="workspaces/job-1/.git/index.lock")
 
 
 async def test_a_provider_error_fails_in_one_line(
