@@ -14,17 +14,19 @@ def cap_text(
 ) -> str:
     """Keep the head and tail of `text` within `limit` UTF-8 bytes.
 
-    What is cut is replaced by a marker that gives the original size in bytes
+    What is cut is replaced by a marker that gives the output's size in bytes
     and lines, so the model knows what it did not see and can ask for a
-    narrower slice. Text within the limit is returned unchanged, unless
-    `total_bytes` says it is already an excerpt of a longer output.
+    narrower slice. `total_bytes` and `total_lines`, when given, are that size:
+    the tool's own output, which `text` may shorten or follow with lines of
+    its own (bash's exit code). Text within the limit is returned unchanged,
+    unless `total_bytes` is more than it holds: it is already an excerpt.
     """
-    excerpt = total_bytes is not None
     # Cheap exits first: most outputs are small, and a str of n characters
     # encodes to at least n bytes.
-    if len(text) <= limit // 4 and not excerpt:
+    if len(text) <= limit // 4 and (total_bytes is None or total_bytes <= len(text)):
         return text
     data = text.encode("utf-8", "surrogatepass")
+    excerpt = total_bytes is not None and total_bytes > len(data)
     if len(data) <= limit and not excerpt:
         return text
     limit = min(limit, len(data))

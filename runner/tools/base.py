@@ -13,8 +13,9 @@ from runner.llm.types import Image, JSONObject, Text, ToolSpec
 class ToolOutput:
     content: str | tuple[Text | Image, ...]
     is_error: bool = False
-    # Set when the text is already an excerpt (head and tail) of a longer
-    # output: its full size, which the loop's truncation marker reports.
+    # The output's own size, which the loop's truncation marker reports, when
+    # it is not the text's: the text is an excerpt (head and tail) of a longer
+    # output, or adds lines of the tool's own (bash's exit code).
     total_bytes: int | None = None
     total_lines: int | None = None
 

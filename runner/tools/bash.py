@@ -7,6 +7,7 @@ from pydantic import Field
 from runner.llm.types import JSONObject, ToolSpec
 from runner.sandbox.base import ExecResult, Sandbox
 from runner.tools.base import ToolContext, ToolOutput
+from runner.tools.files import count_lines
 from runner.tools.schema import ToolInput, input_schema, parse
 
 DEFAULT_TIMEOUT = 120.0
@@ -50,13 +51,10 @@ def render(result: ExecResult, timeout: float) -> ToolOutput:
     ended = f"{output}exit code: {result.exit_code}"
     if result.timed_out:
         ended += f"\ntimed out after {timeout:g}s; the process group was killed"
-    total_bytes = total_lines = None
-    if result.total_bytes is not None:
-        # The sandbox kept only head and tail: report the full size.
-        added = ended[len(output) :]
-        total_bytes = result.total_bytes + len(added.encode())
-        # `output` ends with a newline, so `added` starts new lines.
-        total_lines = (result.total_lines or 0) + len(added.splitlines())
+    # The cap's marker gives the command's own size (the full one when the
+    # sandbox kept only head and tail), not counting the lines added here.
+    total_bytes = len(result.output) if result.total_bytes is None else result.total_bytes
+    total_lines = count_lines(output) if result.total_lines is None else result.total_lines
     # A failing command is information (a red test, a missing file), not a tool error.
     return ToolOutput(ended, result.timed_out, total_bytes, total_lines)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from runner.agent.capping import cap_text
 
 
@@ -38,3 +40,18 @@ def test_an_excerpt_reports_the_full_size_even_when_short() -> None:
     assert "5,000,000 bytes in 70,000 lines" in capped
     assert capped.startswith("head")
     assert capped.endswith("tail\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "total_bytes", "total_lines"),
+    [
+        pytest.param("hello\nexit code: 0", 6, 1, id="output-and-footer"),
+        pytest.param("exit code: 0", 0, 0, id="footer-only"),
+        pytest.param("é\nexit code: 0", 2, 1, id="multibyte"),
+        pytest.param("x" * 20_000 + "\nexit code: 0", 20_000, 1, id="within-the-limit"),
+    ],
+)
+def test_text_that_holds_all_of_its_total_is_unchanged(
+    text: str, total_bytes: int, total_lines: int
+) -> None:
+    assert cap_text(text, 32 * 1024, total_bytes=total_bytes, total_lines=total_lines) is text

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.agent.capping import cap_text
 from runner.sandbox import LocalSandbox
 from runner.tools import BashTool, ToolContext, ToolOutput
 
@@ -30,7 +31,7 @@ def gone(pid: int) -> bool:
 async def test_output_then_exit_code(sandbox: LocalSandbox, ctx: ToolContext) -> None:
     output = await bash(sandbox, ctx, "echo hello")
 
-    assert output == ToolOutput("hello\nexit code: 0")
+    assert output == ToolOutput("hello\nexit code: 0", total_bytes=6, total_lines=1)
 
 
 async def test_stdout_and_stderr_keep_their_order(sandbox: LocalSandbox, ctx: ToolContext) -> None:
@@ -44,11 +45,15 @@ async def test_nonzero_exit_is_information_not_an_error(
 ) -> None:
     output = await bash(sandbox, ctx, "printf 'no newline'; exit 3")
 
-    assert output == ToolOutput("no newline\nexit code: 3", is_error=False)
+    assert output == ToolOutput(
+        "no newline\nexit code: 3", is_error=False, total_bytes=10, total_lines=1
+    )
 
 
 async def test_no_output(sandbox: LocalSandbox, ctx: ToolContext) -> None:
-    assert await bash(sandbox, ctx, "true") == ToolOutput("exit code: 0")
+    assert await bash(sandbox, ctx, "true") == ToolOutput(
+        "exit code: 0", total_bytes=0, total_lines=0
+    )
 
 
 async def test_runs_at_the_repository_root(sandbox: LocalSandbox, ctx: ToolContext) -> None:
@@ -70,6 +75,8 @@ async def test_timeout_kills_the_process_group_and_is_an_error(
     assert output == ToolOutput(
         "started\nexit code: -9\ntimed out after 0.5s; the process group was killed",
         is_error=True,
+        total_bytes=8,
+        total_lines=1,
     )
     child = int((tree / "child.pid").read_text())
     for _ in range(100):
@@ -117,5 +124,44 @@ def test_an_excerpt_from_the_sandbox_keeps_the_full_size() -> None:
     output = render(ExecResult(0, b"head\ntail\n", total_bytes=1000, total_lines=100), 120)
 
     assert output.content == "head\ntail\nexit code: 0"
-    assert output.total_bytes == 1000 + len("exit code: 0")
-    assert output.total_lines == 101
+    assert (output.total_bytes, output.total_lines) == (1000, 100)
+
+
+@pytest.mark.parametrize(
+    ("command", "size", "lines", "ending"),
+    [
+        pytest.param(
+            "head -c 5000000 /dev/zero | tr '\\0' x", 5_000_000, 1, "exit code: 0", id="one-line"
+        ),
+        pytest.param(
+            "yes 123456789 | head -c 5000000", 5_000_000, 500_000, "exit code: 0", id="lines"
+        ),
+        pytest.param(
+            "yes 123456789 | head -c 5000003", 5_000_003, 500_001, "exit code: 0", id="partial-last"
+        ),
+        pytest.param(
+            "yes 123456789 | head -c 5000000; exit 7",
+            5_000_000,
+            500_000,
+            "exit code: 7",
+            id="exit-7",
+        ),
+        # Past the sandbox's own bound: it keeps head and tail and counts the rest.
+        pytest.param(
+            "yes 123456789 | head -c 20000000", 20_000_000, 2_000_000, "exit code: 0", id="dropped"
+        ),
+    ],
+)
+async def test_the_cap_marker_gives_the_commands_own_size(
+    sandbox: LocalSandbox, ctx: ToolContext, command: str, size: int, lines: int, ending: str
+) -> None:
+    output = await bash(sandbox, ctx, command)
+    assert isinstance(output.content, str)
+
+    capped = cap_text(
+        output.content, total_bytes=output.total_bytes, total_lines=output.total_lines
+    )
+
+    # The exit code line bash adds is not the command's output.
+    assert f"[... output truncated: {size:,} bytes in {lines:,} lines in total;" in capped
+    assert capped.endswith(f"\n{ending}")
