@@ -13,13 +13,13 @@ from runner.tools.files import (
     NOT_GIT,
     WALK_FLAGS,
     SearchRoot,
-    cap_lines,
+    plural,
     run_search,
     search_root,
 )
 from runner.tools.schema import ToolInput, input_schema, parse
 
-DEFAULT_MAX_RESULTS = 200
+DEFAULT_HEAD_LIMIT = 200
 # Minified files have lines of megabytes; a match on one is shown shortened.
 MAX_COLUMNS = 500
 
@@ -50,7 +50,23 @@ class GrepInput(ToolInput):
         default=None,
         description="Only search files matching this glob, e.g. `*.py` or `src/**/*.ts`.",
     )
+    type: str | None = Field(
+        default=None,
+        description=(
+            "Only search files of this ripgrep file type, e.g. py, js, ts, rust, go, java"
+            " (each stands for its usual globs; combines with glob)."
+        ),
+    )
     case_insensitive: bool = Field(default=False, description="Ignore case.")
+    fixed_strings: bool = Field(
+        default=False, description="Match the pattern as literal text, not as a regex."
+    )
+    multiline: bool = Field(
+        default=False,
+        description=(
+            "Let a match span lines: `.` also matches a newline and `\\n` can be matched."
+        ),
+    )
     output_mode: OutputMode = Field(
         default="files_with_matches",
         description=(
@@ -58,8 +74,26 @@ class GrepInput(ToolInput):
             " path:line:text; count: path:number of matching lines."
         ),
     )
-    max_results: int = Field(
-        default=DEFAULT_MAX_RESULTS, ge=1, description="Most output lines to return."
+    before_context: int = Field(
+        default=0,
+        ge=0,
+        description="content mode: lines to show before each match, as path-line-text.",
+    )
+    after_context: int = Field(
+        default=0,
+        ge=0,
+        description="content mode: lines to show after each match, as path-line-text.",
+    )
+    context: int = Field(
+        default=0,
+        ge=0,
+        description="content mode: lines to show before and after each match.",
+    )
+    offset: int = Field(
+        default=0, ge=0, description="Output lines to skip, to page through long results."
+    )
+    head_limit: int = Field(
+        default=DEFAULT_HEAD_LIMIT, ge=1, description="Most output lines to return."
     )
 
 
@@ -69,10 +103,12 @@ SPEC = ToolSpec(
         "Search file contents with ripgrep. Skips files ignored by .gitignore and binary"
         " files; hidden files are searched. By default it lists the matching files"
         " (sorted by path); output_mode=content shows the matching lines with line"
-        " numbers, count shows matches per file. Escape regex metacharacters to search"
-        " for literal text (`foo\\(` for `foo(`). A glob without `/` matches file names at"
-        " any depth; a glob with `/` is relative to `path`. Use it to find definitions"
-        " and usages instead of reading files one by one."
+        " numbers (and context lines around them if asked), count shows matches per file."
+        " Escape regex metacharacters to search for literal text (`foo\\(` for `foo(`),"
+        " or set fixed_strings. A glob without `/` matches file names at any depth; a"
+        " glob with `/` is relative to `path`. Long results come in pages of head_limit"
+        " lines: continue with the offset it gives. Use it to find definitions and usages"
+        " instead of reading files one by one."
     ),
     input_schema=input_schema(GrepInput),
 )
@@ -82,11 +118,48 @@ def build_argv(request: GrepInput, root: SearchRoot) -> list[str]:
     argv = ["rg", *WALK_FLAGS, *_MODE_FLAGS[request.output_mode]]
     if request.case_insensitive:
         argv.append("--ignore-case")
+    if request.fixed_strings:
+        argv.append("--fixed-strings")
+    if request.multiline:
+        argv += ["--multiline", "--multiline-dotall"]
+    argv += _context_flags(request)
+    if request.type is not None:
+        argv.append(f"--type={request.type}")
     if request.glob is not None:
         argv.append(f"--glob={request.glob}")
     # Later globs win: the git database stays out whatever the filter says.
     argv.append(NOT_GIT)
     return [*argv, "--", request.pattern, root.target]
+
+
+def _context_flags(request: GrepInput) -> list[str]:
+    # As with grep, -A and -B win over -C for their side.
+    before = request.before_context or request.context
+    after = request.after_context or request.context
+    if not before and not after:
+        return []
+    if request.output_mode != "content":
+        # The other modes print no lines, so the context would be dropped unsaid.
+        field = "context" if request.context else "before_context" if before else "after_context"
+        raise ToolError(f"{field} needs output_mode=content")
+    return [f"--before-context={before}", f"--after-context={after}"]
+
+
+def page(lines: list[str], offset: int, limit: int, unit: str) -> str:
+    """Lines `offset` .. `offset + limit - 1`, and how to get the rest."""
+    if offset >= len(lines):
+        raise ToolError(
+            f"offset {offset} is past the end of the results ({plural(len(lines), unit)})"
+        )
+    end = offset + limit
+    text = "\n".join(lines[offset:end])
+    if end < len(lines):
+        left = len(lines) - end
+        text += (
+            f"\n({plural(left, 'more ' + unit)} not shown; continue with offset={end}"
+            " or narrow the search)"
+        )
+    return text
 
 
 class GrepTool:
@@ -109,5 +182,4 @@ class GrepTool:
         # Not splitlines(): a form feed inside a matched line is no line break.
         lines = [root.shown(line) for line in output.removesuffix("\n").split("\n")]
         unit = _UNITS[request.output_mode]
-        advice = "narrow the search or raise max_results"
-        return ToolOutput(cap_lines(lines, request.max_results, unit, advice))
+        return ToolOutput(page(lines, request.offset, request.head_limit, unit))

@@ -101,14 +101,155 @@ async def test_no_matches(sandbox: LocalSandbox, ctx: ToolContext) -> None:
     assert await grep(sandbox, ctx, pattern="gamma") == "no matches"
 
 
-async def test_max_results_caps_and_says_how_many_were_left_out(
-    sandbox: LocalSandbox, ctx: ToolContext
-) -> None:
-    output = await grep(sandbox, ctx, pattern="alpha", max_results=1)
+NEEDLES = "one\ntwo\nneedle\nthree\nfour\nfive\nsix\nneedle\nseven\n"
 
-    assert output == (
-        ".github/workflows/ci.yml\n(3 more files not shown; narrow the search or raise max_results)"
-    )
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            {"context": 1},
+            "n.txt-2-two\nn.txt:3:needle\nn.txt-4-three\n--\nn.txt-7-six\nn.txt:8:needle\nn.txt-9-seven",
+            id="context",
+        ),
+        pytest.param(
+            {"before_context": 2},
+            "n.txt-1-one\nn.txt-2-two\nn.txt:3:needle\n--\nn.txt-6-five\nn.txt-7-six\nn.txt:8:needle",
+            id="before",
+        ),
+        pytest.param(
+            {"after_context": 1},
+            "n.txt:3:needle\nn.txt-4-three\n--\nn.txt:8:needle\nn.txt-9-seven",
+            id="after",
+        ),
+        pytest.param(
+            # Adjacent groups merge, as in grep.
+            {"context": 2, "before_context": 0, "after_context": 1},
+            "n.txt-1-one\nn.txt-2-two\nn.txt:3:needle\nn.txt-4-three\n--\n"
+            "n.txt-6-five\nn.txt-7-six\nn.txt:8:needle\nn.txt-9-seven",
+            id="after-wins-over-context",
+        ),
+        pytest.param(
+            {"context": 1, "head_limit": 4},
+            "n.txt-2-two\nn.txt:3:needle\nn.txt-4-three\n--\n"
+            "(3 more lines not shown; continue with offset=4 or narrow the search)",
+            id="context-paged",
+        ),
+    ],
+)
+async def test_context_lines(
+    sandbox: LocalSandbox, files: Files, ctx: ToolContext, args: dict[str, int], expected: str
+) -> None:
+    files({"n.txt": NEEDLES})
+
+    output = await grep(sandbox, ctx, pattern="needle", path="n.txt", output_mode="content", **args)
+
+    assert output == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            # As a regex, `()` is an empty group and every `alpha` would match.
+            {"pattern": "alpha()", "fixed_strings": True, "output_mode": "content"},
+            "src/a.py:1:def alpha():\nsrc/b.py:2:    return alpha()",
+            id="fixed-strings",
+        ),
+        pytest.param(
+            {"pattern": "a.*(", "fixed_strings": True},
+            "no matches",
+            id="fixed-strings-no-regex-error",
+        ),
+        pytest.param(
+            {"pattern": "alpha\\(\\):\\n    return 1", "multiline": True, "output_mode": "content"},
+            "src/a.py:1:def alpha():\nsrc/a.py:2:    return 1",
+            id="multiline-newline",
+        ),
+        pytest.param(
+            {"pattern": "beta.*alpha", "multiline": True, "output_mode": "content"},
+            "src/b.py:1:def beta():\nsrc/b.py:2:    return alpha()",
+            id="multiline-dot-matches-newline",
+        ),
+        pytest.param(
+            {"pattern": "alpha", "type": "py"},
+            "src/a.py\nsrc/b.py\nsrc/sub/c.py",
+            id="type-py",
+        ),
+        pytest.param(
+            {"pattern": "alpha", "type": "yaml"},
+            ".github/workflows/ci.yml",
+            id="type-yaml",
+        ),
+        pytest.param(
+            {"pattern": "alpha", "type": "py", "glob": "sub/*"},
+            "src/sub/c.py",
+            id="type-and-glob",
+        ),
+    ],
+)
+async def test_matching_options(
+    sandbox: LocalSandbox, ctx: ToolContext, args: dict[str, str | bool], expected: str
+) -> None:
+    assert await grep(sandbox, ctx, path="src" if "glob" in args else ".", **args) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            {"head_limit": 1},
+            ".github/workflows/ci.yml\n"
+            "(3 more files not shown; continue with offset=1 or narrow the search)",
+            id="first-page",
+        ),
+        pytest.param(
+            {"offset": 1, "head_limit": 2},
+            "src/a.py\nsrc/b.py\n"
+            "(1 more file not shown; continue with offset=3 or narrow the search)",
+            id="middle-page",
+        ),
+        pytest.param({"offset": 3, "head_limit": 2}, "src/sub/c.py", id="last-page"),
+        pytest.param(
+            {"output_mode": "count", "offset": 2},
+            "src/b.py:1\nsrc/sub/c.py:1",
+            id="count-mode",
+        ),
+    ],
+)
+async def test_paging(
+    sandbox: LocalSandbox, ctx: ToolContext, args: dict[str, str | int], expected: str
+) -> None:
+    assert await grep(sandbox, ctx, pattern="alpha", **args) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            {"offset": 4}, "offset 4 is past the end of the results (4 files)", id="offset-past-end"
+        ),
+        pytest.param({"context": 2}, "context needs output_mode=content", id="context-files-mode"),
+        pytest.param(
+            {"after_context": 1, "output_mode": "count"},
+            "after_context needs output_mode=content",
+            id="after-context-count-mode",
+        ),
+        pytest.param({"type": "cobolx"}, "rg: unrecognized file type: cobolx", id="unknown-type"),
+        pytest.param(
+            {"head_limit": 0},
+            "invalid input: head_limit: Input should be greater than or equal to 1",
+            id="head-limit-zero",
+        ),
+    ],
+)
+async def test_bad_options_are_one_line_errors(
+    sandbox: LocalSandbox, ctx: ToolContext, args: dict[str, str | int], message: str
+) -> None:
+    with pytest.raises(ToolError) as raised:
+        await GrepTool(sandbox)({"pattern": "alpha", **args}, ctx)
+
+    assert str(raised.value) == message
 
 
 async def test_bad_regex_is_an_error_with_rgs_message(
