@@ -23,6 +23,7 @@ from bot.worker_cli import add_worker_parser, worker_command
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.llm.registry import PROVIDERS
+from runner.llm.types import EFFORTS
 from runner.session import neo_home
 
 EXIT_OK = 0
@@ -55,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model name (default: the provider's default)")
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
     run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
+    run.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        help="how hard the model thinks before it answers (default: no extended thinking)",
+    )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
 
@@ -102,6 +108,7 @@ def run_command(args: argparse.Namespace) -> int:
             max_turns=args.max_turns,
             timeout=args.timeout,
             resume=args.resume,
+            effort=args.effort,
         )
         result = asyncio.run(_run(request, output))
     except ConfigError as error:

@@ -15,16 +15,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from runner.agent import Agent, Event, TurnFinished, TurnStarted
+from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
+from runner.compact import WindowCompactor
 from runner.context import build_system_prompt, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
 from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
-from runner.llm.types import JSON, Usage
+from runner.llm.types import JSON, Effort, Usage
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
-from runner.session import Session, SessionError, SessionMeta, SessionStore, utc_timestamp
+from runner.session import (
+    CompactionRecord,
+    Session,
+    SessionError,
+    SessionMeta,
+    SessionStore,
+    utc_timestamp,
+)
 from runner.tools import Workflow, default_tools
 
 ProviderFactory = Callable[[str, "str | None"], Provider]
@@ -43,6 +51,8 @@ class RunRequest:
     max_turns: int = 100
     timeout: float | None = None
     resume: str | None = None
+    # How hard the model thinks; None: not at all.
+    effort: Effort | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +168,17 @@ async def _run_agent(
         max_turns=request.max_turns,
         messages=previous.messages if previous else (),
         usage=previous.meta.usage if previous else None,
+        compactor=WindowCompactor(provider),
+        effort=request.effort,
     )
     turns = 0
     finished: TurnFinished | None = None
+    compactions = list(meta.compactions)
 
     def save() -> None:
-        session_meta = replace(meta, updated_at=utc_timestamp(), usage=agent.usage)
+        session_meta = replace(
+            meta, updated_at=utc_timestamp(), usage=agent.usage, compactions=tuple(compactions)
+        )
         store.save(Session(session_meta, tuple(agent.transcript())))
 
     def observe(event: Event) -> None:
@@ -174,6 +189,11 @@ async def _run_agent(
             save()
         elif isinstance(event, TurnFinished):
             finished = event
+        elif isinstance(event, Compacted):
+            record = CompactionRecord(
+                utc_timestamp(), event.stage, event.tokens_before, event.tokens_after
+            )
+            compactions.append(record)
         if on_event is not None:
             on_event(event)
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -60,7 +61,8 @@ from typing import Any, Literal, TypeVar
 # Host-side git runner.git has no public function for yet (listing and
 # reverting paths, merge-base) runs through its hardened internals.
 from runner import git as host_git
-from runner.agent import Agent, Event, TurnFinished, TurnStarted
+from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
+from runner.compact import WindowCompactor
 from runner.context import build_system_prompt
 from runner.context import project_context as read_project_context
 from runner.errors import ConfigError, NeoError
@@ -78,10 +80,11 @@ from runner.git import (
 from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import make_provider
-from runner.llm.types import Message, Text, Usage
+from runner.llm.types import Effort, Message, Text, Usage
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import SANDBOXES, open_sandbox
 from runner.session import (
+    CompactionRecord,
     Session,
     SessionError,
     SessionMeta,
@@ -143,6 +146,8 @@ class JobSpec:
     model: str | None = None
     max_turns: int = 100
     time_limit: float = 30 * 60.0
+    # How hard the model thinks; None: not at all.
+    effort: Effort | None = "medium"
     sandbox: str = "docker"
     image: str | None = None
     setup: tuple[str, ...] = ()
@@ -207,6 +212,7 @@ class _Progress:
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
     session: Session | None = None  # as last saved, while the job's mark is open
+    compacted: bool = False  # the agent compacted the conversation during the job
 
 
 async def run(
@@ -254,7 +260,12 @@ async def run(
         hidden = _host_paths(spec, cache)
         result = replace(result, error_message=_without_paths(result.error_message, hidden))
     # Only now, with the branch pushed or the work dropped, does the session move on.
-    await asyncio.to_thread(_end_session, spec, progress.session, result)
+    await asyncio.to_thread(
+        functools.partial(_end_session, compacted=progress.compacted),
+        spec,
+        progress.session,
+        result,
+    )
     return result
 
 
@@ -405,17 +416,32 @@ async def _run_agent(
         max_turns=spec.max_turns,
         messages=previous.messages if previous else (),
         usage=previous.meta.usage if previous else None,
+        # A thread's saved conversation that is already large is compacted
+        # before this job's first call, like any that grows too large.
+        compactor=WindowCompactor(provider),
+        effort=spec.effort,
     )
+    compactions: list[CompactionRecord] = list(meta.compactions)
 
     def save() -> None:
         # Into the thread's session file, under this job's open mark: should the
         # job never end, the next job drops these turns (`_drops_last_job`).
         session = Session(
-            replace(meta, updated_at=utc_timestamp(), usage=agent.usage),
+            replace(
+                meta,
+                updated_at=utc_timestamp(),
+                usage=agent.usage,
+                compactions=tuple(compactions),
+            ),
             tuple(agent.transcript()),
         )
-        store.save(session)
         progress.session = session
+        # Once compacted, the transcript no longer begins with the one the job
+        # found, so the mark could not cut this job's turns away again: the
+        # file keeps its last save from before, until the job ends
+        # (`_end_session`).
+        if not progress.compacted:
+            store.save(session)
 
     asked: list[bool] = []  # the first model call of this job is logged
 
@@ -428,6 +454,13 @@ async def _run_agent(
                 _mark(spec, "first_model_call")
         elif isinstance(event, TurnFinished):
             progress.finished = event
+        elif isinstance(event, Compacted):
+            progress.compacted = True
+            compactions.append(
+                CompactionRecord(
+                    utc_timestamp(), event.stage, event.tokens_before, event.tokens_after
+                )
+            )
         if on_event is not None:
             on_event(event)
 
@@ -447,7 +480,9 @@ def _drops_last_job(session: Session, job_id: str) -> bool:
     return mark is not None and (not mark.finished or mark.id == job_id)
 
 
-def _end_session(spec: JobSpec, session: Session | None, result: JobResult) -> None:
+def _end_session(
+    spec: JobSpec, session: Session | None, result: JobResult, *, compacted: bool = False
+) -> None:
     """Close the job's mark on its session, with a note on what the branch lacks."""
     if session is None or session.meta.job is None:
         return  # the agent never ran: the session is as the job found it
@@ -459,9 +494,17 @@ def _end_session(spec: JobSpec, session: Session | None, result: JobResult) -> N
             messages.append(replace(last, content=(*last.content, Text(note))))
         else:
             messages.append(Message("user", (Text(note),)))
-    meta = replace(
-        session.meta, updated_at=utc_timestamp(), job=replace(session.meta.job, finished=True)
-    )
+    mark = replace(session.meta.job, finished=True)
+    if compacted:
+        # The transcript no longer starts with the one the job found: the
+        # job's turns are in its summary, and nothing is left to cut away.
+        mark = replace(
+            mark,
+            messages=len(messages),
+            blocks=len(messages[-1].content) if messages else 0,
+            usage=session.meta.usage,
+        )
+    meta = replace(session.meta, updated_at=utc_timestamp(), job=mark)
     try:
         SessionStore(spec.data_dir).save(Session(meta, tuple(messages)))
     except SessionError as error:

@@ -215,6 +215,35 @@ def test_max_turns(
     assert result["num_turns"] == 2
 
 
+@pytest.mark.parametrize(
+    ("flags", "thinking"),
+    [
+        ([], None),
+        (["--effort", "high"], {"type": "adaptive"}),
+        (["--effort", "low", "--model", "claude-sonnet-4-5"], {"type": "enabled"}),
+    ],
+    ids=["off-by-default", "adaptive", "budget"],
+)
+def test_effort_asks_the_model_to_think(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    thinking: dict[str, str] | None,
+) -> None:
+    fake_anthropic.script(Reply([text("Thought about it.")]))
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
+
+    assert (code, result["result"]) == (0, "Thought about it.")
+    sent = fake_anthropic.requests[0].body
+    if thinking is None:
+        assert "thinking" not in sent
+    else:
+        assert sent["thinking"]["type"] == thinking["type"]
+
+
 def test_a_5_mb_command_output_reaches_the_model_capped(
     fake_anthropic: FakeAnthropicAPI,
     env: dict[str, str],

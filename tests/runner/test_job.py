@@ -25,8 +25,8 @@ from docker.errors import DockerException, ImageNotFound
 from runner.agent import Event, ToolStarted
 from runner.git import MirrorCache
 from runner.job import JobResult, JobSpec, run, session_id_for
-from runner.llm.types import Text, ToolResult
-from runner.session import JobMark, Session, SessionStore
+from runner.llm.types import Message, Text, ToolResult, ToolUse
+from runner.session import JobMark, Session, SessionStore, before_job
 from tests.fakes import (
     FakeAnthropicAPI,
     FakeGitServer,
@@ -579,6 +579,93 @@ async def test_the_turns_of_a_job_whose_process_died_never_reach_the_next_job(
     assert session.meta.job == JobMark(
         spec.job_id, True, len(after_first.messages), 1, after_first.meta.usage
     )
+
+
+def inflate(data_dir: Path, exchanges: int = 60, size: int = 10_000) -> Session:
+    """The thread's session with `exchanges` long exchanges added, past any window: their
+    words are the model's own, which clearing old tool results does not shorten."""
+    store = SessionStore(data_dir)
+    session = thread_session(data_dir)
+    messages = list(session.messages)
+    for n in range(exchanges):
+        call = ToolUse(f"old{n}", "read_file", {"path": f"log{n}.txt"})
+        messages.append(Message("user", (Text(f"Look at log {n}."),)))
+        messages.append(Message("assistant", (call,)))
+        messages.append(Message("user", (ToolResult(call.id, (Text(f"log {n}"),)),)))
+        messages.append(Message("assistant", (Text(f"Log {n} is fine: " + f"{n} " * size),)))
+    inflated = Session(session.meta, tuple(messages))
+    store.save(inflated)
+    return inflated
+
+
+SUMMARY = Reply([text("## Task\n- the README line\n## Next steps\n- docs")])
+
+
+async def test_a_large_saved_session_is_compacted_before_the_follow_up_starts(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    assert_changed(await run(make_spec()), origin)
+    inflated = inflate(data_dir)
+    asked = len(fake_anthropic.requests)
+    fake_anthropic.script(
+        SUMMARY,
+        Reply([tool_use("d1", "write_file", {"path": "docs.md", "content": "docs\n"})], "tool_use"),
+        Reply([text("Documented it.")]),
+    )
+
+    result = await run(make_spec(job_id="job-2", prompt="Also add docs."))
+
+    assert_changed(result, origin)
+    summary_call, first_call = fake_anthropic.requests[asked : asked + 2]
+    assert "tools" not in summary_call.body
+    messages = first_call.body["messages"]
+    opening = messages[0]["content"][0]["text"]
+    assert opening.startswith("Add a line to README.md and check it.")
+    assert "## Next steps" in opening
+    assert messages[-1]["content"][-1]["text"] == "Also add docs."
+    # The first job's task and the new one survive; the long middle does not.
+    assert len(json.dumps(messages)) < len(repr(inflated.messages)) / 10
+    session = thread_session(data_dir)
+    assert [c.stage for c in session.meta.compactions] == ["summarised"]
+    assert session.meta.job is not None
+    assert session.meta.job.finished
+
+
+async def test_a_job_that_compacted_and_died_leaves_the_session_as_it_found_it(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    assert_changed(await run(make_spec()), origin)
+    found = inflate(data_dir)
+    fake_anthropic.script(
+        SUMMARY,
+        Reply([tool_use("w1", "write_file", {"path": "dead.txt", "content": "x\n"})], "tool_use"),
+        Stall(seconds=300),
+    )
+    dead_at = len(fake_anthropic.requests)
+    dying = make_spec(job_id="job-2", prompt="Also add docs.")
+    log = tmp_path / "job-2.log"
+    with job_process(dying, log) as process:
+        three = lambda: len(fake_anthropic.requests) == dead_at + 3  # noqa: E731
+        await until(three, "the job's third model call", process, log)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    left = thread_session(data_dir)
+    # Saved before the compaction, under the dying job's open mark: the next
+    # job cuts back to exactly what this one found.
+    assert left.meta.job is not None
+    assert (left.meta.job.id, left.meta.job.finished) == ("job-2", False)
+    assert before_job(left).messages == found.messages
+    assert left.meta.compactions == ()
 
 
 async def test_a_retry_of_a_job_that_ended_starts_from_the_session_before_it(
