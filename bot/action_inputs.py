@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from bot.repo_config import CONFIG_PATH, RepoConfig
 from runner.errors import ConfigError
 from runner.llm.registry import PROVIDERS
+from runner.llm.types import EFFORTS
 
 __all__ = [
     "API_KEY_VARIABLES",
@@ -49,6 +50,7 @@ INPUTS: Final = (
     "github_token",
     "max_turns",
     "time_limit",
+    "effort",
     "allowed_users",
     "allowed_bots",
     "branch_prefix",
@@ -98,7 +100,8 @@ class ActionInputs:
     config_path: str = CONFIG_PATH
     allowed_bots: frozenset[str] = frozenset()
     # Settings of `.github/neo.yml` the workflow sets, already valid for RepoConfig
-    # (provider, model, max_turns, time_limit, allowed_users, branch_prefix).
+    # (provider, model, max_turns, time_limit, effort or thinking, allowed_users,
+    # branch_prefix).
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -185,6 +188,13 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
             if not text.isdigit():
                 raise InputError(f"input {name}: expected a whole number")
             values[name] = int(text)
+    effort = get("effort")
+    if effort == "none":
+        values["thinking"] = False
+    elif effort:
+        if effort not in EFFORTS:
+            raise InputError(f"input effort: must be one of none, {', '.join(EFFORTS)}")
+        values["effort"] = effort
     if get("allowed_users"):
         values["allowed_users"] = tuple(_words(get("allowed_users")))
     if bots:

@@ -38,6 +38,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from runner.errors import ConfigError
+from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
 
 __all__ = [
@@ -352,6 +353,21 @@ class RepoConfig(_Strict):
         le=240,
         strict=True,
         description="Minutes one run may take before it is stopped.",
+    )
+    thinking: bool = Field(
+        default=True,
+        strict=True,
+        description=(
+            "Whether the model thinks before it answers (extended thinking), on models that"
+            " can. `false` is cheaper and faster, and weaker on hard tasks."
+        ),
+    )
+    effort: Effort = Field(
+        default="medium",
+        description=(
+            "How hard the model thinks when `thinking` is on: `low`, `medium` or `high`."
+            " Higher costs more tokens."
+        ),
     )
     setup: tuple[_Command, ...] = Field(
         default=(),
@@ -837,6 +853,8 @@ provider: anthropic
 model: claude-sonnet-4-5
 max_turns: 150
 time_limit: 45  # minutes
+thinking: true
+effort: high
 setup:
   - pip install -e '.[dev]'
 setup_network: true  # setup installs packages; the agent itself stays offline

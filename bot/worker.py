@@ -1010,6 +1010,7 @@ class Worker:
             model=config.model,
             max_turns=config.max_turns,
             time_limit=config.time_limit * 60.0,
+            effort=config.effort if config.thinking else None,
             sandbox=self.settings.sandbox,
             image=(config.sandbox_image or self.settings.sandbox_image) if docker else None,
             setup=config.setup,

@@ -157,6 +157,15 @@ def test_inputs_default_to_the_apps_trigger_rules_and_the_local_sandbox() -> Non
     assert "ghs_token" not in repr(read)
 
 
+@pytest.mark.parametrize(
+    ("effort", "settings"),
+    [("high", {"effort": "high"}), ("none", {"thinking": False}), ("", {})],
+    ids=["a-level", "none-turns-thinking-off", "empty-leaves-the-file"],
+)
+def test_the_effort_input(effort: str, settings: dict[str, object]) -> None:
+    assert inputs(effort=effort).overrides == settings
+
+
 def test_inputs_become_settings_and_keys_go_to_their_sdk_variables() -> None:
     read = inputs(
         prompt="  Tidy up.  ",
@@ -194,6 +203,7 @@ def test_inputs_become_settings_and_keys_go_to_their_sdk_variables() -> None:
         ({"provider": "acme"}, "input provider: must be one of anthropic, openai"),
         ({"trigger_phrase": "neo"}, "input trigger_phrase: must be @ followed by a login"),
         ({"sandbox": "vm"}, "input sandbox: must be local or docker"),
+        ({"effort": "max"}, "input effort: must be one of none, low, medium, high"),
         ({"github_token": " "}, "input github_token is empty"),
         ({"allowed_bots": "not a bot!"}, "input allowed_bots: String should match pattern"),
         ({"config_path": "../x.yml"}, "input config_path: must be a path inside"),
@@ -946,17 +956,18 @@ def test_a_failed_job_exits_1_with_its_error_line_on_stderr_and_in_the_summary(
 ) -> None:
     number = github.add_issue(REPO, "Say hello", user=REQUESTER)
     comment = github.add_comment(REPO, number, "@neo say hello", user=REQUESTER)
-    anthropic.script(ErrorReply(400, "invalid_request_error", "prompt is too long"))
+    refusal = "max_tokens: 1000000 > 64000, which is the maximum allowed"
+    anthropic.script(ErrorReply(400, "invalid_request_error", refusal))
 
     step = run("issue_comment", comment_payload(number, comment, "@neo say hello"))
 
     assert step.code == 1
     (line,) = step.err.strip().splitlines()
     assert line.startswith("neo: error: provider_http_error: ")
-    assert "prompt is too long" in line
+    assert refusal in line
     assert step.outputs["conclusion"] == "failed"
     assert "### ❌ Neo: failed" in step.summary
-    assert "prompt is too long" in step.summary
+    assert refusal in step.summary
     (report,) = bot_comments(github, number)
     assert "**Failed**" in report["body"]
 
