@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
+from bot.triggers import Rules
 from runner.errors import ConfigError
 from runner.sandbox.image import image_problem
 
@@ -43,13 +52,18 @@ class Settings(BaseSettings):
     handle: str = "@neo"
     trigger_label: str = "neo"
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
-    allowed_bots: frozenset[str] = frozenset()
+    # NoDecode: the environment's comma-separated form reaches `_bots` as it
+    # is, instead of pydantic-settings decoding it as JSON first.
+    allowed_bots: Annotated[frozenset[str], NoDecode] = frozenset()
 
     @field_validator("handle")
     @classmethod
     def _handle(cls, value: str) -> str:
-        if not value.startswith("@") or len(value) < 2 or any(c.isspace() for c in value):
-            raise ValueError("must look like @name")
+        # The triage rules' own check, so a handle they would refuse stops start-up.
+        try:
+            Rules(app_bot_login="neo[bot]", handle=value)
+        except ValueError as error:
+            raise ValueError(str(error)) from None
         return value
 
     @field_validator("sandbox_image")
@@ -77,10 +91,16 @@ class Settings(BaseSettings):
     @field_validator("allowed_bots", mode="before")
     @classmethod
     def _bots(cls, value: object) -> object:
-        # A comma-separated list is friendlier in an env file than JSON.
-        if isinstance(value, str) and not value.lstrip().startswith("["):
-            return frozenset(part.strip() for part in value.split(",") if part.strip())
-        return value
+        # A comma-separated list is friendlier in an env file than JSON; a
+        # JSON list still works.
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError("expected bot logins separated by commas") from None
+        return frozenset(part.strip() for part in value.split(",") if part.strip())
 
     @model_validator(mode="after")
     def _derived(self) -> Settings:
@@ -118,11 +138,21 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         }
         return Settings.model_validate(values)
     except ValidationError as error:
-        first = error.errors()[0]
-        name = "_".join(str(part) for part in first["loc"]).upper()
-        message = str(first["msg"]).removeprefix("Value error, ")
-        if not name:
-            raise ConfigError(message) from None
-        if first["type"] == "missing":
-            raise ConfigError(f"NEO_{name} is not set") from None
-        raise ConfigError(f"NEO_{name}: {message}") from None
+        raise _one_line(error) from None
+    except SettingsError as error:
+        # pydantic-settings' own failure to read a value, before validation.
+        field = re.search(r'field "(\w+)"', str(error))
+        name = f"NEO_{field.group(1).upper()}" if field else "a NEO_* variable"
+        raise ConfigError(f"{name}: cannot read its value") from None
+
+
+def _one_line(error: ValidationError) -> ConfigError:
+    first = error.errors()[0]
+    # The field alone: an item's index (`allowed_bots.0`) is no variable's name.
+    name = str(first["loc"][0]).upper() if first["loc"] else ""
+    message = " ".join(str(first["msg"]).removeprefix("Value error, ").split())
+    if not name:
+        return ConfigError(message)
+    if first["type"] == "missing":
+        return ConfigError(f"NEO_{name} is not set")
+    return ConfigError(f"NEO_{name}: {message}")

@@ -62,7 +62,7 @@ def test_values_are_read_and_normalised() -> None:
             {"NEO_GITHUB_PRIVATE_KEY": None},
             "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH must be set",
         ),
-        ({"NEO_HANDLE": "neo"}, "NEO_HANDLE: must look like @name"),
+        ({"NEO_HANDLE": "neo"}, "NEO_HANDLE: handle must be @ followed by a login"),
         ({"NEO_SANDBOX": "vm"}, "NEO_SANDBOX: Input should be 'docker' or 'local'"),
         ({"NEO_GITHUB_API_URL": "ftp://x"}, "NEO_GITHUB_API_URL: must be an http(s) URL"),
         ({"NEO_WORKERS": "-1"}, "NEO_WORKERS: Input should be greater than or equal to 0"),
@@ -72,6 +72,9 @@ def test_values_are_read_and_normalised() -> None:
             "NEO_WORKER_LEASE: Input should be less than or equal to 3600",
         ),
         ({"NEO_WORKER_LEASE": "1.5"}, "NEO_WORKER_LEASE: Input should be a valid integer"),
+        ({"NEO_HANDLE": "@neo.bot"}, "NEO_HANDLE: handle must be @ followed by a login"),
+        ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
+        ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(change: dict[str, str | None], message: str) -> None:

@@ -1,0 +1,155 @@
+"""Hostile start-up settings of `neo serve` and `neo worker`.
+
+Every case is a row of one of the tables below, run against real `neo`
+processes (a fake GitHub behind them). To add a
+case, append a row to the table it belongs to; its `id` names it in pytest's
+output:
+
+- BAD_START: a bad environment or flag. The command must exit 2 with exactly
+  one line on stderr that names `names`, and no traceback, no secret and no
+  path of the data directory. In `env`, `{file}` is a regular file and
+  `{data}` the data directory; None removes the variable.
+- ALLOWED_BOTS: a value of NEO_ALLOWED_BOTS, the bot whose mention is posted
+  to `neo serve`, and the decision the server must answer with.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.bot.serving import (
+    NEO,
+    SECRET,
+    free_port,
+    headers,
+    neo_serve,
+    neo_worker,
+    serve_env,
+)
+from tests.bot.test_serve import mention
+from tests.fakes import FakeGitHub
+
+# --- start-up ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bad:
+    id: str
+    command: str  # "serve" or "worker"
+    names: str  # what the one line must name
+    env: dict[str, str | None] = field(default_factory=dict)
+    args: tuple[str, ...] = ()
+
+
+def both(id: str, names: str, env: dict[str, str | None]) -> list[Bad]:
+    """The same bad environment for `neo serve` and for `neo worker`."""
+    return [Bad(f"{command}-{id}", command, names, env) for command in ("serve", "worker")]
+
+
+BAD_START = [
+    *both("bots-broken-json", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[oops"}),
+    *both("bots-json-numbers", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[1, 2]"}),
+    *both("handle-with-a-dot", "NEO_HANDLE", {"NEO_HANDLE": "@neo.bot"}),
+    *both("workers-not-a-number", "NEO_WORKERS", {"NEO_WORKERS": "[1]"}),
+]
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub(slug="neo") as fake:
+        yield fake
+
+
+@pytest.mark.parametrize("case", BAD_START, ids=[case.id for case in BAD_START])
+def test_a_bad_start_is_one_line_naming_it(github: FakeGitHub, tmp_path: Path, case: Bad) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+    env = serve_env(github, data)
+    for name, value in case.env.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value.format(file=a_file, data=data)
+
+    # A free port, so that a `neo serve` that wrongly starts binds nothing in use.
+    args = case.args or (("--port", str(free_port())) if case.command == "serve" else ())
+
+    done = subprocess.run(
+        [str(NEO), case.command, *args], env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(("neo: error: ", f"neo {case.command}: error: "))
+    assert case.names in lines[0]
+    assert "Traceback" not in done.stderr
+    assert SECRET not in done.stderr
+    assert "PRIVATE KEY" not in done.stderr
+    assert "hunter2" not in done.stderr
+    assert str(data) not in done.stderr
+
+
+# --- NEO_ALLOWED_BOTS as the README documents it -------------------------------
+
+
+@dataclass(frozen=True)
+class Bots:
+    id: str
+    value: str
+    sender: str
+    decision: str
+
+
+ALLOWED_BOTS = [
+    Bots("comma-separated", "a[bot],b[bot]", "b[bot]", "queued"),
+    Bots("comma-separated-with-spaces", " a[bot] , b[bot] ", "a[bot]", "queued"),
+    Bots("one-name", "renovate[bot]", "renovate[bot]", "queued"),
+    Bots("comma-separated-not-listed", "a[bot],b[bot]", "c[bot]", "ignored"),
+    Bots("not-split-on-anything-else", "a[bot] b[bot]", "b[bot]", "ignored"),
+    Bots("empty", "", "renovate[bot]", "ignored"),
+    Bots("json-list", '["a[bot]"]', "a[bot]", "queued"),
+]
+
+
+@pytest.mark.parametrize("case", ALLOWED_BOTS, ids=[case.id for case in ALLOWED_BOTS])
+def test_neo_serve_reads_allowed_bots_as_documented(
+    github: FakeGitHub, tmp_path: Path, case: Bots
+) -> None:
+    env = {**serve_env(github, tmp_path / "data"), "NEO_ALLOWED_BOTS": case.value}
+    payload = mention()
+    for user in (payload["comment"]["user"], payload["sender"]):
+        user["login"], user["type"] = case.sender, "Bot"
+    body = json.dumps(payload).encode()
+
+    with neo_serve(env, tmp_path / "serve.log") as server:
+        answer = httpx.post(
+            f"{server.url}/api/github/webhooks",
+            content=body,
+            headers=headers("issue_comment", body),
+        )
+
+    assert answer.status_code == 202, answer.text
+    assert answer.json()["decision"] == case.decision
+
+
+@pytest.mark.parametrize(
+    "value", ["a[bot],b[bot]", "renovate[bot]", ""], ids=["two", "one", "empty"]
+)
+def test_neo_worker_reads_allowed_bots_as_documented(
+    github: FakeGitHub, tmp_path: Path, value: str
+) -> None:
+    env = {**serve_env(github, tmp_path / "data"), "NEO_ALLOWED_BOTS": value}
+
+    with neo_worker(env, tmp_path / "worker.log") as worker:
+        assert worker.process.poll() is None
+    assert "Traceback" not in (tmp_path / "worker.log").read_text()
