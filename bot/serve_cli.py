@@ -17,10 +17,11 @@ from typing import Any
 import uvicorn
 import uvloop
 
+from bot.argtypes import port
 from bot.queue import WakingQueue
 from bot.scheduler import run_scheduler
 from bot.server import Intake, create_app, serve_intake
-from bot.settings import Settings, load_settings
+from bot.settings import Settings, ensure_data_dir, load_settings
 from bot.worker_cli import run_workers
 from runner.errors import ConfigError
 
@@ -39,13 +40,14 @@ def add_serve_parser(commands: Any) -> None:
         ),
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="port to listen on")
+    serve.add_argument("--port", type=port, default=8000, help="port to listen on (default: 8000)")
 
 
 def serve_command(args: argparse.Namespace) -> int:
     _log_to_stderr()
     try:
         settings = load_settings()
+        ensure_data_dir(settings)
         # uvloop: the event loop's own work (socket reads and writes, wake-ups
         # from the queue's writer thread) costs a fraction of asyncio's.
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
@@ -144,6 +145,27 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         field = re.search(r'field "(\w+)"', str(error))
         name = f"NEO_{field.group(1).upper()}" if field else "a NEO_* variable"
         raise ConfigError(f"{name}: cannot read its value") from None
+
+
+def ensure_data_dir(settings: Settings) -> None:
+    """Create the data directory if need be and check the service can write in it.
+
+    Raises ConfigError naming NEO_DATA_DIR, not its path: the message is
+    the service's start-up output, and the path says how the host is laid out.
+    """
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError("NEO_DATA_DIR: it is a file, not a directory") from None
+    except OSError as error:
+        raise ConfigError(f"NEO_DATA_DIR: cannot create it: {error.strerror}") from None
+    try:
+        # Writing a file is the only sure test: permissions, a read-only
+        # mount and root's privileges all bear on it.
+        with tempfile.TemporaryFile(dir=settings.data_dir):
+            pass
+    except OSError as error:
+        raise ConfigError(f"NEO_DATA_DIR: cannot write in it: {error.strerror}") from None
 
 
 def _one_line(error: ValidationError) -> ConfigError:

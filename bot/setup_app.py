@@ -45,6 +45,7 @@ from typing import Any, Final, TextIO
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from bot.app_manifest import DEFAULT_NAME, MAX_NAME_LENGTH, app_manifest
+from bot.argtypes import port
 from runner.durable import fsync_directory
 from runner.errors import ConfigError, NeoError
 
@@ -482,16 +483,6 @@ def _name(text: str) -> str:
     return name
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, not {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, not {port}")
-    return port
-
-
 def add_setup_app_parser(commands: Any) -> None:
     setup = commands.add_parser(
         "setup-app",
@@ -519,7 +510,7 @@ def add_setup_app_parser(commands: Any) -> None:
         help=f"the App's name, unique on GitHub; editable there (default: {DEFAULT_NAME})",
     )
     setup.add_argument(
-        "--port", type=_port, default=0, help="local port of the flow (default: any free port)"
+        "--port", type=port, default=0, help="local port of the flow (default: any free port)"
     )
     setup.add_argument(
         "--env-file", type=Path, default=Path(".env"), metavar="PATH", help="default: .env"

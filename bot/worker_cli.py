@@ -18,7 +18,7 @@ from typing import Any
 from bot.argtypes import positive_int
 from bot.github import signed_in_app
 from bot.queue import JobQueue, open_queue
-from bot.settings import Settings, load_settings
+from bot.settings import Settings, ensure_data_dir, load_settings
 from bot.worker import Worker
 from runner.errors import ConfigError
 from runner.git import MirrorCache
@@ -62,6 +62,7 @@ def worker_command(args: argparse.Namespace) -> int:
     _log_to_stderr()
     try:
         settings = load_settings()
+        ensure_data_dir(settings)
         concurrency = args.concurrency or settings.workers or DEFAULT_CONCURRENCY
         asyncio.run(_main(settings, concurrency, args.grace))
     except ConfigError as error:

@@ -143,7 +143,12 @@ class SqliteQueue:
             raise ConfigError(f"no queue database at {path}")
         if first_job_id < 1:
             raise ValueError("first_job_id must be at least 1")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            # FileExistsError: the directory's name is taken by a file.
+            reason = "Not a directory" if isinstance(error, FileExistsError) else error.strerror
+            raise ConfigError(f"cannot open the queue database {path}: {reason}") from None
         self.path = path
         self._clock = clock
         self._max_attempts = max_attempts

@@ -65,4 +65,7 @@ def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) 
     path = sqlite_path(url, source=source)
     if not create and not path.exists():
         raise ConfigError(f"no queue database at {path} ({source})")
-    return SqliteQueue(path, create=create)
+    try:
+        return SqliteQueue(path, create=create)
+    except ConfigError as error:
+        raise ConfigError(f"{error} ({source})") from None

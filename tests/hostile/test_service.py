@@ -53,11 +53,25 @@ def both(id: str, names: str, env: dict[str, str | None]) -> list[Bad]:
     return [Bad(f"{command}-{id}", command, names, env) for command in ("serve", "worker")]
 
 
+KEY_PATH = "NEO_GITHUB_PRIVATE_KEY_PATH"
 BAD_START = [
     *both("bots-broken-json", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[oops"}),
     *both("bots-json-numbers", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[1, 2]"}),
+    *both("data-dir-is-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}"}),
+    *both("data-dir-under-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}/neo"}),
     *both("handle-with-a-dot", "NEO_HANDLE", {"NEO_HANDLE": "@neo.bot"}),
+    *both("queue-under-a-file", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "sqlite:///{file}/neo.db"}),
+    *both(
+        "queue-with-a-password", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "mysql://neo:hunter2@db/neo"}
+    ),
+    *both("key-file-missing", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "{file}.gone"}),
+    *both(
+        "key-file-under-a-file", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "{file}/k"}
+    ),
     *both("workers-not-a-number", "NEO_WORKERS", {"NEO_WORKERS": "[1]"}),
+    Bad("serve-port-too-large", "serve", "--port", args=("--port", "99999")),
+    Bad("serve-port-negative", "serve", "--port", args=("--port", "-1")),
+    Bad("serve-port-not-a-number", "serve", "--port", args=("--port", "http")),
 ]
 
 
