@@ -191,7 +191,8 @@ VOLUME /var/lib/neo
 #   --group-add "$(stat -c %g /var/run/docker.sock)"
 # Whoever reaches the socket is root on the host in all but name: it is the
 # service that needs it, never the sandboxes (they get no socket). Without
-# it, set NEO_SANDBOX=local (commands then run inside this container).
+# it, set NEO_SANDBOX=local and NEO_ALLOW_LOCAL_SANDBOX=1 (commands then run
+# inside this container, where they can read the service's key and queue).
 USER neo
 WORKDIR /home/neo
 EXPOSE 8000

@@ -13,6 +13,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -23,6 +24,12 @@ from bot.queue import sqlite_url
 from bot.triggers import Rules
 from runner.errors import ConfigError
 from runner.sandbox.image import image_problem
+
+# Why NEO_SANDBOX=local needs NEO_ALLOW_LOCAL_SANDBOX=1 in the service.
+LOCAL_SANDBOX_RISK = (
+    "local runs the model's commands on this host, as the service's user, where they "
+    "can read its files (the App's key, the queue); set NEO_ALLOW_LOCAL_SANDBOX=1 to accept that"
+)
 
 
 class Settings(BaseSettings):
@@ -48,6 +55,8 @@ class Settings(BaseSettings):
     # that died gives its jobs back this long after its last beat. It beats
     # every quarter of it and looks for expired leases every half.
     worker_lease: int = Field(default=60, ge=1, le=3600)
+    # Declared before `sandbox`, whose validator reads it.
+    allow_local_sandbox: bool = False
     sandbox: Literal["docker", "local"] = "docker"
     sandbox_image: str = "neo-sandbox:local"
     handle: str = "@neo"
@@ -73,6 +82,13 @@ class Settings(BaseSettings):
         problem = image_problem(value)
         if problem is not None:
             raise ValueError(problem)
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _sandbox(cls, value: str, info: ValidationInfo) -> str:
+        if value == "local" and not info.data.get("allow_local_sandbox"):
+            raise ValueError(LOCAL_SANDBOX_RISK)
         return value
 
     @field_validator("github_api_url")

@@ -60,6 +60,7 @@ def serve_env(github: FakeGitHub, data_dir: Path) -> dict[str, str]:
             "NEO_DATA_DIR": str(data_dir),
             "NEO_WORKERS": "0",
             "NEO_SANDBOX": "local",
+            "NEO_ALLOW_LOCAL_SANDBOX": "1",
         }
     )
     return env

@@ -75,6 +75,11 @@ def test_values_are_read_and_normalised() -> None:
         ({"NEO_HANDLE": "@neo.bot"}, "NEO_HANDLE: handle must be @ followed by a login"),
         ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
         ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
+        ({"NEO_SANDBOX": "local"}, "NEO_SANDBOX: local runs the model's commands on this host"),
+        (
+            {"NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "0"},
+            "NEO_SANDBOX: local runs the model's commands on this host",
+        ),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(change: dict[str, str | None], message: str) -> None:
@@ -87,3 +92,9 @@ def test_a_bad_setting_is_one_line_naming_it(change: dict[str, str | None], mess
     assert str(caught.value).startswith(message)
     assert "\n" not in str(caught.value)
     assert "s3cret" not in str(caught.value)
+
+
+def test_the_local_sandbox_starts_once_its_risk_is_acknowledged() -> None:
+    settings = load_settings({**BASE, "NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "1"})
+
+    assert settings.sandbox == "local"

@@ -125,6 +125,7 @@ def settings(tmp_path: Path, github: FakeGitHub, git_server: FakeGitServer) -> S
             "NEO_GITHUB_GIT_URL": git_server.base_url,
             "NEO_DATA_DIR": str(tmp_path / "data"),
             "NEO_SANDBOX": "local",
+            "NEO_ALLOW_LOCAL_SANDBOX": "1",
         }
     )
 

@@ -53,12 +53,16 @@ def both(id: str, names: str, env: dict[str, str | None]) -> list[Bad]:
     return [Bad(f"{command}-{id}", command, names, env) for command in ("serve", "worker")]
 
 
+SANDBOX_ACK = "NEO_ALLOW_LOCAL_SANDBOX"
 KEY_PATH = "NEO_GITHUB_PRIVATE_KEY_PATH"
 BAD_START = [
     *both("bots-broken-json", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[oops"}),
     *both("bots-json-numbers", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[1, 2]"}),
     *both("data-dir-is-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}"}),
     *both("data-dir-under-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}/neo"}),
+    *both("local-sandbox-unacknowledged", SANDBOX_ACK, {SANDBOX_ACK: None}),
+    *both("local-sandbox-acknowledgement-refused", SANDBOX_ACK, {SANDBOX_ACK: "0"}),
+    *both("local-sandbox-acknowledgement-garbled", SANDBOX_ACK, {SANDBOX_ACK: "sure"}),
     *both("handle-with-a-dot", "NEO_HANDLE", {"NEO_HANDLE": "@neo.bot"}),
     *both("queue-under-a-file", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "sqlite:///{file}/neo.db"}),
     *both(
