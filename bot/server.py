@@ -8,6 +8,7 @@ everything slower happens in the workers. The pure parts live in
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -26,7 +27,7 @@ from prometheus_client import (
     generate_latest,
 )
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -40,6 +41,16 @@ from bot.webhooks import MAX_BODY, BodyTooLarge, WebhookError, parse, read_limit
 log = logging.getLogger("neo.server")
 
 WEBHOOK_PATH = "/api/github/webhooks"
+
+# Seconds a delivery's body may take to arrive. GitHub itself gives up on a
+# delivery not answered within 10 s, so a slower body is not GitHub's: without
+# a bound, a client that sends headers and then nothing holds its connection
+# (and a task) for ever.
+BODY_SECONDS = 10.0
+
+
+class BodyTimeout(WebhookError):
+    status = 408
 
 
 class Metrics:
@@ -98,9 +109,14 @@ def create_app(
         try:
             decision, status, fields = await _handle(request, intake)
         except WebhookError as error:
-            # Named by the error: bad_signature, bad_request, body_too_large.
+            # Named by the error: bad_signature, bad_request, body_too_large, body_timeout.
             decision = re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__).lower()
             status, fields = error.status, {"error": str(error)}
+        except ClientDisconnect:
+            # The client left while its body was read: nothing to answer, and
+            # no traceback for what any client may do. 499: nginx's "client
+            # closed request", for the log and the metrics only.
+            decision, status, fields = "client_disconnected", 499, {}
         elapsed = time.perf_counter() - started
         metrics.deliveries.labels(event or "-", decision).inc()
         metrics.ack_seconds.observe(elapsed)
@@ -122,6 +138,8 @@ def create_app(
             orjson.dumps({"decision": decision, **fields}),
             status_code=status,
             media_type="application/json",
+            # The rest of a slow body is not waited for: the connection goes.
+            headers={"connection": "close"} if status == BodyTimeout.status else None,
         )
 
     async def healthz(request: Request) -> Response:
@@ -148,7 +166,11 @@ async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str,
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise BodyTooLarge(f"the body is larger than {MAX_BODY} bytes")
-    body = await read_limited(request.stream(), MAX_BODY)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            body = await read_limited(request.stream(), MAX_BODY)
+    except TimeoutError:
+        raise BodyTimeout(f"the body took longer than {BODY_SECONDS:g} s to arrive") from None
     verify(body, request.headers.get("x-hub-signature-256"), intake.secret)
     delivery = parse(request.headers, body)
     fields: dict[str, object] = {"action": delivery.action, "repository": _repository(delivery)}

@@ -1,7 +1,7 @@
-"""Hostile start-up settings of `neo serve` and `neo worker`.
+"""Hostile start-up settings and hostile clients of `neo serve` and `neo worker`.
 
 Every case is a row of one of the tables below, run against real `neo`
-processes (a fake GitHub behind them). To add a
+processes (a fake GitHub behind them) and raw sockets on loopback. To add a
 case, append a row to the table it belongs to; its `id` names it in pytest's
 output:
 
@@ -11,12 +11,23 @@ output:
   `{data}` the data directory; None removes the variable.
 - ALLOWED_BOTS: a value of NEO_ALLOWED_BOTS, the bot whose mention is posted
   to `neo serve`, and the decision the server must answer with.
+- SLOW_BODIES: what a client sends after a delivery's headers (`prelude`,
+  then one byte a second if `trickle`), on many connections at once. The
+  server must close every one of them (a 408 answer or not) on its own.
+- DISCONNECTS: what a client sends before it goes away (`reset`: with a TCP
+  reset rather than a close). The server must log at most one short line per
+  connection, and no traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import selectors
+import socket
+import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +38,7 @@ import pytest
 from tests.bot.serving import (
     NEO,
     SECRET,
+    Server,
     free_port,
     headers,
     neo_serve,
@@ -171,3 +183,124 @@ def test_neo_worker_reads_allowed_bots_as_documented(
     with neo_worker(env, tmp_path / "worker.log") as worker:
         assert worker.process.poll() is None
     assert "Traceback" not in (tmp_path / "worker.log").read_text()
+
+
+# --- hostile clients of the webhook endpoint -----------------------------------
+
+CONNECTIONS = 50
+# How long the test waits for the server before it fails: far beyond the
+# server's own bound, so a pass never depends on the machine's speed.
+GIVE_UP = 90.0
+
+
+@pytest.fixture(scope="module")
+def server(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("hostile-serve")
+    with neo_serve(serve_env(github, tmp / "data"), tmp / "serve.log") as running:
+        yield running
+
+
+def _connect(server: Server, declared: int) -> socket.socket:
+    host, port = server.url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=GIVE_UP)
+    sent = headers("issue_comment", b"x" * declared)
+    head = "".join(f"{name}: {value}\r\n" for name, value in sent.items())
+    sock.sendall(
+        f"POST /api/github/webhooks HTTP/1.1\r\nhost: {host}\r\n"
+        f"content-length: {declared}\r\n{head}\r\n".encode()
+    )
+    return sock
+
+
+@dataclass(frozen=True)
+class Slow:
+    id: str
+    prelude: bytes
+    trickle: bool
+
+
+SLOW_BODIES = [
+    Slow("headers-then-nothing", b"", trickle=False),
+    Slow("half-the-body-then-nothing", b"{" * 500, trickle=False),
+    Slow("headers-then-a-byte-a-second", b"", trickle=True),
+]
+
+
+@pytest.mark.parametrize("case", SLOW_BODIES, ids=[case.id for case in SLOW_BODIES])
+def test_slow_bodies_are_cut_off(server: Server, case: Slow) -> None:
+    selector = selectors.DefaultSelector()
+    answers: dict[socket.socket, bytes] = {}
+    for _ in range(CONNECTIONS):
+        sock = _connect(server, declared=1000)
+        sock.sendall(case.prelude)
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ)
+        answers[sock] = b""
+    answers_by_fd = {sock.fileno(): sock for sock in answers}
+    open_ = set(answers)
+    deadline = time.monotonic() + GIVE_UP
+    try:
+        while open_ and time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=1.0):
+                sock = answers_by_fd[key.fd]
+                try:
+                    chunk = sock.recv(65536)
+                except ConnectionResetError:
+                    chunk = b""
+                answers[sock] += chunk
+                if not chunk:  # the server closed it
+                    selector.unregister(sock)
+                    open_.discard(sock)
+            if case.trickle:
+                for sock in list(open_):
+                    # A closed one is seen by the next select.
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        sock.send(b" ")
+        assert not open_, f"{len(open_)} of {CONNECTIONS} connections still open"
+        for answer in answers.values():
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    finally:
+        selector.close()
+        for sock in answers:
+            sock.close()
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+@dataclass(frozen=True)
+class Gone:
+    id: str
+    prelude: bytes
+    reset: bool = False
+
+
+DISCONNECTS = [
+    Gone("headers-then-close", b""),
+    Gone("half-the-body-then-close", b"{" * 500),
+    Gone("half-the-body-then-reset", b"{" * 500, reset=True),
+]
+
+
+@pytest.mark.parametrize("case", DISCONNECTS, ids=[case.id for case in DISCONNECTS])
+def test_a_client_that_leaves_is_one_short_log_line(server: Server, case: Gone) -> None:
+    start = server.log.stat().st_size
+    for _ in range(CONNECTIONS):
+        sock = _connect(server, declared=1000)
+        sock.sendall(case.prelude)
+        if case.reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    # Each one is noticed once the server has read its headers: wait for
+    # every connection's trace (a line, or an ASGI exception), then judge.
+    deadline = time.monotonic() + GIVE_UP
+    while time.monotonic() < deadline:
+        log = server.log.read_bytes()[start:].decode()
+        traces = log.count('"client_disconnected"') + log.count("Exception in ASGI application")
+        if traces >= CONNECTIONS:
+            break
+        time.sleep(0.2)
+    new = server.log.read_bytes()[start:].decode().splitlines()
+
+    assert "Traceback" not in "\n".join(new)
+    assert len(new) <= CONNECTIONS
+    assert all(len(line) < 300 for line in new), max(new, key=len)
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
