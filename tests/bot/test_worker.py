@@ -26,7 +26,7 @@ from bot.github import (
     GitHubApp,
     InstallationToken,
 )
-from bot.jobs import Job, JobRequest, JobState, Thread
+from bot.jobs import Job, JobRequest, JobState, RequestKind, Thread
 from bot.progress import job_marker
 from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.settings import Settings, load_settings
@@ -1689,9 +1689,11 @@ class _CountsClaims:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
 
-    async def claim(self, worker: str, lease: float) -> Job | None:
+    async def claim(
+        self, worker: str, lease: float, *, only: RequestKind | None = None
+    ) -> Job | None:
         self.claims += 1
-        return await self._queue.claim(worker, lease)
+        return await self._queue.claim(worker, lease, only=only)
 
 
 async def test_a_job_queued_in_the_process_is_claimed_without_waiting_for_a_poll(
@@ -1711,6 +1713,7 @@ async def test_a_job_queued_in_the_process_is_claimed_without_waiting_for_a_poll
         task = asyncio.create_task(w.run(stop))
         try:
             while not counted.claims:  # the worker's first poll, which finds nothing
+                assert not task.done(), task  # a worker that died never polls
                 await asyncio.sleep(0.01)
             number = github.add_issue(REPO, "Look around", user="mona")
             comment = github.add_comment(REPO, number, "@neo look around", user="mona")
