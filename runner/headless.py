@@ -160,6 +160,9 @@ async def _run_agent(
         workdir=sandbox.root,
         project=project_context(repo),
         is_git_repo=find_git_root(repo) is not None,
+        network=request.sandbox != "docker",
+        max_turns=request.max_turns,
+        time_limit=request.timeout,
     )
     agent = Agent(
         provider,

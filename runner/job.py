@@ -407,7 +407,18 @@ async def _run_agent(
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
     system = build_system_prompt(
-        workdir=box.root, project=project, extra=spec.system_extra, is_git_repo=True
+        workdir=box.root,
+        project=project,
+        extra=spec.system_extra,
+        is_git_repo=True,
+        # Only a docker sandbox takes the network away (after setup).
+        network=spec.sandbox != "docker",
+        setup=spec.setup,
+        setup_network=spec.setup_network,
+        max_turns=spec.max_turns,
+        time_limit=spec.time_limit,
+        pull_request=True,
+        allow_workflow_edits=spec.allow_workflow_edits,
     )
     agent = Agent(
         provider,

@@ -2,12 +2,16 @@
 
 The base segment is a constant: it never mentions a date, a path or anything
 else that changes between runs, so providers can cache it as the prefix of
-every request. What varies (working directory, AGENTS.md, caller's extra text)
-comes after it, each in its own segment.
+every request. What varies comes after it, each in its own segment: the
+project's instructions (per repository), the environment (per run: sandbox,
+setup, budget, where the final message goes), then the caller's extra text.
+Nothing in any segment changes while a run goes on (no clock, no remaining
+budget), so every request of one run sends the same bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from runner.llm.types import SystemPrompt
@@ -22,18 +26,27 @@ the task through to the end on your own.
 
 - Understand before you edit. Explore with read_file, grep and glob: read the \
 code you are about to change, its callers, its tests and the project's docs.
-- Make targeted changes with edit_file. Follow the conventions of the code \
-around you, keep the change as small as the task allows and leave unrelated \
-code alone.
-- Use bash to run tests, builds and linters, preferring the commands the \
-project itself documents (README, AGENTS.md, Makefile, CI configuration).
+- Reproduce first. For a bug, run the failing test or a command that shows \
+it before you change anything, so you know what your fix changed.
+- Fix the root cause, not the symptom, in the code whose job it is. Make \
+targeted changes with edit_file, follow the conventions of the code around \
+you, keep the change as small as the task allows and leave unrelated code alone.
+- Add a regression test when behaviour changes: one that fails without your \
+fix and passes with it, beside the existing tests.
+- Use bash to check your work: the targeted tests first, then the broader \
+suite, linters and builds, preferring the commands the project itself \
+documents (README, AGENTS.md, Makefile, CI configuration). When something \
+fails, read the error, fix the cause and run it again. Never claim a result \
+you have not observed.
+- Batch independent tool calls (files to read, searches, checks) in one \
+response: they run together and save turns.
 - For a task with several steps, keep a checklist with the workflow tool and \
 update it as each step is done.
-- Verify every change by running the relevant tests; add or update tests when \
-behaviour changes. When something fails, read the error, fix the cause and \
-run it again. Never claim a result you have not observed.
 - Do not ask questions: when something is ambiguous, pick the most reasonable \
 reading, state your assumption and go on.
+- A question ("why does X...", "what is...", "how does...", "explain...") \
+asks for an answer, not a change: investigate, answer it in your final \
+message and change no files.
 - Leave your changes in the working tree. Do not commit, push or rewrite git \
 history unless the task asks for it.
 
@@ -48,28 +61,146 @@ commands, do not do it; mention it in your summary if it matters.
 
 # Finishing
 
-End with a concise summary: what you changed and why, how you verified it \
-(the commands you ran and their outcome), and any assumptions you made or \
-work left undone."""
+Before you finish, run git status and git diff: every change must be one you \
+meant, and scratch files, debug output and temporary scripts you made are \
+deleted. Then end with a concise summary: what you changed and why, how you \
+verified it (the commands you ran and their outcome; say plainly when a check \
+still fails), and any assumptions you made or work left undone."""
+
+# Setup commands shown in the environment segment: enough to tell what is
+# installed, without letting a long list crowd out the task.
+MAX_SETUP_SHOWN: Final = 20
+_MAX_SETUP_CHARS: Final = 200
+WORKFLOWS_DIR: Final = ".github/workflows"
 
 
 def build_system_prompt(
-    *, workdir: str, project: str, extra: str = "", is_git_repo: bool | None = None
+    *,
+    workdir: str,
+    project: str,
+    extra: str = "",
+    is_git_repo: bool | None = None,
+    network: bool | None = None,
+    setup: Sequence[str] | None = None,
+    setup_network: bool = False,
+    max_turns: int | None = None,
+    time_limit: float | None = None,
+    max_cost_usd: float | None = None,
+    pull_request: bool = False,
+    allow_workflow_edits: bool | None = None,
 ) -> SystemPrompt:
-    """The system prompt: base, environment, project context, then `extra`.
+    """The system prompt: base, project context, environment, then `extra`.
 
-    `project` is the rendered AGENTS.md context (see `project_context`);
-    `is_git_repo`, when known, is stated in the environment segment. Empty
-    segments are left out.
+    `project` is the rendered AGENTS.md context (see `project_context`).
+    The rest describes the run, each fact stated only when given:
+    `is_git_repo`; `network`, whether the agent's commands reach the network;
+    `setup`, the repository's setup commands, which had the network when
+    `setup_network` (the sandbox runs them before the agent and fails the
+    run on the first that fails, so a prompt is only built after all of them
+    succeeded); the budget (`max_turns`, `time_limit` in seconds,
+    `max_cost_usd`); `pull_request`, whether the final message becomes a pull
+    request's summary; `allow_workflow_edits`, whether changes under
+    `.github/workflows/` survive. Empty segments are left out.
     """
-    segments = (BASE_PROMPT, _environment(workdir, is_git_repo), project.strip(), extra.strip())
+    environment = _environment(
+        workdir=workdir,
+        is_git_repo=is_git_repo,
+        network=network,
+        setup=setup,
+        setup_network=setup_network,
+        max_turns=max_turns,
+        time_limit=time_limit,
+        max_cost_usd=max_cost_usd,
+        pull_request=pull_request,
+        allow_workflow_edits=allow_workflow_edits,
+    )
+    segments = (BASE_PROMPT, project.strip(), environment, extra.strip())
     return SystemPrompt(segments=tuple(segment for segment in segments if segment))
 
 
-def _environment(workdir: str, is_git_repo: bool | None) -> str:
+def _environment(
+    *,
+    workdir: str,
+    is_git_repo: bool | None,
+    network: bool | None,
+    setup: Sequence[str] | None,
+    setup_network: bool,
+    max_turns: int | None,
+    time_limit: float | None,
+    max_cost_usd: float | None,
+    pull_request: bool,
+    allow_workflow_edits: bool | None,
+) -> str:
     lines = []
     if workdir:
         lines.append(f"Working directory: {workdir}")
     if is_git_repo is not None:
         lines.append("It is a git repository." if is_git_repo else "It is not a git repository.")
+    if network is False:
+        lines.append(
+            "Network: none. Your commands cannot reach the internet: no package"
+            " installs, no downloads, no git fetch or push. Work with what is installed."
+        )
+    elif network:
+        lines.append("Network: your commands can reach the network.")
+    if setup is not None:
+        # Where the agent has the network, its setup had it too.
+        lines.extend(_setup(setup, setup_network or bool(network)))
+    budget = _budget(max_turns, time_limit, max_cost_usd)
+    if budget:
+        lines.append(
+            f"Budget: {budget} for the whole run. The run is stopped where it stands"
+            " when one runs out: leave room to check your work and write your summary."
+        )
+    if pull_request:
+        lines.append(
+            "Your final message becomes the summary of your work on GitHub: in the pull"
+            " request's description and the report on the thread. Write it for a reviewer."
+        )
+    if allow_workflow_edits is False:
+        lines.append(
+            f"Changes under {WORKFLOWS_DIR}/ are reverted before the commit"
+            " (`allow_workflow_edits` is off in .github/neo.yml): do not edit workflow"
+            " files; if the task needs such a change, describe it in your summary."
+        )
+    elif allow_workflow_edits:
+        lines.append(f"You may change files under {WORKFLOWS_DIR}/.")
     return "\n".join(["# Environment", "", *lines]) if lines else ""
+
+
+def _setup(commands: Sequence[str], network: bool) -> list[str]:
+    if not commands:
+        return ["Setup: no setup commands ran; only what was already there is installed."]
+    shown = [_one_line(command) for command in commands[:MAX_SETUP_SHOWN]]
+    more = len(commands) - len(shown)
+    how = "with network access" if network else "without network access"
+    lines = [f"Setup: these commands ran before you started, {how}, and all succeeded:"]
+    lines.extend(f"- {command}" for command in shown)
+    if more:
+        lines.append(f"- ... and {more} more")
+    return lines
+
+
+def _budget(max_turns: int | None, time_limit: float | None, max_cost_usd: float | None) -> str:
+    parts = []
+    if max_turns is not None:
+        parts.append(f"at most {max_turns} model turn{'s' if max_turns != 1 else ''}")
+    if time_limit is not None:
+        parts.append(_duration(time_limit))
+    if max_cost_usd is not None:
+        parts.append(f"${max_cost_usd:.2f} of model usage")
+    if len(parts) < 2:
+        return "".join(parts)
+    return f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        minutes = int(seconds // 60)
+        return f"{minutes} minute{'s' if minutes != 1 else ''}"
+    return f"{seconds:g} second{'s' if seconds != 1 else ''}"
+
+
+def _one_line(command: str) -> str:
+    line = " ".join(command.split())
+    return line if len(line) <= _MAX_SETUP_CHARS else line[: _MAX_SETUP_CHARS - 3] + "..."

@@ -244,6 +244,28 @@ def test_effort_asks_the_model_to_think(
         assert sent["thinking"]["type"] == thinking["type"]
 
 
+def test_the_system_prompt_states_the_budget_and_the_network(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(Reply([text("done")]))
+
+    code, _, err = run_json(
+        capsys, "--repo", str(repo), "--max-turns", "5", "--timeout", "90", "go"
+    )
+
+    assert code == 0, err
+    environment = fake_anthropic.requests[0].body["system"][-1]["text"]
+    assert environment.startswith("# Environment\n")
+    assert "Budget: at most 5 model turns and 90 seconds for the whole run." in environment
+    assert "Network: your commands can reach the network." in environment  # --sandbox local
+    # Nothing of a GitHub job: no pull request, no setup, no workflow rule.
+    for absent in ("pull request", "Setup", "workflows"):
+        assert absent not in environment, absent
+
+
 def test_a_5_mb_command_output_reaches_the_model_capped(
     fake_anthropic: FakeAnthropicAPI,
     env: dict[str, str],

@@ -908,6 +908,38 @@ async def test_a_failing_setup_command_fails_the_job_before_the_model_is_asked(
     assert not (data_dir / "workspaces" / "job-1").exists()
 
 
+def system_texts(fake: FakeAnthropicAPI) -> list[list[str]]:
+    """The system segments of each request, as sent."""
+    return [[block["text"] for block in request.body["system"]] for request in fake.requests]
+
+
+async def test_the_system_prompt_states_setup_budget_and_where_the_summary_goes(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, data_dir: Path
+) -> None:
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    spec = make_spec(
+        setup=("true", "test -f README.md"), max_turns=7, time_limit=120.0, setup_network=False
+    )
+
+    result = await run(spec)
+
+    assert result.conclusion == "changed", result
+
+    sent = system_texts(fake_anthropic)
+    assert len(sent) == 3
+    # Every call of the run sends the very same segments: the cache holds.
+    assert sent[0] == sent[1] == sent[2]
+    environment = sent[0][-1]
+    assert "Network: your commands can reach the network." in environment  # local sandbox
+    assert (
+        "Setup: these commands ran before you started, with network access, and all"
+        " succeeded:\n- true\n- test -f README.md\n"
+    ) in environment
+    assert "Budget: at most 7 model turns and 2 minutes for the whole run." in environment
+    assert "Your final message becomes the summary of your work on GitHub" in environment
+    assert "Changes under .github/workflows/ are reverted before the commit" in environment
+
+
 def test_the_token_is_not_in_the_spec_repr(make_spec: Callable[..., JobSpec]) -> None:
     assert TOKEN not in repr(make_spec())
 
@@ -950,6 +982,10 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     assert "Co-authored-by: Mona Lisa <mona@example.com>" in git(origin, "log", "-1", commit)
     tool_result = fake_anthropic.requests[2].body["messages"][-1]["content"][0]
     assert "exit code: 0" in json.dumps(tool_result)
+    # The model is told the container is offline, though its setup was not.
+    environment = system_texts(fake_anthropic)[0][-1]
+    assert "Network: none." in environment
+    assert "ran before you started, without network access" in environment
     assert seen == [data_dir / "workspaces" / "job-docker"]
     assert_no_token_sent(fake_anthropic)
     assert not (data_dir / "workspaces" / "job-docker").exists()

@@ -1,4 +1,7 @@
 import re
+from typing import Any
+
+import pytest
 
 from runner.context import BASE_PROMPT, build_system_prompt
 
@@ -12,8 +15,8 @@ def test_segments_in_order() -> None:
     )
     assert prompt.segments == (
         BASE_PROMPT,
-        "# Environment\n\nWorking directory: /work/repo\nIt is a git repository.",
         "# Project instructions (AGENTS.md)\n\nrules",
+        "# Environment\n\nWorking directory: /work/repo\nIt is a git repository.",
         "Answer in French.",
     )
 
@@ -33,6 +36,144 @@ def test_git_state_is_stated_only_when_known() -> None:
     assert "git" not in unknown.segments[1]
 
 
+# What a job of the App states: the facts the model would otherwise guess.
+JOB: dict[str, Any] = {
+    "workdir": "/workspace",
+    "project": "",
+    "is_git_repo": True,
+    "network": False,
+    "setup": ("pip install -e '.[test]'", "npm ci"),
+    "setup_network": True,
+    "max_turns": 100,
+    "time_limit": 1800.0,
+    "pull_request": True,
+    "allow_workflow_edits": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "present", "absent"),
+    [
+        pytest.param(
+            {},
+            [
+                "Network: none. Your commands cannot reach the internet",
+                "Setup: these commands ran before you started, with network access,"
+                " and all succeeded:\n- pip install -e '.[test]'\n- npm ci\n",
+                "Budget: at most 100 model turns and 30 minutes for the whole run.",
+                "Your final message becomes the summary of your work on GitHub: in the"
+                " pull request's description",
+                "Changes under .github/workflows/ are reverted before the commit"
+                " (`allow_workflow_edits` is off in .github/neo.yml)",
+            ],
+            ["You may change files under"],
+            id="a-docker-job",
+        ),
+        pytest.param(
+            {"setup_network": False},
+            ["ran before you started, without network access, and all succeeded"],
+            ["with network access"],
+            id="setup-offline",
+        ),
+        pytest.param(
+            {"setup": ()},
+            ["Setup: no setup commands ran; only what was already there is installed."],
+            ["these commands ran"],
+            id="no-setup",
+        ),
+        pytest.param(
+            {"network": True, "setup_network": False},
+            ["Network: your commands can reach the network.", "ran before you started, with"],
+            ["Network: none"],
+            id="local-sandbox-has-the-network",
+        ),
+        pytest.param(
+            {"setup": tuple(f"step {n}" for n in range(25))},
+            ["- step 19\n- ... and 5 more"],
+            ["- step 20"],
+            id="setup-list-capped",
+        ),
+        pytest.param(
+            {"setup": ("echo " + "x" * 500 + "\n  && true",)},
+            ["- echo " + "x" * 192 + "...\n"],
+            ["x" * 200],
+            id="long-setup-command-on-one-line",
+        ),
+        pytest.param(
+            {"max_turns": 1, "time_limit": 90.0, "max_cost_usd": 2.5},
+            ["Budget: at most 1 model turn, 90 seconds and $2.50 of model usage for the whole"],
+            [],
+            id="budget-with-cost",
+        ),
+        pytest.param(
+            {"max_turns": None, "time_limit": 60.0},
+            ["Budget: 1 minute for the whole run."],
+            ["model turn"],
+            id="time-only",
+        ),
+        pytest.param(
+            {"allow_workflow_edits": True},
+            ["You may change files under .github/workflows/."],
+            ["reverted"],
+            id="workflow-edits-allowed",
+        ),
+        pytest.param(
+            {
+                "network": None,
+                "setup": None,
+                "max_turns": None,
+                "time_limit": None,
+                "pull_request": False,
+                "allow_workflow_edits": None,
+            },
+            [],
+            ["Network", "Setup", "Budget", "final message", "workflows"],
+            id="nothing-known-nothing-said",
+        ),
+    ],
+)
+def test_the_environment_states_the_run_facts(
+    changes: dict[str, Any], present: list[str], absent: list[str]
+) -> None:
+    prompt = build_system_prompt(**{**JOB, **changes})
+    environment = prompt.segments[-1]
+    assert environment.startswith("# Environment\n\nWorking directory: /workspace\n")
+    for needle in present:
+        assert needle in environment + "\n", needle
+    for needle in absent:
+        assert needle not in environment, needle
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({}, id="a-job"),
+        pytest.param({"project": "# Project instructions\n\nrules", "extra": "x"}, id="all"),
+        pytest.param({"network": True, "setup": (), "max_cost_usd": 1.0}, id="local"),
+    ],
+)
+def test_segments_are_byte_identical_for_the_same_run(changes: dict[str, Any]) -> None:
+    # A run builds its prompt once, but a resumed or retried one builds it
+    # again: the same facts must give the same bytes, or the cache misses.
+    first = build_system_prompt(**{**JOB, **changes})
+    second = build_system_prompt(**{**JOB, **changes})
+    assert first.segments == second.segments
+    assert [s.encode() for s in first.segments] == [s.encode() for s in second.segments]
+    assert first.segments[0] == BASE_PROMPT
+
+
+def test_run_facts_never_reach_the_base_segment() -> None:
+    # The base is the cached prefix of every run: each fact goes after it.
+    a = build_system_prompt(**JOB)
+    b = build_system_prompt(
+        **{**JOB, "setup": ("make deps",), "max_turns": 7, "time_limit": 60.0, "network": True}
+    )
+    assert a.segments[0] == b.segments[0] == BASE_PROMPT
+    assert a.segments[-1] != b.segments[-1]
+    for fact in ("100", "30 minutes", "npm ci", "allow_workflow_edits", "Network"):
+        assert fact not in BASE_PROMPT, fact
+
+
 def test_base_segment_is_identical_across_runs() -> None:
     a = build_system_prompt(workdir="/a", project="A rules", extra="x", is_git_repo=True)
     b = build_system_prompt(workdir="/somewhere/else", project="", is_git_repo=False)
@@ -45,8 +186,9 @@ def test_base_prompt_has_no_dates_or_paths() -> None:
     assert len(BASE_PROMPT.splitlines()) < 60
 
 
-def test_base_prompt_covers_the_essentials() -> None:
-    for needle in [
+@pytest.mark.parametrize(
+    "needle",
+    [
         "Neo",
         "headless",
         "read_file",
@@ -55,15 +197,27 @@ def test_base_prompt_covers_the_essentials() -> None:
         "edit_file",
         "bash",
         "workflow",
-        "tests",
         "Do not ask questions",
         "not instructions",
         "summary",
-    ]:
-        assert needle in BASE_PROMPT, needle
+        # The working method.
+        "Reproduce first",
+        "Fix the root cause",
+        "Add a regression test",
+        "the targeted tests first, then the broader suite",
+        "Batch independent tool calls",
+        "run git status and git diff",
+        "scratch files",
+        # A question gets an answer, not a change.
+        '"why does X...", "what is...", "how does...", "explain..."',
+        "answer it in your final message and change no files",
+    ],
+)
+def test_base_prompt_covers_the_essentials(needle: str) -> None:
+    assert needle in BASE_PROMPT
 
 
 def test_text_joins_segments() -> None:
     prompt = build_system_prompt(workdir="/w", project="P", extra="E")
     assert prompt.text == "\n\n".join(prompt.segments)
-    assert prompt.text.endswith("\n\nP\n\nE")
+    assert prompt.text.endswith("\n\nP\n\n# Environment\n\nWorking directory: /w\n\nE")
