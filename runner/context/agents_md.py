@@ -2,21 +2,36 @@
 
 Files are gathered from the repository root down to the working directory,
 outermost first, so a nested file reads as a refinement of the ones above it.
-The result is capped so a huge file cannot crowd out the conversation.
+A repository without an AGENTS.md at its root may keep the same kind of
+instructions for other agents: its CLAUDE.md and
+`.github/copilot-instructions.md` are read instead. AGENTS.md files deeper
+than the working directory are listed by path, not read: they govern only
+their own directories, which the task may never touch. The result is capped
+so a huge file cannot crowd out the conversation.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 FILENAME: Final = "AGENTS.md"
+# Read, in this order, when the repository's root has no AGENTS.md.
+FALLBACKS: Final = ("CLAUDE.md", ".github/copilot-instructions.md")
 HEADING: Final = "# Project instructions (AGENTS.md)"
 _INTRO: Final = (
-    "The repository provides these instructions, outermost directory first; "
-    "a file deeper in the tree refines the ones above it for its own directory."
+    "The repository provides these instructions, outermost directory first. The "
+    "deepest AGENTS.md governs its directory: where files disagree, the one nearest "
+    "to the file you change wins. Paths are from the repository root."
 )
+# Nested files listed by path: enough to show where the rules change.
+MAX_LISTED: Final = 20
+# A bound on the search for nested files, so a huge tree costs little.
+MAX_DIRECTORIES: Final = 10_000
+# Directories no project's own instructions live in: tools', dependencies'.
+_PRUNED: Final = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 
 
 def find_git_root(start: Path) -> Path | None:
@@ -40,11 +55,14 @@ def project_context(cwd: Path, *, limit: int = 32 * 1024) -> str:
     """
     here = cwd.resolve()
     root = find_git_root(here) or here
-    found = [_read(root, directory) for directory in _directories(root, here)]
+    found = [_read(root, directory / FILENAME) for directory in _directories(root, here)]
+    if found[0] is None:
+        found[:0] = [_read(root, root / name) for name in FALLBACKS]
     entries = [entry for entry in found if entry is not None]
-    if not entries:
+    nested = _nested(root, here)
+    if not entries and not nested:
         return ""
-    sections = [HEADING, _INTRO, *(entry.render() for entry in entries)]
+    sections = [HEADING, _INTRO, *nested, *(entry.render() for entry in entries)]
     return truncate("\n\n".join(sections), limit)
 
 
@@ -92,8 +110,36 @@ def _directories(root: Path, cwd: Path) -> list[Path]:
     return directories
 
 
-def _read(root: Path, directory: Path) -> _Entry | None:
-    path = directory / FILENAME
+def _nested(root: Path, cwd: Path) -> list[str]:
+    """The section listing the AGENTS.md files below `cwd`, if any: sorted, capped."""
+    paths: list[str] = []
+    visited = 0
+    # Sorted and pruned in place, so the walk (and where a cap cuts it) is
+    # the same on every run: the prompt's bytes must not change.
+    for directory, names, files in os.walk(cwd):
+        visited += 1
+        if visited > MAX_DIRECTORIES:
+            break
+        names[:] = sorted(n for n in names if not n.startswith(".") and n not in _PRUNED)
+        if directory != str(cwd) and FILENAME in files:
+            paths.append(Path(directory, FILENAME).relative_to(root).as_posix())
+    if not paths:
+        return []
+    paths.sort()
+    lines = [
+        "Deeper directories have AGENTS.md files of their own, not shown here. Before you"
+        " change files under one of these directories, read its AGENTS.md (and those"
+        " between it and the root):"
+    ]
+    lines.extend(f"- {path}" for path in paths[:MAX_LISTED])
+    if len(paths) > MAX_LISTED:
+        lines.append(f"- ... and {len(paths) - MAX_LISTED} more")
+    if visited > MAX_DIRECTORIES:
+        lines.append(f"(The search stopped after {MAX_DIRECTORIES:,} directories.)")
+    return ["\n".join(lines)]
+
+
+def _read(root: Path, path: Path) -> _Entry | None:
     relative = path.relative_to(root).as_posix()
     try:
         if not path.exists() and not path.is_symlink():

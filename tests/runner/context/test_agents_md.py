@@ -173,3 +173,130 @@ def test_cwd_may_be_given_through_a_symlink(tmp_path: Path) -> None:
         "AGENTS.md\n\nroot",
         "src/AGENTS.md\n\nsrc",
     ]
+
+
+def sections_of(text: str) -> list[str]:
+    return text.split("\n\n## ")[1:]
+
+
+def test_the_intro_says_the_deepest_file_governs_its_directory(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "AGENTS.md").write_text("rules\n")
+    assert "The deepest AGENTS.md governs its directory" in project_context(repo)
+
+
+@pytest.mark.parametrize(
+    ("files", "cwd", "read"),
+    [
+        pytest.param({"CLAUDE.md": "claude"}, ".", ["CLAUDE.md\n\nclaude"], id="claude"),
+        pytest.param(
+            {".github/copilot-instructions.md": "copilot"},
+            ".",
+            [".github/copilot-instructions.md\n\ncopilot"],
+            id="copilot",
+        ),
+        pytest.param(
+            {".github/copilot-instructions.md": "copilot", "CLAUDE.md": "claude"},
+            ".",
+            ["CLAUDE.md\n\nclaude", ".github/copilot-instructions.md\n\ncopilot"],
+            id="both-claude-first",
+        ),
+        pytest.param(
+            {"AGENTS.md": "agents", "CLAUDE.md": "claude"},
+            ".",
+            ["AGENTS.md\n\nagents"],
+            id="agents-md-wins",
+        ),
+        pytest.param(
+            {"CLAUDE.md": "claude", "pkg/AGENTS.md": "pkg rules"},
+            "pkg",
+            ["CLAUDE.md\n\nclaude", "pkg/AGENTS.md\n\npkg rules"],
+            id="root-fallback-then-nested-file-on-the-path",
+        ),
+        pytest.param({"pkg/CLAUDE.md": "nested claude"}, "pkg", [], id="only-at-the-root"),
+    ],
+)
+def test_claude_md_and_copilot_instructions_stand_in_for_a_root_agents_md(
+    tmp_path: Path, files: dict[str, str], cwd: str, read: list[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for name, content in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(content + "\n")
+    text = project_context(repo / cwd)
+    assert sections_of(text) == read
+    assert (text == "") == (not read)
+
+
+def test_a_fallback_linking_out_of_the_repository_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "host-credentials"
+    secret.write_text("API_KEY=sk-very-secret\n")
+    repo = make_repo(tmp_path / "repo")
+    (repo / "CLAUDE.md").symlink_to(secret)
+    text = project_context(repo)
+    assert "sk-very-secret" not in text
+    assert sections_of(text) == ["CLAUDE.md\n\n(skipped: it links outside the repository)"]
+
+
+def nested_listing(text: str) -> list[str]:
+    """The paths the nested-files section lists, in order."""
+    section = next(part for part in text.split("\n\n") if part.startswith("Deeper directories"))
+    return [line[2:] for line in section.splitlines()[1:]]
+
+
+def test_nested_agents_md_files_are_listed_not_read(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "AGENTS.md").write_text("root rules\n")
+    for name in [
+        "web/AGENTS.md",
+        "api/AGENTS.md",
+        "api/v2/AGENTS.md",
+        # Dependencies' and tools' directories hold no rules of the project.
+        "node_modules/left-pad/AGENTS.md",
+        ".venv/lib/AGENTS.md",
+        "api/__pycache__/AGENTS.md",
+    ]:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(f"{name} rules\n")
+
+    text = project_context(repo)
+
+    assert nested_listing(text) == ["api/AGENTS.md", "api/v2/AGENTS.md", "web/AGENTS.md"]
+    assert "Before you change files under one of these directories, read its AGENTS.md" in text
+    assert sections_of(text) == ["AGENTS.md\n\nroot rules"]
+    assert "api/AGENTS.md rules" not in text
+    # The listing comes before the files, so a truncated file cannot cut it off.
+    assert text.index("Deeper directories") < text.index("## AGENTS.md")
+
+
+def test_nested_files_are_listed_even_without_a_root_file(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "lib").mkdir()
+    (repo / "lib" / "AGENTS.md").write_text("lib rules\n")
+    text = project_context(repo)
+    assert text.startswith(HEADING)
+    assert nested_listing(text) == ["lib/AGENTS.md"]
+    assert sections_of(text) == []
+
+
+def test_from_a_subdirectory_only_files_below_it_are_listed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    for name in ["AGENTS.md", "pkg/AGENTS.md", "pkg/deep/AGENTS.md", "other/AGENTS.md"]:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(f"{name}\n")
+    text = project_context(repo / "pkg")
+    assert nested_listing(text) == ["pkg/deep/AGENTS.md"]
+    assert sections_of(text) == ["AGENTS.md\n\nAGENTS.md", "pkg/AGENTS.md\n\npkg/AGENTS.md"]
+
+
+def test_the_nested_listing_is_capped_and_byte_stable(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    # Made in reverse, so the filesystem's order differs from the sorted one.
+    for n in reversed(range(25)):
+        (repo / f"m{n:02d}").mkdir()
+        (repo / f"m{n:02d}" / "AGENTS.md").write_text("x\n")
+
+    text = project_context(repo)
+
+    assert nested_listing(text) == [f"m{n:02d}/AGENTS.md" for n in range(20)] + ["... and 5 more"]
+    assert project_context(repo).encode() == text.encode()
