@@ -601,15 +601,29 @@ class Outcome:
         )
 
 
-_URL = re.compile(r"https://[^\s<>()\[\]`]+")
+# A URL that is a link destination as it stands: no space, bracket or
+# parenthesis could end it early.
+_URL = re.compile(r"https?://[^\s<>()\[\]`\\\x00-\x1f\x7f]+")
+_PULL_NUMBER = re.compile(r"/pull/(\d+)/?$")
+
+
+def _pull_request_link(url: str) -> str:
+    """The pull request as a Markdown link to its URL, as GitHub gave it: `[#9](...)`.
+
+    Anything else is shown as code, so it cannot turn into other Markdown.
+    """
+    if not _URL.fullmatch(url):
+        return _code(url)
+    number = _PULL_NUMBER.search(url)
+    text = f"#{number[1]}" if number else url
+    return f"[{text}]({url})"
 
 
 def _heading(outcome: Outcome, duration: float | None) -> str:
     if outcome.conclusion is Conclusion.SUCCESS:
         line = "✅ **Done**"
         if outcome.pr_url:
-            url = outcome.pr_url
-            line += f" — pull request: {url if _URL.fullmatch(url) else _code(url)}"
+            line += f" — pull request: {_pull_request_link(outcome.pr_url)}"
     elif outcome.conclusion is Conclusion.NO_CHANGES:
         line = "✅ **Done** — no changes to the repository, so no pull request"
     elif outcome.conclusion is Conclusion.FAILED:

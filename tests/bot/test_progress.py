@@ -356,7 +356,9 @@ def test_report_success_with_pull_request() -> None:
     report = render_report(progress.state, outcome(pr_url="https://github.com/octo/app/pull/9"))
     lines = report.split("\n")
     assert lines[0] == "<!-- neo:job=42 -->"
-    assert lines[2] == "✅ **Done** — pull request: https://github.com/octo/app/pull/9 · 4m 12s"
+    assert lines[2] == (
+        "✅ **Done** — pull request: [#9](https://github.com/octo/app/pull/9) · 4m 12s"
+    )
     assert "Fixed the date test." in report
     assert "_No commands were run._" in report
     assert (
@@ -378,6 +380,61 @@ def test_report_says_which_directories_were_left_out_as_repositories_of_their_ow
     assert "- Left out: ``@admin`s repo/`` (a git repository of its own)" in report
     assert report.index("Fixed the date test.") < report.index("Left out")
     assert not MENTION.search(prose_text(report))
+
+
+def links(markdown: str) -> list[tuple[str, str]]:
+    """(href, text) of each link GitHub would render."""
+    found = []
+    for token in _walk(MD.parse(markdown)):
+        children = token.children or []
+        for i, child in enumerate(children):
+            if child.type == "link_open":
+                found.append((str(child.attrs["href"]), children[i + 1].content))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        pytest.param(
+            "https://github.com/octo/app/pull/9",
+            "[#9](https://github.com/octo/app/pull/9)",
+            id="github.com",
+        ),
+        pytest.param(
+            "http://ghe.internal:8080/octo/app/pull/123",
+            "[#123](http://ghe.internal:8080/octo/app/pull/123)",
+            id="enterprise-over-http",
+        ),
+        pytest.param(
+            "https://ghe.example.com/octo/app/pulls?q=1",
+            "[https://ghe.example.com/octo/app/pulls?q=1](https://ghe.example.com/octo/app/pulls?q=1)",
+            id="not-a-pull-path",
+        ),
+    ],
+)
+def test_the_pull_request_is_a_link(url: str, shown: str) -> None:
+    progress = working()
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome(pr_url=url))
+    assert f"✅ **Done** — pull request: {shown} · 4m 12s" in report
+    assert links(report) == [(url, shown[1 : shown.index("]")])]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("https://x.example/pull/1) [evil](https://evil.example", id="brackets"),
+        pytest.param("javascript:alert(1)", id="not-http"),
+        pytest.param("https://x.example/a b", id="space"),
+    ],
+)
+def test_a_pull_request_url_that_is_no_plain_link_stays_code(url: str) -> None:
+    progress = working()
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome(pr_url=url))
+    assert links(report) == []
+    assert url in code_text(report)
 
 
 def test_report_no_changes() -> None:
