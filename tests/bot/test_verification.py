@@ -1,0 +1,116 @@
+"""bot.verification: which command lines tested, built or linted."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.verification import kinds
+
+CASES = [
+    # Tests.
+    ("pytest -q", ("test",)),
+    ("pytest tests/test_calc.py -x", ("test",)),
+    ("python -m pytest -q", ("test",)),
+    ("python3 -m unittest discover", ("test",)),
+    ("python3.11 -W error -m pytest", ("test",)),
+    ("python test_calc.py", ("test",)),
+    ("python tests/calc_test.py -v", ("test",)),
+    ("python manage.py test", ("test",)),
+    ("tox -e py311", ("test",)),
+    ("nox -s tests", ("test",)),
+    ("npm test", ("test",)),
+    ("npm run test:unit -- --watch=false", ("test",)),
+    ("yarn test", ("test",)),
+    ("pnpm test", ("test",)),
+    ("bun test", ("test",)),
+    ("cargo test --all", ("test",)),
+    ("cargo +nightly test", ("test",)),
+    ("go test ./...", ("test",)),
+    ("make test", ("test",)),
+    ("make -C backend -j4 check", ("test",)),
+    ("mvn -q verify", ("test",)),
+    ("./gradlew :app:test", ("test",)),
+    ("npx jest src/", ("test",)),
+    ("bundle exec rspec", ("test",)),
+    ("dotnet test", ("test",)),
+    # Builds.
+    ("npm run build", ("build",)),
+    ("yarn build", ("build",)),
+    ("pnpm run build", ("build",)),
+    ("cargo build --release", ("build",)),
+    ("go build ./cmd/neo", ("build",)),
+    ("make", ("build",)),
+    ("make build", ("build",)),
+    ("make all", ("build",)),
+    ("mvn package", ("build",)),
+    ("gradle build", ("build",)),
+    ("tsc --noEmit", ("build",)),
+    ("python -m build", ("build",)),
+    ("cmake --build build", ("build",)),
+    # Linters and type checkers.
+    ("ruff check .", ("lint",)),
+    ("ruff format --check .", ("lint",)),
+    ("mypy src", ("lint",)),
+    ("flake8", ("lint",)),
+    ("eslint .", ("lint",)),
+    ("./node_modules/.bin/eslint src", ("lint",)),
+    ("npm run lint", ("lint",)),
+    ("npm run typecheck", ("lint",)),
+    ("cargo clippy -- -D warnings", ("lint",)),
+    ("go vet ./...", ("lint",)),
+    ("make lint", ("lint",)),
+    ("pre-commit run --all-files", ("lint",)),
+    # Wrapped: the program after the wrapper counts.
+    ("uv run pytest", ("test",)),
+    ("uv run --no-sync --with hypothesis pytest -q", ("test",)),
+    ("uvx ruff check", ("lint",)),
+    ("poetry run mypy .", ("lint",)),
+    ("timeout 120 pytest -q", ("test",)),
+    ("timeout -s KILL 60 go test ./...", ("test",)),
+    ("CI=1 FOO=bar npm test", ("test",)),
+    ("env -u HOME PYTHONPATH=. pytest", ("test",)),
+    ("time make check", ("test",)),
+    ("bash -c 'cd app && pytest -q'", ("test",)),
+    ('sh -c "npm run build"', ("build",)),
+    # Compound command lines and pipes.
+    ("cd x && pytest -q", ("test",)),
+    ("cd x; pytest -q", ("test",)),
+    ("(cd x && make test)", ("test",)),
+    ("pytest -q 2>&1 | tail -20", ("test",)),
+    ("pytest -q > out.txt; cat out.txt", ("test",)),
+    ("cat setup.cfg\npytest", ("test",)),
+    ("pytest && \\\n  ruff check .", ("test", "lint")),
+    ("ruff check . && mypy && pytest", ("test", "lint")),
+    ("make lint test", ("test", "lint")),
+    ("npm ci && npm run build && npm test", ("test", "build")),
+    ("pytest -k 'not slow", ("test",)),  # an unclosed quote
+    # Not verification: reading, searching, git, installing, running.
+    ("cat test_calc.py", ()),
+    ("ls tests", ()),
+    ("grep -rn pytest .", ()),
+    ("rg 'def test_' tests/", ()),
+    ("git status", ()),
+    ("git diff", ()),
+    ("git commit -m 'make test pass'", ()),
+    ("echo pytest", ()),
+    ("pip install pytest", ()),
+    ("uv sync", ()),
+    ("npm install", ()),
+    ("npm ci", ()),
+    ("npm run inspect", ()),
+    ("make clean", ()),
+    ("make install", ()),
+    ("python -c 'import calc; print(calc.add(1, 2))'", ()),
+    ("python calc.py", ()),
+    ("python", ()),
+    ("sed -n 1,40p src/app.py", ()),
+    ("find . -name '*_test.go'", ()),
+    ("cd tests", ()),
+    ("", ()),
+    ("# pytest", ()),
+]
+
+
+@pytest.mark.parametrize(("command", "expected"), CASES, ids=[c or "(empty)" for c, _ in CASES])
+def test_kinds(command: str, expected: tuple[str, ...]) -> None:
+    assert kinds(command) == expected
