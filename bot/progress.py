@@ -37,6 +37,7 @@ from typing import Literal
 
 from markdown_it import MarkdownIt
 
+from bot.verification import KINDS, Kind, kinds
 from runner.agent.events import (
     Compacted,
     Event,
@@ -666,6 +667,31 @@ def _command_line(command: Command) -> str:
     return f"- {mark} {_code(_one_line(command.command, 300))} → exit {command.exit_code}"
 
 
+def _failed_checks(checks: Sequence[Command]) -> list[str]:
+    """A warning for each kind of check (test, build, lint) whose last run failed.
+
+    A command of several kinds (`ruff check . && pytest`) is one warning.
+    """
+    last: dict[Kind, int] = {}
+    for index, command in enumerate(checks):
+        for kind in kinds(command.command):
+            last[kind] = index
+    failed: dict[int, list[Kind]] = {}
+    for kind in KINDS:
+        at = last.get(kind)
+        if at is not None and not checks[at].ok:
+            failed.setdefault(at, []).append(kind)
+    lines = []
+    for index, failed_kinds in sorted(failed.items()):
+        command = checks[index]
+        ended = "timed out" if command.timed_out else f"exited {command.exit_code}"
+        lines.append(
+            f"⚠️ The last {' and '.join(failed_kinds)} run failed:"
+            f" {_code(_one_line(command.command, 300))} {ended}."
+        )
+    return lines
+
+
 def _call_line(call: ToolCall) -> str:
     mark = {"ok": "✅", "error": "❌", "running": "⏳"}[call.state]
     line = f"- {mark} {_code(call.summary)}"
@@ -685,9 +711,14 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
     elif state.ended_at is not None:
         duration = state.elapsed(state.ended_at)
 
+    checks = [command for command in state.commands if kinds(command.command)]
     sections: list[str | _Part] = [job_marker(state.job_id), _heading(outcome, duration)]
     if outcome.conclusion is Conclusion.FAILED:
         sections.append(f"**Error:** {_code(_one_line(outcome.error or 'unknown error', 1_000))}")
+    # Beside the summary, which may say the opposite: the model's word is not proof.
+    warnings = _failed_checks(checks)
+    if warnings:
+        sections.append("\n".join(warnings))
     if outcome.summary.strip():
         original = outcome.summary.strip()
         # Never more than twice what the comment holds, before the costlier
@@ -706,11 +737,11 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append("**Checklist**")
         sections.append(_lines_part(_checklist_lines(state.checklist), "head", "more steps"))
     sections.append("**What was verified**")
-    if state.commands:
-        lines = [_command_line(command) for command in state.commands]
+    if checks:
+        lines = [_command_line(command) for command in checks]
         sections.append(_lines_part(lines, "tail", "earlier commands"))
     else:
-        sections.append("_No commands were run._")
+        sections.append("_No tests, builds or linters were run._")
     if state.calls:
         count = len(state.calls)
         sections.append(f"<details><summary>{count} tool call{'s' if count != 1 else ''}</summary>")

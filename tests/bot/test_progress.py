@@ -264,7 +264,7 @@ def test_bash_exit_codes_become_verified_commands() -> None:
     bash(
         progress,
         "c3",
-        "sleep 999",
+        "make test",
         "exit code: -9\ntimed out after 120s; the process group was killed",
         is_error=True,
     )
@@ -275,7 +275,7 @@ def test_bash_exit_codes_become_verified_commands() -> None:
     assert state.commands == (
         Command("pytest -q", 0),
         Command("ruff check .", 1),
-        Command("sleep 999", -9, timed_out=True),
+        Command("make test", -9, timed_out=True),
     )
     assert [c.ok for c in state.commands] == [True, False, False]
     assert [call.state for call in state.calls] == ["ok", "error", "error", "error"]
@@ -285,18 +285,18 @@ def test_bash_exit_codes_become_verified_commands() -> None:
     report = render_report(progress.state, outcome())
     assert "- ✅ `pytest -q` → exit 0" in report
     assert "- ❌ `ruff check .` → exit 1" in report
-    assert "- ⏱️ `sleep 999` → timed out" in report
+    assert "- ⏱️ `make test` → timed out" in report
 
 
 def test_a_command_with_backticks_stays_one_code_span() -> None:
     progress = working()
-    bash(progress, "c1", "echo `date` ``x`` && echo @alice", "exit code: 0")
+    bash(progress, "c1", "pytest -k `date` ``x`` && echo @alice", "exit code: 0")
     progress.finish(Conclusion.SUCCESS)
     report = render_report(progress.state, outcome())
     line = next(line for line in report.splitlines() if "exit 0" in line and "date" in line)
     spans = [t for t in _walk(MD.parse(line)) if t.type == "code_inline"]
     assert len(spans) == 1
-    assert spans[0].content == "echo `date` ``x`` && echo @alice"
+    assert spans[0].content == "pytest -k `date` ``x`` && echo @alice"
     assert not MENTION.search(prose_text(report))
 
 
@@ -360,7 +360,7 @@ def test_report_success_with_pull_request() -> None:
         "✅ **Done** — pull request: [#9](https://github.com/octo/app/pull/9) · 4m 12s"
     )
     assert "Fixed the date test." in report
-    assert "_No commands were run._" in report
+    assert "_No tests, builds or linters were run._" in report
     assert (
         "<details><summary>1 tool call</summary>\n\n- ✅ `edit_file: src/app.py`\n\n</details>"
         in report
@@ -435,6 +435,124 @@ def test_a_pull_request_url_that_is_no_plain_link_stays_code(url: str) -> None:
     report = render_report(progress.state, outcome(pr_url=url))
     assert links(report) == []
     assert url in code_text(report)
+
+
+def verified(report: str) -> list[str]:
+    """The lines under "What was verified"."""
+    section = report.split("**What was verified**\n\n", 1)[1]
+    return section.split("\n\n", 1)[0].splitlines()
+
+
+def test_what_was_verified_lists_only_tests_builds_and_linters() -> None:
+    progress = working()
+    bash(progress, "c1", "cat test_calc.py", "def test_add(): ...\nexit code: 0")
+    bash(progress, "c2", "ls tests", "exit code: 0")
+    bash(progress, "c3", "grep -rn add .", "exit code: 1")
+    bash(progress, "c4", "cd app && python -m pytest -q | tail -5", "1 failed\nexit code: 1")
+    bash(progress, "c5", "git status", "exit code: 0")
+    bash(progress, "c6", "ruff check .", "exit code: 0")
+    bash(progress, "c7", "pytest -q", "2 passed\nexit code: 0")
+    progress.finish(Conclusion.SUCCESS)
+
+    report = render_report(progress.state, outcome())
+
+    assert verified(report) == [
+        "- ❌ `cd app && python -m pytest -q | tail -5` → exit 1",
+        "- ✅ `ruff check .` → exit 0",
+        "- ✅ `pytest -q` → exit 0",
+    ]
+    # Every call still shows among the tool calls.
+    assert "<summary>7 tool calls</summary>" in report
+    assert "- ✅ `bash: cat test_calc.py` → exit 0" in report
+    assert "⚠️" not in report
+
+
+def test_only_other_commands_means_nothing_was_verified() -> None:
+    progress = working()
+    bash(progress, "c1", "cat test_calc.py", "exit code: 0")
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome())
+    assert verified(report) == ["_No tests, builds or linters were run._"]
+
+
+@pytest.mark.parametrize(
+    ("runs", "warnings"),
+    [
+        pytest.param(
+            [("pytest -q", "exit code: 1")],
+            ["⚠️ The last test run failed: `pytest -q` exited 1."],
+            id="failed",
+        ),
+        pytest.param(
+            [("pytest -q", "exit code: 1"), ("pytest -q", "exit code: 0")],
+            [],
+            id="failed-then-passed",
+        ),
+        pytest.param(
+            [("pytest test_calc.py", "exit code: 1"), ("pytest", "exit code: 0")],
+            [],
+            id="a-later-broader-run-passed",
+        ),
+        pytest.param(
+            [("pytest -q", "exit code: 1"), ("ruff check .", "exit code: 0")],
+            ["⚠️ The last test run failed: `pytest -q` exited 1."],
+            id="a-passing-lint-does-not-hide-the-failed-tests",
+        ),
+        pytest.param(
+            [("pytest -q", "exit code: 0"), ("cat log.txt", "exit code: 1")],
+            [],
+            id="a-failing-cat-is-no-check",
+        ),
+        pytest.param(
+            [
+                (
+                    "go test ./...",
+                    "exit code: -9\ntimed out after 600s; the process group was killed",
+                )
+            ],
+            ["⚠️ The last test run failed: `go test ./...` timed out."],
+            id="timed-out",
+        ),
+        pytest.param(
+            [("ruff check . && pytest", "exit code: 1")],
+            ["⚠️ The last test and lint run failed: `ruff check . && pytest` exited 1."],
+            id="one-command-of-two-kinds",
+        ),
+        pytest.param(
+            [("npm run build", "exit code: 2"), ("npm test", "exit code: 1")],
+            [
+                "⚠️ The last build run failed: `npm run build` exited 2.",
+                "⚠️ The last test run failed: `npm test` exited 1.",
+            ],
+            id="two-kinds-failed",
+        ),
+    ],
+)
+def test_the_report_warns_when_the_last_run_of_a_check_failed(
+    runs: list[tuple[str, str]], warnings: list[str]
+) -> None:
+    progress = working()
+    for n, (command, output) in enumerate(runs):
+        bash(progress, f"c{n}", command, output)
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome())
+    assert [line for line in report.splitlines() if line.startswith("⚠️")] == warnings
+
+
+def test_the_warning_sits_above_a_summary_that_claims_otherwise() -> None:
+    # As a new user saw it: the summary claims a pass its last test run denies.
+    progress = working()
+    bash(progress, "c1", "cat test_calc.py", "exit code: 0")
+    bash(progress, "c2", "python -m pytest test_calc.py", "1 failed\nexit code: 1")
+    progress.finish(Conclusion.SUCCESS)
+    summary = "Fixed `add`; test_calc.py passes now."
+
+    report = render_report(progress.state, outcome(summary=summary))
+
+    parts = report.split("\n\n")
+    assert parts[1].startswith("✅ **Done**")
+    assert parts[2] == ("⚠️ The last test run failed: `python -m pytest test_calc.py` exited 1.")
+    assert parts[3] == summary
 
 
 def test_report_no_changes() -> None:
