@@ -154,8 +154,8 @@ def _environment(
         )
     if pull_request:
         lines.append(
-            "Your final message becomes the summary of your work on GitHub: in the pull"
-            " request's description and the report on the thread. Write it for a reviewer."
+            "Your final message becomes the summary of your work on GitHub, in the pull"
+            " request's description and in Neo's report: write it for a reviewer."
         )
     if allow_workflow_edits is False:
         lines.append(

@@ -61,8 +61,8 @@ JOB: dict[str, Any] = {
                 "Setup: these commands ran before you started, with network access,"
                 " and all succeeded:\n- pip install -e '.[test]'\n- npm ci\n",
                 "Budget: at most 100 model turns and 30 minutes for the whole run.",
-                "Your final message becomes the summary of your work on GitHub: in the"
-                " pull request's description",
+                "Your final message becomes the summary of your work on GitHub, in the"
+                " pull request's description and in Neo's report: write it for a reviewer.",
                 "Changes under .github/workflows/ are reverted before the commit"
                 " (`allow_workflow_edits` is off in .github/neo.yml)",
             ],
