@@ -26,7 +26,9 @@ KINDS: Final[tuple[Kind, ...]] = ("test", "build", "lint")
 _PUNCTUATION: Final = ";&|()<>\n"
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON: Final = re.compile(r"(?:python|pypy)[0-9.]*")
-_TEST_SCRIPT: Final = re.compile(r"(?:test_.*|.*_test|tests?|runtests)\.py")
+_TEST_SCRIPT: Final = re.compile(
+    r"(?:(?:test|check)_.*|.*_(?:test|check)|tests?|checks?|runtests)\.py"
+)
 # Nested `bash -c` is followed this deep.
 _MAX_DEPTH: Final = 3
 

@@ -206,7 +206,7 @@ def test_a_bad_neo_sandbox_image_stops_the_worker_naming_it(
         "NEO_DATA_DIR": str(tmp_path / "data"),
         "NEO_SANDBOX_IMAGE": image,
     }
-    settings = {"NEO_SANDBOX": "local", **env}
+    settings = {"NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "1", **env}
 
     with pytest.raises(ConfigError, match=r"^NEO_SANDBOX_IMAGE: ") as raised:
         load_settings(settings)

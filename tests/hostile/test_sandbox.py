@@ -85,17 +85,36 @@ def neo_run(
     values.pop("PYTHONDONTWRITEBYTECODE", None)
     argv = [str(NEO), "run", "--sandbox", sandbox, "--timeout", "600", "--output-format", "json"]
     out, err = tree.parent / "stdout", tree.parent / "stderr"
+    peak = tree.parent / "peak"
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        child = subprocess.Popen(
-            [*argv, "--repo", str(tree), "go"], env=values, stdout=stdout, stderr=stderr
+        child = subprocess.run(
+            [sys.executable, "-c", _MEASURE, str(peak), *argv, "--repo", str(tree), "go"],
+            env=values,
+            stdout=stdout,
+            stderr=stderr,
+            check=False,
+            timeout=900,
         )
-        # wait4, not Popen.wait: its rusage is this child's own peak memory.
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
     assert child.returncode == 0, err.read_text()
     result = json.loads(out.read_text().strip().splitlines()[-1])
     assert not result["is_error"], result
-    return [tool_result(fake, n + 1) for n in range(len(calls))], usage.ru_maxrss
+    return [tool_result(fake, n + 1) for n in range(len(calls))], int(peak.read_text())
+
+
+# The child's peak RSS, measured by a small interpreter that forks it: a fork
+# of this test process would start with all of pytest's memory, which
+# ru_maxrss counts too, from before the exec (hundreds of MiB late in a run).
+_MEASURE = """
+import os, sys
+peak, argv = sys.argv[1], sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.execv(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(peak, "w") as out:
+    out.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
 def tool_result(fake: FakeAnthropicAPI, request: int) -> str:
