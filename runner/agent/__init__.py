@@ -4,6 +4,7 @@ from runner.agent.capping import DEFAULT_CAP_BYTES, cap_text
 from runner.agent.errors import (
     AgentError,
     ContextWindowExceeded,
+    MaxCost,
     MaxOutputTokens,
     MaxTurns,
     MissingToolCall,
@@ -21,18 +22,20 @@ from runner.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from runner.agent.loop import Agent, EventSink, InteractiveCheck, TurnResult
+from runner.agent.loop import Agent, Budget, EventSink, InteractiveCheck, TurnResult
 
 __all__ = [
     "DEFAULT_CAP_BYTES",
     "Agent",
     "AgentError",
     "AssistantMessage",
+    "Budget",
     "Compacted",
     "ContextWindowExceeded",
     "Event",
     "EventSink",
     "InteractiveCheck",
+    "MaxCost",
     "MaxOutputTokens",
     "MaxTurns",
     "MissingToolCall",

@@ -13,6 +13,12 @@ class MaxTurns(AgentError):
     kind = "max_turns"
 
 
+class MaxCost(AgentError):
+    """The next call would take the run past its cost limit: it was not made."""
+
+    kind = "max_cost"
+
+
 class MaxOutputTokens(AgentError):
     kind = "max_output_tokens"
 

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 import jsonschema
 from jsonschema.protocols import Validator
@@ -35,6 +35,20 @@ from runner.llm.provider import Completed, Provider, Retrying, TextDelta
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 
 EventSink = Callable[[ev.Event], None]
+
+
+class Budget(Protocol):
+    """What a run may spend, checked by the loop; the policy is the caller's."""
+
+    def before_call(self, turn: int, spent: llm.Usage, prompt_tokens: int) -> None:
+        """Raise an `AgentError` (e.g. `MaxCost`) to stop before call `turn` is made."""
+        ...
+
+    def note(self, turn: int) -> str | None:
+        """A line for the model after the tools of call `turn`, e.g. what is left."""
+        ...
+
+
 # Marks tool calls that need a person's confirmation; those run one at a time.
 InteractiveCheck = Callable[[llm.ToolUse], bool]
 
@@ -71,6 +85,7 @@ class Agent:
         usage: llm.Usage | None = None,
         compactor: Compactor | None = None,
         effort: llm.Effort | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -88,6 +103,8 @@ class Agent:
         self._usage = usage or llm.Usage()
         self._compactor = compactor
         self._effort = effort
+        self._budget = budget
+        self._turn = 0
         # The first exception an event consumer raised, until it can be raised.
         self._sink_error: Exception | None = None
         # The prompt's size as the provider last counted it, and how many
@@ -124,10 +141,13 @@ class Agent:
                 self._raise_sink_error()
                 if turns >= self._max_turns:
                     raise MaxTurns(f"stopped after {turns} model calls (max turns)")
+                usage = usage + await self._compact(overflowed=False)
+                if self._budget is not None:
+                    self._budget.before_call(turns + 1, usage, self._prompt_tokens())
                 turns += 1
+                self._turn = turns
                 self._emit(ev.TurnStarted(turns))
                 self._raise_sink_error()
-                usage = usage + await self._compact(overflowed=False)
                 try:
                     response = await self._call_provider()
                 except ContextOverflow:
@@ -206,6 +226,19 @@ class Agent:
         # results that follow are estimated until the next call counts them.
         self._measured = (sent, len(self._messages)) if sent else None
 
+    async def wrap_up(self, text: str) -> TurnResult:
+        """One more provider call, with no tool to call: the model's last word.
+
+        For a run a budget stopped (turns, time, cost, the window): `text`
+        says so, and the answer, kept as text, becomes the run's summary.
+        Its usage is counted like any call's.
+        """
+        self._append_user(llm.Text(text))
+        response = await self._call_provider(tools_allowed=False)
+        self._usage = self._usage + response.usage
+        self._commit_text(response)
+        return TurnResult(self._last_text(), response.stop_reason, 1, response.usage)
+
     async def _handle(self, response: llm.Response) -> bool:
         """Apply the stop-reason table; True means call the provider again."""
         reason = response.stop_reason
@@ -229,7 +262,7 @@ class Agent:
             raise ContextWindowExceeded("the conversation no longer fits the context window")
         raise UnexpectedStopReason(f"unexpected stop reason {reason!r}")
 
-    async def _call_provider(self) -> llm.Response:
+    async def _call_provider(self, *, tools_allowed: bool = True) -> llm.Response:
         # The provider gets its own copy, and the loop keeps its own of the
         # response: neither side can rewrite the transcript through the other.
         request = llm.Request(
@@ -238,6 +271,7 @@ class Agent:
             tools=self._specs,
             max_tokens=self._max_tokens,
             effort=self._effort,
+            tool_choice="auto" if tools_allowed else "none",
         )
         async for event in self._provider.stream(request):
             if isinstance(event, TextDelta):
@@ -313,7 +347,9 @@ class Agent:
                 for call, result in zip(calls, results, strict=True)
             )
             self._commit_assistant(response.content, response.usage)
-            self._messages.append(llm.Message("user", answered))
+            note = self._budget.note(self._turn) if self._budget is not None else None
+            extra = (llm.Text(note),) if note else ()
+            self._messages.append(llm.Message("user", (*answered, *extra)))
 
     async def _run_tool(self, call: llm.ToolUse) -> llm.ToolResult:
         self._emit(ev.ToolStarted(call.id, call.name, copy_object(call.input)))

@@ -226,6 +226,8 @@ def build_params(model: str, request: llm.Request) -> dict[str, Any]:
             {"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
             for t in request.tools
         ]
+        if request.tool_choice == "none":
+            params["tool_choice"] = {"type": "none"}
     if params["messages"]:
         _mark_newest(params["messages"][-1])
     if request.effort is not None:

@@ -141,6 +141,8 @@ class Request:
     max_tokens: int = 32_000
     # Adapters of models that cannot think leave it out.
     effort: Effort | None = None
+    # "none": the tools are described but may not be called (a last word).
+    tool_choice: Literal["auto", "none"] = "auto"
 
 
 # Stop reasons as the loop understands them. Adapters translate their

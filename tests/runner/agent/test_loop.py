@@ -32,7 +32,16 @@ from runner.agent import (
 from runner.llm.anthropic import AnthropicProvider
 from runner.llm.provider import Completed, StreamEvent
 from runner.llm.retry import RetryPolicy
-from runner.llm.types import JSONObject, Request, Response, Text, ToolResult, ToolSpec, ToolUse
+from runner.llm.types import (
+    JSONObject,
+    Request,
+    Response,
+    Text,
+    ToolResult,
+    ToolSpec,
+    ToolUse,
+    Usage,
+)
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from tests.fakes import FakeAnthropicAPI, Reply, text, tool_use
 
@@ -471,6 +480,58 @@ async def test_a_consumer_that_raises_breaks_no_tool_batch(
     assert len(fake_anthropic.requests) == 1
     # And the transcript it left is one the API takes.
     assert (await agent.send("go on")).text == "all three"
+
+
+class TellsAtTwo:
+    """A budget that says something after the tools of the second call."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
+        self.asked.append(turn)
+
+    def note(self, turn: int) -> str | None:
+        return "[two calls used]" if turn == 2 else None
+
+
+async def test_a_budget_note_follows_the_tool_results_of_its_turn(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    budget = TellsAtTwo()
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "echo", {"value": "a"})], "tool_use"),
+        Reply([tool_use("toolu_2", "echo", {"value": "b"})], "tool_use"),
+        Reply([text("done")]),
+    )
+    agent, _ = make_agent(fake_anthropic, budget=budget)
+
+    await agent.send("go")
+
+    assert budget.asked == [1, 2, 3]
+    second, third = (r.body["messages"][-1]["content"] for r in fake_anthropic.requests[1:])
+    assert [b["type"] for b in second] == ["tool_result"]
+    assert [b["type"] for b in third] == ["tool_result", "text"]
+    assert third[1]["text"] == "[two calls used]"
+
+
+async def test_the_last_word_offers_no_tool_to_call(fake_anthropic: FakeAnthropicAPI) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "echo", {"value": "a"})], "tool_use"),
+        Reply([text("I changed a; b is left."), tool_use("toolu_2", "echo", {"value": "b"})]),
+    )
+    agent, _ = make_agent(fake_anthropic, max_turns=1)
+    with pytest.raises(MaxTurns):
+        await agent.send("go")
+
+    last = await agent.wrap_up("Out of turns: sum up.")
+
+    assert last.text == "I changed a; b is left."
+    sent = fake_anthropic.requests[-1].body
+    assert sent["tool_choice"] == {"type": "none"}
+    assert sent["messages"][-1]["content"][-1]["text"] == "Out of turns: sum up."
+    # Its answer is kept as text only: no call is left unanswered.
+    assert agent.transcript()[-1].tool_uses == ()
 
 
 # -- limits and cancellation -----------------------------------------------------

@@ -1,0 +1,125 @@
+"""What one run may spend, in model calls, time and money, and what the model is told of it.
+
+The loop asks `before_call` before each provider call and `note` after each
+batch of tools. Past `warn_at` (80%) of the turns, the time or the cost, the
+model is told once, in its next tool result, what is left, so it can finish
+the change it is making. A call that would take the run past its cost limit
+is not made: the cost of the previous call (the prompt only grows) stands
+for the next one, and the first call's is its prompt as plain input.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+from runner.agent.errors import MaxCost
+from runner.errors import ConfigError, NeoError
+from runner.llm.pricing import cost_usd
+from runner.llm.types import Usage
+
+__all__ = ["BUDGET_KINDS", "WRAP_UP_SECONDS", "RunBudget", "ran_out", "wrap_up_prompt"]
+
+# The last call after a budget ran out has a bound of its own: the time limit
+# may be what ran out.
+WRAP_UP_SECONDS = 180.0
+
+# The errors a run ends with when a budget runs out; its work so far is kept.
+BUDGET_KINDS = frozenset(
+    {"max_turns", "max_cost", "timeout", "max_output_tokens", "context_window_exceeded"}
+)
+_WHY = {
+    "max_turns": "You have used all the model calls this run may make",
+    "max_cost": "The next model call would pass this run's cost limit",
+    "timeout": "This run's time limit has passed",
+    "max_output_tokens": "Your last answer hit the output token limit",
+    "context_window_exceeded": "The conversation no longer fits the model's context window",
+}
+
+_WARN_AT = 0.8
+
+
+class RunBudget:
+    """The limits of one run; `max_cost_usd` needs a model whose price is known."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        max_turns: int,
+        time_limit: float | None = None,
+        max_cost_usd: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        warn_at: float = _WARN_AT,
+    ) -> None:
+        if max_cost_usd is not None and cost_usd(model, Usage()) is None:
+            raise ConfigError(
+                f"a cost limit needs a model whose price is known; {model!r} has none"
+            )
+        self._model = model
+        self._max_turns = max_turns
+        self._time_limit = time_limit
+        self._max_cost = max_cost_usd
+        self._clock = clock
+        self._started = clock()
+        self._warn_turn = max(1, math.ceil(warn_at * max_turns))
+        self._warn_at = warn_at
+        self._spent = 0.0
+        self._last_call = 0.0
+        self._told: set[str] = set()
+
+    def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
+        if self._max_cost is None:
+            return
+        so_far = cost_usd(self._model, spent) or 0.0
+        if so_far > self._spent:
+            self._last_call, self._spent = so_far - self._spent, so_far
+        upcoming = (
+            self._last_call or cost_usd(self._model, Usage(input_tokens=prompt_tokens)) or 0.0
+        )
+        if so_far + upcoming > self._max_cost:
+            raise MaxCost(
+                f"stopped before model call {turn}: ${so_far:.2f} spent, and the next call"
+                f" (about ${upcoming:.2f}) would pass the ${self._max_cost:.2f} limit"
+            )
+
+    def note(self, turn: int) -> str | None:
+        left: list[str] = []
+        if turn >= self._warn_turn and "turns" not in self._told:
+            self._told.add("turns")
+            remaining = self._max_turns - turn
+            left.append(f"{turn} of {self._max_turns} model calls used, {remaining} left")
+        if self._time_limit is not None and "time" not in self._told:
+            elapsed = self._clock() - self._started
+            if elapsed >= self._warn_at * self._time_limit:
+                self._told.add("time")
+                minutes = max(0.0, self._time_limit - elapsed) / 60
+                left.append(f"about {minutes:.0f} of {self._time_limit / 60:.0f} minutes left")
+        cost = self._max_cost
+        if cost is not None and "cost" not in self._told and self._spent >= self._warn_at * cost:
+            self._told.add("cost")
+            left.append(f"${self._spent:.2f} of the ${cost:.2f} cost limit spent")
+        if not left:
+            return None
+        return (
+            f"[Neo: {'; '.join(left)}. Finish the change you are making, check it, and end with"
+            " your summary: what you changed, what you verified and what is left. When the"
+            " budget runs out, the work so far is published as an incomplete pull request.]"
+        )
+
+
+def ran_out(error: NeoError) -> bool:
+    """Whether `error` is a budget running out (rather than something going wrong)."""
+    return error.kind in BUDGET_KINDS
+
+
+def wrap_up_prompt(error: NeoError) -> str:
+    """What the model is told, in its last call, when a budget stopped it."""
+    why = _WHY.get(error.kind, _WHY["context_window_exceeded"])
+    return (
+        f"[Neo: {why}, so the run stops here, and you cannot call tools any more. The work"
+        " in the tree is kept. Write your final summary now, in Markdown: what you changed"
+        " and why, what you verified (and what failed), and what is left to do, as a"
+        " checklist.]"
+    )
