@@ -77,6 +77,7 @@ DEFAULT_SANDBOX_IMAGE: Final[str] = Settings.model_fields["sandbox_image"].defau
 _CONCLUSIONS: Final[Mapping[str, ActionConclusion]] = {
     "success": "success",
     "no_changes": "no_changes",
+    "incomplete": "incomplete",
     "failed": "failed",
     "cancelled": "cancelled",
 }
@@ -125,6 +126,10 @@ def action_command(args: argparse.Namespace) -> int:
     _finish(context, outcome)
     if outcome.conclusion == "failed":
         print(f"neo: error: {outcome.reason or 'the job failed'}", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.conclusion == "incomplete":
+        # The work so far is in a draft pull request, but the task is not done.
+        print(f"neo: incomplete: {outcome.reason}: {outcome.pr_url}", file=sys.stderr)
         return EXIT_FAILED
     if outcome.conclusion == "cancelled":
         print("neo: cancelled", file=sys.stderr)
@@ -272,7 +277,7 @@ def _outcome(job: Job) -> ActionOutcome:
         pr_url=_text(result.get("pr_url")),
         session_id=_text(result.get("session_id")),
         cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        reason=_text(error) if conclusion in ("failed", "cancelled") else None,
+        reason=_text(error) if conclusion in ("failed", "cancelled", "incomplete") else None,
         report=_text(result.get("report")),
     )
 

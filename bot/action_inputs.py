@@ -51,6 +51,7 @@ INPUTS: Final = (
     "max_turns",
     "time_limit",
     "effort",
+    "max_cost",
     "allowed_users",
     "allowed_bots",
     "branch_prefix",
@@ -188,6 +189,11 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
             if not text.isdigit():
                 raise InputError(f"input {name}: expected a whole number")
             values[name] = int(text)
+    if get("max_cost"):
+        try:
+            values["max_cost_usd"] = float(get("max_cost").removeprefix("$"))
+        except ValueError:
+            raise InputError("input max_cost: expected an amount of US dollars") from None
     effort = get("effort")
     if effort == "none":
         values["thinking"] = False
@@ -205,8 +211,12 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
         first = error.errors()[0]
         name = str(first["loc"][0]) if first["loc"] else "?"
         message = str(first["msg"]).removeprefix("Value error, ")
-        raise InputError(f"input {name}: {message}") from None
+        raise InputError(f"input {_INPUT_OF.get(name, name)}: {message}") from None
     return values
+
+
+# Settings whose input has another name.
+_INPUT_OF: Final = {"max_cost_usd": "max_cost", "thinking": "effort"}
 
 
 def read_context(env: Mapping[str, str]) -> ActionContext:

@@ -26,7 +26,7 @@ __all__ = [
     "write_outputs",
 ]
 
-ActionConclusion = Literal["success", "no_changes", "failed", "cancelled", "skipped"]
+ActionConclusion = Literal["success", "no_changes", "incomplete", "failed", "cancelled", "skipped"]
 
 # The outputs of action.yml, in its order.
 OUTPUTS: Final = ("conclusion", "branch", "pr_url", "session_id", "cost_usd")
@@ -34,6 +34,7 @@ OUTPUTS: Final = ("conclusion", "branch", "pr_url", "session_id", "cost_usd")
 _HEADINGS: Final[Mapping[str, str]] = {
     "success": "✅ Neo: done",
     "no_changes": "✅ Neo: done, no changes",
+    "incomplete": "⚠️ Neo: incomplete, the work so far is in a draft pull request",
     "failed": "❌ Neo: failed",
     "cancelled": "🛑 Neo: cancelled",
     "skipped": "⏭️ Neo: skipped",
@@ -70,7 +71,7 @@ class ActionOutcome:
         """The job summary's Markdown: a heading, the one-line reason, the report."""
         parts = [f"### {_HEADINGS[self.conclusion]}"]
         if self.reason:
-            label = "Error" if self.conclusion == "failed" else "Why"
+            label = {"failed": "Error", "incomplete": "Stopped"}.get(self.conclusion, "Why")
             parts.append(f"**{label}:** {_inline(self.reason)}")
         if self.pr_url:
             parts.append(f"Pull request: {self.pr_url}")

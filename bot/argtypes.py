@@ -24,15 +24,23 @@ def positive_int(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
+    """A number of seconds, more than 0 and finite."""
+    return _positive(text, "a number of seconds", "a finite number of seconds")
+
+
+def dollars(text: str) -> float:
+    """An amount of US dollars, more than 0 and finite (e.g. `2.50`)."""
+    return _positive(text.removeprefix("$"), "an amount of US dollars", "a finite amount")
+
+
+def _positive(text: str, what: str, finite: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds, not {_shown(text)}"
-        ) from None
-    # inf and nan parse as floats; neither is a time limit (and `1e999` is inf).
+        raise argparse.ArgumentTypeError(f"expected {what}, not {_shown(text)}") from None
+    # inf and nan parse as floats; neither is a limit (and `1e999` is inf).
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {_shown(text)}")
+        raise argparse.ArgumentTypeError(f"must be {finite}, not {_shown(text)}")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {_shown(text)}")
     return value

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bot.action import action_command, add_action_parser
-from bot.argtypes import image_reference, positive_float, positive_int
+from bot.argtypes import dollars, image_reference, positive_float, positive_int
 from bot.jobs_cli import add_jobs_parser, jobs_command
 from bot.output import OUTPUT_FORMATS, Output, make_output
 from bot.serve_cli import add_serve_parser, serve_command
@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model name (default: the provider's default)")
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
     run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
+    run.add_argument(
+        "--max-cost",
+        type=dollars,
+        metavar="USD",
+        help="stop before the model call that would cost the run more than this",
+    )
     run.add_argument(
         "--effort",
         choices=EFFORTS,
@@ -109,6 +115,7 @@ def run_command(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             resume=args.resume,
             effort=args.effort,
+            max_cost_usd=args.max_cost,
         )
         result = asyncio.run(_run(request, output))
     except ConfigError as error:

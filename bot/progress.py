@@ -273,6 +273,9 @@ _FINAL = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
 class Conclusion(StrEnum):
     SUCCESS = "success"
     NO_CHANGES = "no_changes"
+    # A budget (turns, time, cost, the window) stopped the work; what was
+    # done is in a draft pull request.
+    INCOMPLETE = "incomplete"
     FAILED = "failed"
     CANCELLED = "cancelled"
 
@@ -280,6 +283,7 @@ class Conclusion(StrEnum):
 _STATUS_OF = {
     Conclusion.SUCCESS: Status.DONE,
     Conclusion.NO_CHANGES: Status.DONE,
+    Conclusion.INCOMPLETE: Status.DONE,
     Conclusion.FAILED: Status.FAILED,
     Conclusion.CANCELLED: Status.CANCELLED,
 }
@@ -627,6 +631,10 @@ def _heading(outcome: Outcome, duration: float | None) -> str:
             line += f" — pull request: {_pull_request_link(outcome.pr_url)}"
     elif outcome.conclusion is Conclusion.NO_CHANGES:
         line = "✅ **Done** — no changes to the repository, so no pull request"
+    elif outcome.conclusion is Conclusion.INCOMPLETE:
+        line = "⚠️ **Incomplete**"
+        if outcome.pr_url:
+            line += f" — the work so far: {_pull_request_link(outcome.pr_url)}"
     elif outcome.conclusion is Conclusion.FAILED:
         line = "❌ **Failed**"
     else:
@@ -715,6 +723,12 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
     sections: list[str | _Part] = [job_marker(state.job_id), _heading(outcome, duration)]
     if outcome.conclusion is Conclusion.FAILED:
         sections.append(f"**Error:** {_code(_one_line(outcome.error or 'unknown error', 1_000))}")
+    elif outcome.conclusion is Conclusion.INCOMPLETE:
+        stopped = _code(_one_line(outcome.error or "a budget ran out", 1_000))
+        sections.append(
+            f"**Stopped before the end:** {stopped}. The draft pull request holds the work"
+            " so far; the summary says what is left. Mention Neo on it to go on."
+        )
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)
     if warnings:

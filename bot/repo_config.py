@@ -354,6 +354,18 @@ class RepoConfig(_Strict):
         strict=True,
         description="Minutes one run may take before it is stopped.",
     )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "The most, in US dollars, the model calls of one run may cost. The call that"
+            " would pass it is not made; the work so far becomes an incomplete draft pull"
+            " request. Unset: no limit."
+        ),
+    )
     thinking: bool = Field(
         default=True,
         strict=True,
@@ -853,6 +865,7 @@ provider: anthropic
 model: claude-sonnet-4-5
 max_turns: 150
 time_limit: 45  # minutes
+max_cost_usd: 5.00
 thinking: true
 effort: high
 setup:

@@ -127,6 +127,8 @@ _CONCLUSIONS = {
 _STATES = {
     Conclusion.SUCCESS: JobState.SUCCEEDED,
     Conclusion.NO_CHANGES: JobState.SUCCEEDED,
+    # Not done: `neo jobs retry` goes on with the same branch and session.
+    Conclusion.INCOMPLETE: JobState.FAILED,
     Conclusion.FAILED: JobState.FAILED,
     Conclusion.CANCELLED: JobState.CANCELLED,
 }
@@ -624,7 +626,7 @@ class Worker:
                 await live
         running.session_id = result.session_id
         self._check_alive(running)
-        conclusion = _CONCLUSIONS[result.conclusion]
+        conclusion = Conclusion.INCOMPLETE if result.incomplete else _CONCLUSIONS[result.conclusion]
         cancelled_by = None
         if conclusion is Conclusion.CANCELLED:
             cancelled_by = await self._cancelled_by(running.job)
@@ -646,7 +648,8 @@ class Worker:
                     base=default_branch,
                     title=title,
                     body=body,
-                    draft=config.draft,
+                    # Work a budget cut short is never ready for review.
+                    draft=config.draft or result.incomplete,
                 )
                 pr_url = pr.url
         summary = result.summary
@@ -1010,6 +1013,7 @@ class Worker:
             model=config.model,
             max_turns=config.max_turns,
             time_limit=config.time_limit * 60.0,
+            max_cost_usd=config.max_cost_usd,
             effort=config.effort if config.thinking else None,
             sandbox=self.settings.sandbox,
             image=(config.sandbox_image or self.settings.sandbox_image) if docker else None,
@@ -1231,6 +1235,12 @@ def _threadless_pr_body(result: JobResult, request: JobRequest) -> str:
 def _what_was_done(result: JobResult) -> list[str]:
     """A pull request body's summary, changed files and anything left out."""
     parts = ["## Summary", neutralise(result.summary.strip()) or "_The agent gave no summary._"]
+    if result.incomplete:
+        why = " ".join(f"{result.error_kind}: {result.error_message or ''}".split())
+        parts[:0] = [
+            f"> [!WARNING]\n> **Incomplete.** Neo stopped before it finished (`{neutralise(why)}`);"
+            " this is the work so far, and the summary says what is left."
+        ]
     if result.diffstat is not None:
         parts += ["## Changes", _diffstat(result.diffstat)]
     if result.blocked_paths:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
+from runner.budget import WRAP_UP_SECONDS, RunBudget, ran_out, wrap_up_prompt
 from runner.compact import WindowCompactor
 from runner.context import build_system_prompt, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
@@ -53,6 +54,8 @@ class RunRequest:
     resume: str | None = None
     # How hard the model thinks; None: not at all.
     effort: Effort | None = None
+    # US dollars the run's model calls may cost; None: no limit.
+    max_cost_usd: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,12 @@ async def run_headless(
     provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
     model = request.model or (previous.meta.model if previous else None)
     provider = make(provider_name, model)
+    budget = RunBudget(
+        model=provider.model,
+        max_turns=request.max_turns,
+        time_limit=request.timeout,
+        max_cost_usd=request.max_cost_usd,
+    )
     now = utc_timestamp()
     meta = (
         replace(previous.meta, provider=provider_name, model=provider.model, cwd=str(repo))
@@ -136,7 +145,7 @@ async def run_headless(
     try:
         async with sandbox as box:
             return await _run_agent(
-                request, box, provider, store, meta, previous, on_event, stop, started
+                request, box, provider, store, meta, previous, on_event, stop, started, budget
             )
     except SandboxError as error:
         return failed(error, started)
@@ -154,6 +163,7 @@ async def _run_agent(
     on_event: Callable[[Event], None] | None,
     stop: asyncio.Event | None,
     started: float,
+    budget: RunBudget,
 ) -> RunResult:
     repo = Path(meta.cwd)
     system = build_system_prompt(
@@ -173,6 +183,7 @@ async def _run_agent(
         usage=previous.meta.usage if previous else None,
         compactor=WindowCompactor(provider),
         effort=request.effort,
+        budget=budget,
     )
     turns = 0
     finished: TurnFinished | None = None
@@ -204,6 +215,9 @@ async def _run_agent(
     error: NeoError | None = None
     try:
         error = await _send(agent, request.prompt, request.timeout, stop)
+        if error is not None and ran_out(error) and turns:
+            # The model's last word, without tools: what it did and what is left.
+            finished = await _wrap_up(agent, error, finished) or finished
     finally:
         try:
             save()
@@ -224,6 +238,19 @@ async def _run_agent(
         duration_ms=_elapsed_ms(started),
         session_id=meta.id,
     )
+
+
+async def _wrap_up(
+    agent: Agent, error: NeoError, finished: TurnFinished | None
+) -> TurnFinished | None:
+    """The run's summary after a budget stopped it; None when the model gave none."""
+    try:
+        async with asyncio.timeout(WRAP_UP_SECONDS):
+            last = await agent.wrap_up(wrap_up_prompt(error))
+    except (NeoError, TimeoutError):
+        return None
+    usage = (finished.usage if finished else Usage()) + last.usage
+    return TurnFinished(last.stop_reason, last.text, usage, error.kind, str(error))
 
 
 class RunInterrupted(NeoError):

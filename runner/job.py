@@ -62,6 +62,7 @@ from typing import Any, Literal, TypeVar
 # reverting paths, merge-base) runs through its hardened internals.
 from runner import git as host_git
 from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
+from runner.budget import WRAP_UP_SECONDS, RunBudget, ran_out, wrap_up_prompt
 from runner.compact import WindowCompactor
 from runner.context import build_system_prompt
 from runner.context import project_context as read_project_context
@@ -148,6 +149,8 @@ class JobSpec:
     time_limit: float = 30 * 60.0
     # How hard the model thinks; None: not at all.
     effort: Effort | None = "medium"
+    # US dollars the model calls of this job may cost; None: no limit.
+    max_cost_usd: float | None = None
     sandbox: str = "docker"
     image: str | None = None
     setup: tuple[str, ...] = ()
@@ -186,6 +189,11 @@ class JobResult:
     def changed(self) -> bool:
         return self.conclusion == "changed"
 
+    @property
+    def incomplete(self) -> bool:
+        """A budget stopped the agent, and its work so far was pushed (`error_*` say which)."""
+        return self.changed and self.error_kind is not None
+
 
 class JobTimeout(NeoError):
     kind = "timeout"
@@ -212,6 +220,8 @@ class _Progress:
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
     session: Session | None = None  # as last saved, while the job's mark is open
+    agent: Agent | None = None  # for the last word after a budget stopped it
+    save: Callable[[], None] | None = None  # the session, as the agent has it now
     compacted: bool = False  # the agent compacted the conversation during the job
 
 
@@ -235,6 +245,12 @@ async def run(
     started = time.monotonic()
     _check(spec)
     provider = provider_factory(spec.provider, spec.model)
+    budget = RunBudget(
+        model=provider.model,
+        max_turns=spec.max_turns,
+        time_limit=spec.time_limit,
+        max_cost_usd=spec.max_cost_usd,
+    )
     workspace = spec.data_dir / "workspaces" / spec.job_id
     progress = _Progress()
     try:
@@ -242,14 +258,19 @@ async def run(
             await asyncio.to_thread(_remove, workspace)
             await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
             work = _prepare_and_run_agent(
-                spec, workspace, mirrors, provider, project_context, progress, on_event
+                spec, workspace, mirrors, provider, project_context, progress, on_event, budget
             )
             error = await _bounded(work, spec.time_limit, stop)
             error = error or progress.error
-            if error is not None:
-                result = _result(spec, provider, progress, started, error=error)
-            else:
+            if error is None:
                 result = await _publish(spec, workspace, provider, progress, started)
+            elif ran_out(error) and await _has_changes(workspace, progress):
+                # Out of turns, time, money or window with work in the tree:
+                # the model's last word, then the work as an incomplete PR.
+                await _wrap_up(spec, progress, error)
+                result = await _publish(spec, workspace, provider, progress, started, error=error)
+            else:
+                result = _result(spec, provider, progress, started, error=error)
     except (GitError, SandboxError, SessionError) as error:
         result = _result(spec, provider, progress, started, error=error)
     finally:
@@ -280,6 +301,8 @@ def _check(spec: JobSpec) -> None:
         raise ConfigError("max turns must be at least 1")
     if not spec.time_limit > 0:
         raise ConfigError("the time limit must be positive")
+    if spec.max_cost_usd is not None and not 0 < spec.max_cost_usd < float("inf"):
+        raise ConfigError("the cost limit must be a positive number of US dollars")
     if spec.pull_request is not None and spec.pull_request < 1:
         raise ConfigError(f"not a pull request number: {spec.pull_request}")
     if not spec.prompt.strip():
@@ -330,6 +353,7 @@ async def _prepare_and_run_agent(
     project_context: str | None,
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
+    budget: RunBudget,
 ) -> None:
     progress.start = await _checkout(spec, tree, mirrors)
     _mark(spec, "checkout_done")
@@ -338,7 +362,7 @@ async def _prepare_and_run_agent(
         project = await asyncio.to_thread(read_project_context, tree)
     async with _sandbox(spec, tree) as box:
         _mark(spec, "sandbox_ready")
-        await _run_agent(spec, box, provider, project, progress, on_event, tree)
+        await _run_agent(spec, box, provider, project, progress, on_event, tree, budget)
 
 
 def _mark(spec: JobSpec, event: str, **fields: object) -> None:
@@ -392,6 +416,7 @@ async def _run_agent(
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
     tree: Path,
+    budget: RunBudget,
 ) -> None:
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
@@ -431,7 +456,9 @@ async def _run_agent(
         # before this job's first call, like any that grows too large.
         compactor=WindowCompactor(provider),
         effort=spec.effort,
+        budget=budget,
     )
+    progress.agent = agent
     compactions: list[CompactionRecord] = list(meta.compactions)
 
     def save() -> None:
@@ -476,12 +503,45 @@ async def _run_agent(
             on_event(event)
 
     agent.subscribe(observe)
+    progress.save = save
     try:
         await agent.send(spec.prompt)
     except NeoError as error:
         progress.error = error
     finally:
         save()
+
+
+async def _has_changes(tree: Path, progress: _Progress) -> bool:
+    """Whether the tree differs from where the work branch started (what would be committed)."""
+    if progress.start is None or progress.agent is None:
+        return False  # the agent never ran: nothing of its to keep
+    await host_git.stage_all(tree)
+    changed = await host_git.run_local(
+        tree, "diff", "--cached", "--name-only", "-z", progress.start, "--"
+    )
+    return bool(changed.strip(b"\0"))
+
+
+async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
+    """Ask the model, without tools, for the summary of work a budget cut short.
+
+    Bounded on its own (the job's time may be what ran out); should it fail,
+    the pull request says what the agent's last words said.
+    """
+    assert progress.agent is not None
+    before = progress.finished
+    try:
+        async with asyncio.timeout(WRAP_UP_SECONDS):
+            last = await progress.agent.wrap_up(wrap_up_prompt(error))
+    except (NeoError, TimeoutError) as failure:
+        log.warning("job %s: no wrap-up summary: %s", spec.job_id, failure)
+        return
+    usage = (before.usage if before else Usage()) + last.usage
+    progress.finished = TurnFinished(last.stop_reason, last.text, usage, error.kind, str(error))
+    if progress.save is not None:
+        with contextlib.suppress(SessionError):
+            progress.save()
 
 
 def _drops_last_job(session: Session, job_id: str) -> bool:
@@ -552,9 +612,18 @@ def _outcome_note(result: JobResult) -> str | None:
 
 
 async def _publish(
-    spec: JobSpec, tree: Path, provider: Provider, progress: _Progress, started: float
+    spec: JobSpec,
+    tree: Path,
+    provider: Provider,
+    progress: _Progress,
+    started: float,
+    *,
+    error: NeoError | None = None,
 ) -> JobResult:
-    """On the host: drop blocked paths, commit the rest, push the work branch."""
+    """On the host: drop blocked paths, commit the rest, push the work branch.
+
+    With `error` (a budget that ran out), what is pushed is incomplete work.
+    """
     assert progress.start is not None
 
     async def git(*args: str, check: bool = True) -> bytes:
@@ -601,7 +670,8 @@ async def _publish(
             provider,
             progress,
             started,
-            conclusion="no_changes",
+            conclusion="no_changes" if error is None else "failed",
+            error=error,
             blocked=blocked,
             left_out=left_out,
         )
@@ -622,6 +692,7 @@ async def _publish(
         progress,
         started,
         conclusion="changed",
+        error=error,
         commit=commit,
         stat=stat,
         blocked=blocked,

@@ -266,6 +266,45 @@ def test_the_system_prompt_states_the_budget_and_the_network(
         assert absent not in environment, absent
 
 
+def test_max_cost_stops_before_the_call_that_would_pass_it_with_a_last_word(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("t1", "glob", {"pattern": "*.txt"})], "tool_use"),
+        Reply([text("Looked at the files; nothing is left.")]),
+    )
+    # The first call costs about a cent; a second like it would pass 1.5 cents.
+    flags = ("--model", "claude-sonnet-4-5", "--max-cost", "0.015")
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
+
+    assert code == 1
+    assert result["error"]["type"] == "max_cost"
+    assert result["error"]["message"].startswith("stopped before model call 2:")
+    assert result["num_turns"] == 1
+    assert result["result"] == "Looked at the files; nothing is left."
+    assert fake_anthropic.requests[-1].body["tool_choice"] == {"type": "none"}
+    assert len(fake_anthropic.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "must be more than 0"), ("lots", "expected an amount of US dollars"), ("inf", "finite")],
+)
+def test_a_bad_max_cost_is_one_line(
+    capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--max-cost", value, "go"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--max-cost" in err
+    assert message in err
+
+
 def test_a_5_mb_command_output_reaches_the_model_capped(
     fake_anthropic: FakeAnthropicAPI,
     env: dict[str, str],

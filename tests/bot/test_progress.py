@@ -764,3 +764,26 @@ def test_events_are_all_accepted() -> None:
     state = progress.state
     assert state.turns == 2
     assert [call.summary for call in state.calls] == ["glob: *", "grep"]
+
+
+def test_an_incomplete_report_says_why_it_stopped_and_links_the_work_so_far() -> None:
+    progress = working()
+    progress.finish(Conclusion.INCOMPLETE)
+    url = "https://github.com/octo/app/pull/9"
+    report = render_report(
+        progress.state,
+        outcome(
+            Conclusion.INCOMPLETE,
+            pr_url=url,
+            error="max_turns: stopped after 100 model calls (max turns)",
+            summary="Fixed half.\n\n- [ ] left: the other half",
+        ),
+    )
+    heading = report.splitlines()[2]
+    assert heading.startswith("⚠️ **Incomplete** — the work so far: ")
+    assert url in heading
+    assert (
+        "**Stopped before the end:** `max_turns: stopped after 100 model calls (max turns)`"
+    ) in report
+    assert report.index("Stopped before the end") < report.index("Fixed half.")
+    assert "**Error:**" not in report

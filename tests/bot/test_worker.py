@@ -325,6 +325,53 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     assert "add a line to the README" in first
 
 
+async def test_out_of_turns_with_work_done_it_opens_an_incomplete_draft_pr(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    # Ready pull requests by default: an incomplete one is a draft all the same.
+    github.put_file(REPO, ".github/neo.yml", "max_turns: 1\ndraft: false\n")
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    edit = {
+        "path": "README.md",
+        "old_string": "# fixture\n",
+        "new_string": "# fixture\n\nEdited by Neo.\n",
+    }
+    fake_anthropic.script(
+        Reply([tool_use("t1", "edit_file", edit)], "tool_use"),
+        Reply([text("Added the line.\n\n- [ ] left: check it with grep")]),
+    )
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED, job.result
+    assert job.result is not None
+    assert job.result["conclusion"] == "incomplete"
+    (pull,) = github.pulls(REPO)
+    assert pull["draft"] is True
+    assert "**Incomplete.**" in pull["body"]
+    assert "max_turns" in pull["body"]
+    assert git(origin, "show", f"refs/heads/neo/issue-{number}:README.md") == (
+        "# fixture\n\nEdited by Neo."
+    )
+    (report,) = bot_comments(github, number)
+    assert "⚠️ **Incomplete**" in report["body"]
+    assert pull["html_url"] in report["body"]
+    assert "**Stopped before the end:**" in report["body"]
+    assert job.result["pr_url"] == pull["html_url"]
+    # One call of work, then the last word with no tool to call.
+    assert len(fake_anthropic.requests) == 2
+    assert fake_anthropic.requests[1].body["tool_choice"] == {"type": "none"}
+    assert "left: check it with grep" in pull["body"]
+
+
 async def test_an_unauthorised_commenter_gets_one_short_reply_and_nothing_runs(
     queue: SqliteQueue,
     app: GitHubApp,

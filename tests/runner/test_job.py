@@ -28,6 +28,7 @@ from runner.job import JobResult, JobSpec, run, session_id_for
 from runner.llm.types import Message, Text, ToolResult, ToolUse
 from runner.session import JobMark, Session, SessionStore, before_job
 from tests.fakes import (
+    ErrorReply,
     FakeAnthropicAPI,
     FakeGitServer,
     Reply,
@@ -181,9 +182,9 @@ def tool_use_ids(messages: list[Any]) -> list[str]:
     return [b["id"] for m in messages for b in m["content"] if b["type"] == "tool_use"]
 
 
-def assert_changed(result: JobResult, origin: Path) -> str:
+def assert_changed(result: JobResult, origin: Path, *, incomplete: bool = False) -> str:
     assert result.conclusion == "changed", result
-    assert result.error_kind is None
+    assert result.incomplete is incomplete
     assert result.commit is not None
     assert branch_head(origin) == result.commit
     return result.commit
@@ -660,11 +661,11 @@ async def test_a_job_that_compacted_and_died_leaves_the_session_as_it_found_it(
         process.wait(timeout=30)
 
     left = thread_session(data_dir)
-    # Saved before the compaction, under the dying job's open mark: the next
-    # job cuts back to exactly what this one found.
+    # The job compacted before its first save: the file is as the job found
+    # it (or, had it saved first, under its open mark, which cuts back to it).
     assert left.meta.job is not None
-    assert (left.meta.job.id, left.meta.job.finished) == ("job-2", False)
-    assert before_job(left).messages == found.messages
+    seen = before_job(left) if left.meta.job.id == "job-2" else left
+    assert seen.messages == found.messages
     assert left.meta.compactions == ()
 
 
@@ -707,10 +708,12 @@ async def test_a_follow_up_is_told_that_the_job_before_it_kept_nothing(
     data_dir: Path,
 ) -> None:
     stop = asyncio.Event()
+    then: list[Any] = []
     if ending == "failed":
-        # The edit is made, then the next model call would pass max turns.
+        # The edit is made, then the provider refuses the next call.
         call = tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})
-        spec = make_spec(max_turns=1)
+        then = [ErrorReply(400, "invalid_request_error", "messages: something is off")]
+        spec = make_spec()
     else:
         call = tool_use("t1", "bash", {"command": "sleep 30"})
         spec = make_spec()
@@ -719,7 +722,7 @@ async def test_a_follow_up_is_told_that_the_job_before_it_kept_nothing(
         if ending == "cancelled" and isinstance(event, ToolStarted):
             stop.set()
 
-    fake_anthropic.script(Reply([call], "tool_use"))
+    fake_anthropic.script(Reply([call], "tool_use"), *then)
     first = await asyncio.wait_for(run(spec, on_event=on_event, stop=stop), 60)
     assert first.conclusion == ending, first
     assert branch_head(origin) == ""
@@ -735,7 +738,11 @@ async def test_a_follow_up_is_told_that_the_job_before_it_kept_nothing(
     last = messages[-1]["content"]
     assert [block["type"] for block in last] == ["tool_result", "text", "text"]
     assert last[2]["text"] == "Try again."
-    reason = "failed (max_turns: " if ending == "failed" else "was cancelled before it finished"
+    reason = (
+        "failed (provider_http_error: "
+        if ending == "failed"
+        else "was cancelled before it finished"
+    )
     assert last[1]["text"].startswith(f"[Neo: this job {reason}")
     assert last[1]["text"].endswith(
         f"Its working tree was discarded: none of the changes made in it is on branch {BRANCH}.]"
@@ -746,6 +753,74 @@ async def test_a_follow_up_is_told_that_the_job_before_it_kept_nothing(
 # --- failures
 
 
+WRAP_UP = Reply([text("Added notes.md.\n\n- [ ] left: the changelog")])
+
+
+def write_then_look(fake: FakeAnthropicAPI) -> None:
+    fake.script(
+        Reply([tool_use("w1", "write_file", {"path": "notes.md", "content": "n\n"})], "tool_use"),
+        Reply([tool_use("w2", "bash", {"command": "cat notes.md"})], "tool_use"),
+    )
+
+
+async def test_out_of_turns_with_work_in_the_tree_it_is_pushed_as_incomplete(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    write_then_look(fake_anthropic)
+    fake_anthropic.script(WRAP_UP)
+
+    result = await run(make_spec(max_turns=2))
+
+    assert (result.conclusion, result.error_kind) == ("changed", "max_turns")
+    assert result.incomplete
+    assert result.summary == "Added notes.md.\n\n- [ ] left: the changelog"
+    commit = assert_changed(result, origin, incomplete=True)
+    assert "notes.md" in git(origin, "show", "--name-only", "--format=", commit)
+    last = fake_anthropic.requests[-1].body
+    assert last["tool_choice"] == {"type": "none"}
+    assert "cannot call tools" in last["messages"][-1]["content"][-1]["text"]
+    # Exactly the turns allowed, and the one last word.
+    assert len(fake_anthropic.requests) == 3
+    assert result.num_turns == 2
+
+
+async def test_out_of_turns_with_nothing_changed_it_fails_without_a_last_word(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("g1", "glob", {"pattern": "*"})], "tool_use"),
+        Reply([tool_use("g2", "glob", {"pattern": "*"})], "tool_use"),
+    )
+    before = branch_head(origin, "main")
+
+    result = await run(make_spec(max_turns=2))
+
+    assert (result.conclusion, result.error_kind) == ("failed", "max_turns")
+    assert not result.incomplete
+    assert len(fake_anthropic.requests) == 2
+    assert branch_head(origin, "main") == before
+
+
+async def test_a_cost_limit_stops_before_the_call_that_would_pass_it(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    write_then_look(fake_anthropic)
+    fake_anthropic.script(WRAP_UP)
+    # The first call's prompt costs about a cent; a second like it would pass 1.5.
+    spec = make_spec(model="claude-sonnet-4-5", max_cost_usd=0.015)
+
+    result = await run(spec)
+
+    assert (result.conclusion, result.error_kind) == ("changed", "max_cost")
+    assert result.error_message is not None
+    assert result.error_message.startswith("stopped before model call 2:")
+    # The first call and the last word: the second call was never made.
+    assert len(fake_anthropic.requests) == 2
+    assert fake_anthropic.requests[-1].body["tool_choice"] == {"type": "none"}
+    assert result.num_turns == 1
+    assert_changed(result, origin, incomplete=True)
+
+
 async def test_the_time_limit_fails_the_job_and_removes_the_workspace(
     make_spec: Callable[..., JobSpec],
     fake_anthropic: FakeAnthropicAPI,
@@ -753,12 +828,14 @@ async def test_the_time_limit_fails_the_job_and_removes_the_workspace(
     data_dir: Path,
 ) -> None:
     fake_anthropic.script(
-        Reply([tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})], "tool_use"),
+        Reply([tool_use("t1", "glob", {"pattern": "*"})], "tool_use"),
         Reply([tool_use("t2", "bash", {"command": "sleep 30"})], "tool_use"),
     )
 
     result = await run(make_spec(time_limit=3.0))
 
+    # Nothing in the tree to keep: no last word, nothing pushed.
+    assert len(fake_anthropic.requests) == 2
     assert result.conclusion == "failed"
     assert result.error_kind == "timeout"
     assert result.error_message is not None
@@ -771,11 +848,40 @@ async def test_the_time_limit_fails_the_job_and_removes_the_workspace(
     session = SessionStore(data_dir).load(result.session_id)
     assert session.meta.job is not None
     assert session.meta.job.finished
-    answered, note = session.messages[-1].content
+    # The call answered first; Neo's note on the job's end last (a note on the
+    # time left may stand between them).
+    blocks = session.messages[-1].content
+    answered, note = blocks[0], blocks[-1]
     assert isinstance(answered, ToolResult)
     assert answered.tool_use_id == "t2"
     assert isinstance(note, Text)
     assert "failed (timeout: the job did not finish within its time limit of 3s)" in note.text
+
+
+async def test_the_time_limit_with_work_in_the_tree_pushes_it_as_incomplete(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("t1", "write_file", {"path": "x.txt", "content": "x\n"})], "tool_use"),
+        Reply([tool_use("t2", "bash", {"command": "sleep 30"})], "tool_use"),
+        WRAP_UP,
+    )
+
+    result = await run(make_spec(time_limit=3.0))
+
+    assert (result.conclusion, result.error_kind) == ("changed", "timeout")
+    commit = assert_changed(result, origin, incomplete=True)
+    assert git(origin, "show", "--name-only", "--format=", commit) == "x.txt"
+    assert result.summary == "Added notes.md.\n\n- [ ] left: the changelog"
+    assert not (data_dir / "workspaces" / "job-1").exists()
+    # The interrupted call answered, then the last word, in the thread's session.
+    assert result.session_id is not None
+    session = SessionStore(data_dir).load(result.session_id)
+    assert [m.role for m in session.messages[-2:]] == ["user", "assistant"]
+    assert session.messages[-1].text == result.summary
 
 
 async def test_stop_cancels_the_job(
