@@ -215,7 +215,7 @@ async def _run_agent(
     error: NeoError | None = None
     try:
         error = await _send(agent, request.prompt, request.timeout, stop)
-        if error is not None and ran_out(error) and turns:
+        if error is not None and ran_out(error) and await _tree_changed(repo):
             # The model's last word, without tools: what it did and what is left.
             finished = await _wrap_up(agent, error, finished) or finished
     finally:
@@ -238,6 +238,37 @@ async def _run_agent(
         duration_ms=_elapsed_ms(started),
         session_id=meta.id,
     )
+
+
+async def _tree_changed(repo: Path) -> bool:
+    """Whether the run left changes in its git working tree (outside one: no way to tell)."""
+    if find_git_root(repo) is None:
+        return False
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            "-C",
+            str(repo),
+            "status",
+            "--porcelain",
+            "--untracked-files=normal",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return False
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), _STATUS_TIMEOUT)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        return False
+    return process.returncode == 0 and bool(out.strip())
+
+
+_STATUS_TIMEOUT = 30.0
 
 
 async def _wrap_up(

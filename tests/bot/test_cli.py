@@ -272,8 +272,9 @@ def test_max_cost_stops_before_the_call_that_would_pass_it_with_a_last_word(
     repo: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
     fake_anthropic.script(
-        Reply([tool_use("t1", "glob", {"pattern": "*.txt"})], "tool_use"),
+        Reply([tool_use("t1", "write_file", {"path": "notes.txt", "content": "n\n"})], "tool_use"),
         Reply([text("Looked at the files; nothing is left.")]),
     )
     # The first call costs about a cent; a second like it would pass 1.5 cents.
