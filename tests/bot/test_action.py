@@ -973,7 +973,7 @@ def test_a_failed_job_exits_1_with_its_error_line_on_stderr_and_in_the_summary(
 
 
 @pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
-def test_the_max_turns_input_bounds_the_run(
+def test_the_max_turns_input_bounds_the_run_and_keeps_the_work(
     run: Runner, github: FakeGitHub, anthropic: FakeAnthropicAPI
 ) -> None:
     number = github.add_issue(REPO, "Say hello", user=REQUESTER)
@@ -982,11 +982,17 @@ def test_the_max_turns_input_bounds_the_run(
 
     step = run("issue_comment", comment_payload(number, comment, "@neo say hello"), max_turns="1")
 
+    # One call of work, then the last word without tools: the edit it made is
+    # kept as an incomplete draft pull request, and the step fails.
     assert step.code == 1
-    assert step.err.startswith("neo: error: max_turns: ")
-    assert len(anthropic.requests) == 1
-    assert step.outputs["conclusion"] == "failed"
-    assert github.pulls(REPO) == []
+    assert step.err.startswith("neo: incomplete: max_turns: ")
+    assert len(anthropic.requests) == 2
+    assert anthropic.requests[1].body["tool_choice"] == {"type": "none"}
+    assert step.outputs["conclusion"] == "incomplete"
+    (pull,) = github.pulls(REPO)
+    assert pull["draft"] is True
+    assert step.outputs["pr_url"] == pull["html_url"]
+    assert "### ⚠️ Neo: incomplete" in step.summary
 
 
 @pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
