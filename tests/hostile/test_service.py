@@ -226,23 +226,23 @@ SLOW_BODIES = [
 ]
 
 
-@pytest.mark.parametrize("case", SLOW_BODIES, ids=[case.id for case in SLOW_BODIES])
-def test_slow_bodies_are_cut_off(server: Server, case: Slow) -> None:
+def _until_closed(socks: list[socket.socket], trickle: bytes = b"") -> dict[socket.socket, bytes]:
+    """What the server answered on each socket, once it has closed them all.
+
+    `trickle` is sent on every open one each second meanwhile.
+    """
     selector = selectors.DefaultSelector()
-    answers: dict[socket.socket, bytes] = {}
-    for _ in range(CONNECTIONS):
-        sock = _connect(server, declared=1000)
-        sock.sendall(case.prelude)
+    answers = dict.fromkeys(socks, b"")
+    by_fd = {sock.fileno(): sock for sock in socks}
+    for sock in socks:
         sock.setblocking(False)
         selector.register(sock, selectors.EVENT_READ)
-        answers[sock] = b""
-    answers_by_fd = {sock.fileno(): sock for sock in answers}
-    open_ = set(answers)
+    open_ = set(socks)
     deadline = time.monotonic() + GIVE_UP
     try:
         while open_ and time.monotonic() < deadline:
             for key, _ in selector.select(timeout=1.0):
-                sock = answers_by_fd[key.fd]
+                sock = by_fd[key.fd]
                 try:
                     chunk = sock.recv(65536)
                 except ConnectionResetError:
@@ -251,18 +251,31 @@ def test_slow_bodies_are_cut_off(server: Server, case: Slow) -> None:
                 if not chunk:  # the server closed it
                     selector.unregister(sock)
                     open_.discard(sock)
-            if case.trickle:
+            if trickle:
                 for sock in list(open_):
                     # A closed one is seen by the next select.
                     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                        sock.send(b" ")
-        assert not open_, f"{len(open_)} of {CONNECTIONS} connections still open"
-        for answer in answers.values():
-            assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+                        sock.send(trickle)
+        assert not open_, f"{len(open_)} of {len(socks)} connections still open"
+        return answers
     finally:
         selector.close()
-        for sock in answers:
+        for sock in socks:
             sock.close()
+
+
+@pytest.mark.parametrize("case", SLOW_BODIES, ids=[case.id for case in SLOW_BODIES])
+def test_slow_bodies_are_cut_off(server: Server, case: Slow) -> None:
+    socks = []
+    for _ in range(CONNECTIONS):
+        sock = _connect(server, declared=1000)
+        sock.sendall(case.prelude)
+        socks.append(sock)
+
+    answers = _until_closed(socks, b" " if case.trickle else b"")
+
+    for answer in answers.values():
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
