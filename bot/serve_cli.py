@@ -18,6 +18,7 @@ import uvicorn
 import uvloop
 
 from bot.argtypes import port
+from bot.http_limits import BoundedHttpToolsProtocol
 from bot.queue import WakingQueue
 from bot.scheduler import run_scheduler
 from bot.server import Intake, create_app, serve_intake
@@ -89,8 +90,13 @@ async def _serve(settings: Settings, host: str, port: int) -> None:
             access_log=False,
             log_config=None,
             server_header=False,
-            # httptools parses HTTP in C; uvicorn's default (h11) is pure Python.
-            http="httptools",
+            # httptools parses HTTP in C (uvicorn's default, h11, is pure
+            # Python); this protocol bounds a request head's time and size.
+            http=BoundedHttpToolsProtocol,
+            # No limit_concurrency: over it uvicorn answers every request 503,
+            # so a client holding connections open would turn real deliveries
+            # away. The deadlines on heads and bodies bound how long any
+            # connection is held instead.
         )
         server = uvicorn.Server(config)
         stop = asyncio.Event()
