@@ -35,6 +35,19 @@ class Lines:
     size: int
 
 
+# Set in every command's environment, in both sandboxes (the setup commands'
+# too): no bytecode written into the tree, where it would reach the pull
+# request, and no pager or progress bar waiting on a terminal there is not.
+COMMAND_ENV = {
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+    "CI": "1",
+}
+
+
 class SandboxError(NeoError):
     """The sandbox itself failed (not the command run inside it)."""
 

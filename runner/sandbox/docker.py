@@ -67,7 +67,7 @@ from docker import DockerClient
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import ExecResult, Lines, PathOutsideTree, SandboxError
+from runner.sandbox.base import COMMAND_ENV, ExecResult, Lines, PathOutsideTree, SandboxError
 from runner.sandbox.output import OUTPUT_LIMIT
 
 WORKSPACE = "/workspace"
@@ -86,6 +86,7 @@ ENVIRONMENT = {
     "HOME": HOME,
     "LANG": "C.UTF-8",
     "TERM": "dumb",
+    **COMMAND_ENV,
 }
 
 # The agent's process name is `neo-agent`, so a command's `pkill -f python`

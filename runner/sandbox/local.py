@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import ExecResult, Lines, PathOutsideTree, SandboxError
+from runner.sandbox.base import COMMAND_ENV, ExecResult, Lines, PathOutsideTree, SandboxError
 from runner.sandbox.spawner import Spawner
 
 # Substrings of environment variable names that look like credentials, and
@@ -45,13 +45,15 @@ def is_secret_name(name: str) -> bool:
 def command_env(
     host: Mapping[str, str], overrides: Mapping[str, str] | None, scripts_dir: str
 ) -> dict[str, str]:
-    """The environment a command gets: `host` without secrets, then `overrides`.
+    """The environment a command gets: `host` without secrets, then
+    `COMMAND_ENV`, then `overrides`.
 
     `scripts_dir` (where the `ripgrep` wheel installs `rg`) goes at the end of
     PATH, so `rg` is always found while the project's own `python`, `pip` and
     tools keep precedence over the interpreter running Neo.
     """
     env = {name: value for name, value in host.items() if not is_secret_name(name)}
+    env.update(COMMAND_ENV)
     env.update(overrides or {})
     entries = [entry for entry in env.get("PATH", os.defpath).split(os.pathsep) if entry]
     if scripts_dir not in entries:

@@ -26,6 +26,7 @@ from docker import DockerClient
 from docker.errors import NotFound
 
 from runner.sandbox import PathOutsideTree, SandboxError
+from runner.sandbox.base import COMMAND_ENV
 from runner.sandbox.docker import (
     LABEL_JOB,
     LABEL_OWNER,
@@ -172,7 +173,41 @@ async def test_the_container_is_labelled_bounded_and_locked_down(
     if os.geteuid() == 0:
         assert info["Config"]["User"] == "1000:1000"
     names = {entry.split("=", 1)[0] for entry in info["Config"]["Env"]}
-    assert names <= {"PATH", "HOME", "LANG", "TERM"}
+    assert names <= {"PATH", "HOME", "LANG", "TERM", *COMMAND_ENV}
+
+
+# What a strong model's habits need: no bytecode in the tree, no pager, no progress bars.
+QUIET_ENV = [
+    pytest.param("PYTHONDONTWRITEBYTECODE", "1", id="no-bytecode"),
+    pytest.param("PAGER", "cat", id="pager"),
+    pytest.param("GIT_PAGER", "cat", id="git-pager"),
+    pytest.param("PIP_PROGRESS_BAR", "off", id="pip-progress"),
+    pytest.param("TQDM_DISABLE", "1", id="tqdm"),
+    pytest.param("CI", "1", id="ci"),
+]
+
+
+@in_module_loop
+@pytest.mark.parametrize(("name", "value"), QUIET_ENV)
+async def test_commands_get_the_quiet_environment(shared: Shared, name: str, value: str) -> None:
+    script = f'import os;print(os.environ.get("{name}"))'
+
+    assert await bash(shared.sandbox, f"python3 -c '{script}'") == f"{value}\nexit code: 0"
+
+
+async def test_setup_commands_write_no_bytecode_into_the_tree(
+    docker_client: DockerClient, tmp_path: Path
+) -> None:
+    (tmp_path / "calc.py").write_text("ADD = 1\n")
+
+    async with DockerSandbox.start(
+        tmp_path,
+        image=SANDBOX_IMAGE,
+        job_id="test-bytecode",
+        client=docker_client,
+        setup=["python3 -c 'import calc'"],
+    ) as sandbox:
+        assert await bash(sandbox, "ls -A") == "calc.py\nexit code: 0"
 
 
 @in_module_loop

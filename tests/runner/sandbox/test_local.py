@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runner.sandbox import LocalSandbox, PathOutsideTree, SandboxError
+from runner.sandbox.base import COMMAND_ENV
 from runner.sandbox.local import command_env, is_secret_name
 
 
@@ -424,7 +425,12 @@ def test_command_env_filters_overrides_and_appends_the_scripts_dir() -> None:
 
     env = command_env(host, {"EXTRA": "1"}, "/venv/bin")
 
-    assert env == {"PATH": "/usr/bin:/bin:/venv/bin", "HOME": "/home/me", "EXTRA": "1"}
+    assert env == {
+        "PATH": "/usr/bin:/bin:/venv/bin",
+        "HOME": "/home/me",
+        **COMMAND_ENV,
+        "EXTRA": "1",
+    }
 
 
 def test_command_env_keeps_path_order_when_the_scripts_dir_is_there() -> None:

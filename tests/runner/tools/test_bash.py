@@ -101,6 +101,44 @@ async def test_secrets_are_not_in_the_environment(
     assert "do-not-leak" not in output.content
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("PYTHONDONTWRITEBYTECODE", "1", id="no-bytecode"),
+        pytest.param("PAGER", "cat", id="pager"),
+        pytest.param("GIT_PAGER", "cat", id="git-pager"),
+        pytest.param("PIP_PROGRESS_BAR", "off", id="pip-progress"),
+        pytest.param("TQDM_DISABLE", "1", id="tqdm"),
+        pytest.param("CI", "1", id="ci"),
+    ],
+)
+async def test_commands_get_the_quiet_environment_whatever_the_hosts(
+    sandbox: LocalSandbox,
+    ctx: ToolContext,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+) -> None:
+    # The service's own environment (a developer's shell) must not bring a pager back.
+    monkeypatch.setenv(name, "less")
+    script = f'import os;print(os.environ.get("{name}"))'
+
+    output = await bash(sandbox, ctx, f"python3 -c '{script}'")
+
+    assert output.content == f"{value}\nexit code: 0"
+
+
+async def test_python_writes_no_bytecode_into_the_tree(
+    sandbox: LocalSandbox, tree: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    (tree / "calc.py").write_text("ADD = 1\n")
+
+    output = await bash(sandbox, ctx, "python3 -c 'import calc'; ls -A")
+
+    assert output.content == "calc.py\nexit code: 0"
+
+
 def test_spec(sandbox: LocalSandbox) -> None:
     spec = BashTool(sandbox).spec
 
