@@ -67,6 +67,12 @@ own (dir or file, whatever it points at) would be staged as a gitlink, a
 commit no remote has. `stage_all` and `commit_all` tell git to leave such
 directories out (an excluding pathspec, so git never reads their `.git`) and
 `stage_all` names them.
+
+**Generated files.** Untracked caches and build output (`__pycache__/`,
+`node_modules/`, ... see `GENERATED`) are left out too, through an excludes
+file of the host's passed as `core.excludesFile`: never a file in the tree,
+which the sandbox controls. A file the repository tracks stays tracked and
+its changes are committed; `stage_all` counts what was left out.
 """
 
 from __future__ import annotations
@@ -75,6 +81,7 @@ import asyncio
 import base64
 import contextlib
 import fcntl
+import fnmatch
 import hashlib
 import logging
 import os
@@ -83,8 +90,17 @@ import secrets
 import shutil
 import signal
 import stat
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,6 +109,7 @@ from urllib.parse import urlsplit
 from runner.errors import NeoError
 
 __all__ = [
+    "GENERATED",
     "LOCAL_TIMEOUT",
     "NETWORK_TIMEOUT",
     "RECENT_COMMITS",
@@ -101,6 +118,7 @@ __all__ = [
     "FileStat",
     "GitError",
     "MirrorCache",
+    "Staged",
     "checkout_branch",
     "clone",
     "clone_branch",
@@ -157,6 +175,21 @@ _KEEP_PACKS = (("fetch.unpackLimit", "1"), ("transfer.unpackLimit", "1"))
 # Local operations on a tree never reach the network, whatever its remote says.
 _OFFLINE = (("remote.origin.promisor", "false"),)
 _LOCAL_CLONE = (("protocol.file.allow", "always"),)
+
+# Untracked files that are caches and build output, never the change, in
+# gitignore syntax: `git add` leaves them out of every commit made here.
+GENERATED = (
+    "__pycache__/",
+    "*.pyc",
+    ".pytest_cache/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    "node_modules/",
+    ".venv/",
+    ".tox/",
+    "*.egg-info/",
+    ".DS_Store",
+)
 
 # Keys a tree's .git/config keeps when it is rewritten (lower case, as `git
 # config --list` prints them); `branch.<name>.remote|merge` stay too.
@@ -1124,19 +1157,75 @@ async def run_local(tree: Path, *args: str, check: bool = True) -> bytes:
     return result.stdout
 
 
-async def _add_all(run: Callable[..., Awaitable[_Result]], embedded: Sequence[str]) -> None:
-    """`git add --all`, but for the `embedded` directories, which git does not look into."""
-    if not embedded:
-        await run(["add", "--all"])
-        return
+@contextlib.contextmanager
+def _generated_excludes() -> Iterator[str]:
+    """A file of `GENERATED` patterns outside the tree, for `core.excludesFile`."""
+    with tempfile.TemporaryDirectory(prefix="neo-git-") as directory:
+        path = os.path.join(directory, "excludes")
+        with open(path, "w") as handle:
+            handle.write("".join(f"{pattern}\n" for pattern in GENERATED))
+        yield path
+
+
+def _leaving_out(embedded: Sequence[str]) -> bytes:
     # A pathspec that only excludes means "everything else"; from stdin, for any number.
-    pathspecs = b"".join(b":(top,exclude,literal)" + os.fsencode(path) + b"\0" for path in embedded)
-    await run(["add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"], stdin=pathspecs)
+    return b"".join(b":(top,exclude,literal)" + os.fsencode(path) + b"\0" for path in embedded)
 
 
-async def stage_all(tree: Path, *, timeout: float = LOCAL_TIMEOUT) -> tuple[str, ...]:
-    """Stage every change (deletions included) but repositories embedded in the tree;
-    return the directories of those, left out, sorted.
+async def _add_all(run: Callable[..., Awaitable[_Result]], embedded: Sequence[str]) -> None:
+    """`git add --all`, but for the `embedded` directories, which git does not look
+    into, and untracked generated files."""
+    with _generated_excludes() as excludes:
+        config = (("core.excludesFile", excludes),)
+        if not embedded:
+            await run(["add", "--all"], config=config)
+            return
+        await run(
+            ["add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"],
+            stdin=_leaving_out(embedded),
+            config=config,
+        )
+
+
+async def _untracked(run: Callable[..., Awaitable[_Result]], embedded: Sequence[str]) -> list[str]:
+    """Untracked files the repository's own ignore rules do not ignore, but in `embedded`."""
+    listed = await run(
+        ["ls-files", "-z", "--others", "--exclude-standard"],
+        config=(("core.excludesFile", os.devnull),),
+    )
+    # git lists an embedded repository as its directory, never what is in it.
+    inside = tuple(f"{directory}/" for directory in embedded)
+    paths = listed.stdout.decode(errors="surrogateescape").split("\0")
+    return [path for path in paths if path and not path.startswith(inside)]
+
+
+def _generated_kind(path: str) -> str:
+    """Which of `GENERATED` left `path` out: its outermost matching directory, else its name."""
+    *directories, name = path.split("/")
+    for part in directories:
+        for pattern in GENERATED:
+            if pattern.endswith("/") and fnmatch.fnmatchcase(part, pattern[:-1]):
+                return pattern
+    for pattern in GENERATED:
+        if not pattern.endswith("/") and fnmatch.fnmatchcase(name, pattern):
+            return pattern
+    return directories[0] + "/" if directories else name
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """What `stage_all` left out of the index."""
+
+    # Directories below the top holding a git repository of their own, sorted.
+    embedded: tuple[str, ...] = ()
+    # Untracked caches and build output: each kind (a pattern of `GENERATED`)
+    # with how many files, in the order of `GENERATED`.
+    generated: tuple[tuple[str, int], ...] = ()
+
+
+async def stage_all(tree: Path, *, timeout: float = LOCAL_TIMEOUT) -> Staged:
+    """Stage every change (deletions included) but repositories embedded in the tree
+    and untracked generated files; say what was left out.
 
     A directory holding a `.git` of its own (`git init`, a copied repository,
     a `gitdir:` file) would be staged as a gitlink: a commit no remote has.
@@ -1144,19 +1233,32 @@ async def stage_all(tree: Path, *, timeout: float = LOCAL_TIMEOUT) -> tuple[str,
     """
     git_dir, embedded = await _prepare(tree)
 
-    async def run(args: Sequence[str], *, stdin: bytes | None = None) -> _Result:
+    async def run(
+        args: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        config: Sequence[tuple[str, str]] = (),
+    ) -> _Result:
         return await _git(
             args,
             what=args[0],
             git_dir=git_dir,
             work_tree=tree,
-            config=_OFFLINE,
+            config=(*_OFFLINE, *config),
             stdin=stdin,
             timeout=timeout,
         )
 
     await _add_all(run, embedded)
-    return embedded
+    # Everything else is staged now: what is still untracked, and not ignored
+    # by the repository itself, was left out as generated.
+    counts: dict[str, int] = {}
+    for path in await _untracked(run, embedded):
+        kind = _generated_kind(path)
+        counts[kind] = counts.get(kind, 0) + 1
+    order = {pattern: index for index, pattern in enumerate(GENERATED)}
+    generated = sorted(counts.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+    return Staged(embedded, tuple(generated))
 
 
 async def commit_all(
@@ -1172,7 +1274,8 @@ async def commit_all(
 
     The commit is authored and committed by `author_name <author_email>` (the
     bot), with a `Co-authored-by: Name <email>` trailer per co-author. No hook
-    runs. Repositories embedded in the tree are left out, as by `stage_all`.
+    runs. Repositories embedded in the tree and untracked generated files are
+    left out, as by `stage_all`.
     """
     if not message.strip():
         raise GitError("the commit message is empty")
@@ -1191,13 +1294,14 @@ async def commit_all(
         env: Mapping[str, str] | None = None,
         stdin: bytes | None = None,
         check: bool = True,
+        config: Sequence[tuple[str, str]] = (),
     ) -> _Result:
         return await _git(
             args,
             what=args[0],
             git_dir=git_dir,
             work_tree=tree,
-            config=_OFFLINE,
+            config=(*_OFFLINE, *config),
             env=env,
             stdin=stdin,
             timeout=timeout,

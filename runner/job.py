@@ -176,6 +176,9 @@ class JobResult:
     # Directories holding a git repository of their own, left out of the
     # commit: staged, each would be a gitlink to a commit no remote has.
     left_out: tuple[str, ...] = ()
+    # Untracked caches and build output left out of the commit: each kind
+    # (`__pycache__/`, `*.pyc`, ...) with how many files.
+    generated: tuple[tuple[str, int], ...] = ()
     summary: str = ""
     error_kind: str | None = None
     error_message: str | None = None
@@ -633,7 +636,8 @@ async def _publish(
     # on top of where it started; commits the agent made fold into it.
     await git("symbolic-ref", "HEAD", f"refs/heads/{spec.work_branch}")
     await git("reset", "--quiet", "--no-refresh", progress.start, "--")
-    left_out = tuple(_shown(path) for path in await host_git.stage_all(tree))
+    staged = await host_git.stage_all(tree)
+    left_out = tuple(_shown(path) for path in staged.embedded)
     blocked: tuple[str, ...] = ()
     if not spec.allow_workflow_edits:
         listed = await git(
@@ -674,6 +678,7 @@ async def _publish(
             error=error,
             blocked=blocked,
             left_out=left_out,
+            generated=staged.generated,
         )
     base = (
         (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
@@ -697,6 +702,7 @@ async def _publish(
         stat=stat,
         blocked=blocked,
         left_out=left_out,
+        generated=staged.generated,
     )
 
 
@@ -719,6 +725,7 @@ def _result(
     stat: DiffStat | None = None,
     blocked: Sequence[str] = (),
     left_out: Sequence[str] = (),
+    generated: Sequence[tuple[str, int]] = (),
 ) -> JobResult:
     finished = progress.finished
     usage = finished.usage if finished else Usage()
@@ -731,6 +738,7 @@ def _result(
         diffstat=stat,
         blocked_paths=tuple(blocked),
         left_out=tuple(left_out),
+        generated=tuple(generated),
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
         error_message=_one_line(str(error)) if error else None,

@@ -23,6 +23,7 @@ from runner.git import (
     FileStat,
     GitError,
     MirrorCache,
+    Staged,
     checkout_branch,
     clone,
     clone_branch,
@@ -694,12 +695,110 @@ async def test_repositories_embedded_in_the_tree_are_left_out_of_the_commit(tree
     (tree / "a b" / "p.txt").write_text("p\n")
     (tree / "x.txt").write_text("x\n")
 
-    assert await stage_all(tree) == ("a b", "sub")
+    assert (await stage_all(tree)).embedded == ("a b", "sub")
     sha = await commit(tree, "x")
 
     assert sha is not None
     assert git("diff", "--name-only", "HEAD^", "HEAD", cwd=tree) == "x.txt"
     assert " commit " not in git("ls-tree", "-r", "HEAD", cwd=tree)  # no gitlink
+
+
+def write_files(tree: Path, paths: Sequence[str]) -> None:
+    for path in paths:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(f"{path}\n")
+
+
+@pytest.mark.parametrize(
+    ("written", "generated"),
+    [
+        pytest.param(
+            ["__pycache__/calc.cpython-311.pyc"], (("__pycache__/", 1),), id="pycache-at-the-top"
+        ),
+        pytest.param(
+            ["src/pkg/__pycache__/a.pyc", "src/pkg/__pycache__/b.pyc", "old.pyc"],
+            (("__pycache__/", 2), ("*.pyc", 1)),
+            id="pycache-deep-and-a-stray-pyc",
+        ),
+        pytest.param(
+            [".pytest_cache/README.md", ".pytest_cache/v/cache/nodeids", ".mypy_cache/x.json"],
+            ((".pytest_cache/", 2), (".mypy_cache/", 1)),
+            id="tool-caches",
+        ),
+        pytest.param(
+            [".ruff_cache/0.6/x", ".tox/py311/log", ".venv/bin/python", "web/node_modules/l/i.js"],
+            ((".ruff_cache/", 1), ("node_modules/", 1), (".venv/", 1), (".tox/", 1)),
+            id="environments-and-node-modules",
+        ),
+        pytest.param(
+            ["node_modules/pkg/__pycache__/m.pyc"],
+            (("node_modules/", 1),),
+            id="the-outermost-directory-names-it",
+        ),
+        pytest.param(
+            ["src/demo.egg-info/PKG-INFO", "docs/.DS_Store"],
+            (("*.egg-info/", 1), (".DS_Store", 1)),
+            id="build-output-and-finder-files",
+        ),
+        pytest.param(
+            ["notes.pyc.txt", "node_modules.md", "my__pycache__/x.txt"], (), id="lookalikes-kept"
+        ),
+    ],
+)
+async def test_untracked_generated_files_are_left_out_and_counted(
+    tree: Path, written: list[str], generated: tuple[tuple[str, int], ...]
+) -> None:
+    write_files(tree, ["calc.py", *written])
+
+    staged = await stage_all(tree)
+    await commit(tree, "x")
+
+    assert staged.generated == generated
+    committed = git("diff", "--name-only", "HEAD^", "HEAD", cwd=tree).splitlines()
+    assert set(committed) == {"calc.py"} | (set() if generated else set(written))
+    assert (tree / written[0]).exists()  # left out, not deleted
+
+
+async def test_tracked_generated_files_stay_tracked(tree: Path) -> None:
+    write_files(tree, ["node_modules/x.js", "lib/cache.pyc", "__pycache__/kept.pyc"])
+    git("add", "--force", ".", cwd=tree)
+    git("-c", "user.name=m", "-c", "user.email=m@example.com", "commit", "-qm", "vendor", cwd=tree)
+    (tree / "node_modules" / "x.js").write_text("changed\n")
+    (tree / "lib" / "cache.pyc").write_text("changed\n")
+    (tree / "__pycache__" / "kept.pyc").unlink()
+    write_files(tree, ["node_modules/y.js"])
+
+    staged = await stage_all(tree)
+    await commit(tree, "x")
+
+    assert staged.generated == (("node_modules/", 1),)
+    changes = git("show", "--name-status", "--format=", "HEAD", cwd=tree).splitlines()
+    assert sorted(changes) == [
+        "D\t__pycache__/kept.pyc",
+        "M\tlib/cache.pyc",
+        "M\tnode_modules/x.js",
+    ]
+
+
+async def test_what_the_repository_ignores_itself_is_not_reported(tree: Path) -> None:
+    write_files(tree, ["__pycache__/a.pyc", "node_modules/l/i.js"])
+    (tree / ".gitignore").write_text("__pycache__/\n")
+
+    staged = await stage_all(tree)
+    await commit(tree, "x")
+
+    assert staged.generated == (("node_modules/", 1),)
+    committed = git("diff", "--name-only", "HEAD^", "HEAD", cwd=tree).splitlines()
+    assert committed == [".gitignore"]
+
+
+async def test_generated_files_in_an_embedded_repository_are_not_counted(tree: Path) -> None:
+    write_files(tree, ["vendor/lib/__pycache__/a.pyc", "vendor/lib/x.py", "x.txt"])
+    (tree / "vendor" / "lib" / ".git").mkdir()
+
+    staged = await stage_all(tree)
+
+    assert staged == Staged(embedded=("vendor/lib",), generated=())
 
 
 async def test_a_fifo_git_reads_in_the_working_tree_is_refused(tree: Path) -> None:

@@ -399,6 +399,28 @@ async def test_a_repository_the_agent_made_in_the_tree_is_left_out_and_the_next_
     )
 
 
+async def test_generated_files_are_left_out_of_the_commit_and_counted(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    # What a test run leaves where PYTHONDONTWRITEBYTECODE is not set (a `-B`-less
+    # tool that compiles, an older checkout's caches): never part of the change.
+    command = (
+        "mkdir -p __pycache__ .pytest_cache/v && echo x > __pycache__/calc.cpython-311.pyc"
+        " && echo y > .pytest_cache/README.md && echo z > .pytest_cache/v/nodeids"
+        " && echo hi > hi.txt"
+    )
+    fake_anthropic.script(
+        Reply([tool_use("t1", "bash", {"command": command})], "tool_use"),
+        Reply([text("Tested.")]),
+    )
+
+    result = await run(make_spec())
+
+    commit = assert_changed(result, origin)
+    assert result.generated == (("__pycache__/", 1), (".pytest_cache/", 2))
+    assert git(origin, "diff", "--name-only", "main", commit) == "hi.txt"
+
+
 # --- follow-ups
 
 
