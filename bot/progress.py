@@ -576,6 +576,8 @@ class Outcome:
     cancelled_by: str | None = None
     # Directories the agent made repositories of their own, left out of the commit.
     left_out: tuple[str, ...] = ()
+    # Untracked caches and build output left out of the commit: (kind, files).
+    generated: tuple[tuple[str, int], ...] = ()
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
     duration_ms: int | None = None
@@ -741,11 +743,13 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         total = len(original)
         part = _Part(summary, lambda limit: _cut_summary(summary, limit, total))
         sections.append(part)
-    if outcome.left_out:
+    if outcome.left_out or outcome.generated:
         lines = [
             f"- Left out: {_code(path.rstrip('/') + '/')} (a git repository of its own)"
             for path in outcome.left_out
         ]
+        if outcome.generated:
+            lines.append(_generated_line(outcome.generated))
         sections.append(_lines_part(lines, "head", "left-out directories"))
     if state.checklist:
         sections.append("**Checklist**")
@@ -763,6 +767,16 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append("</details>")
     sections.append(_footer(outcome, duration))
     return _clamp(_fit(sections, _BUDGET))
+
+
+def _generated_line(generated: Sequence[tuple[str, int]]) -> str:
+    files = sum(count for _, count in generated)
+    kinds = ", ".join(_code(kind) for kind, _ in generated)
+    noun = "file" if files == 1 else "files"
+    return (
+        f"- Left out: {files:,} generated {noun} ({kinds}):"
+        " caches and build output are not committed"
+    )
 
 
 # --- staying under GitHub's limit -------------------------------------------------

@@ -669,6 +669,7 @@ class Worker:
             error=error,
             cancelled_by=cancelled_by,
             left_out=result.left_out,
+            generated=result.generated,
             usage=result.usage,
             cost_usd=result.cost_usd,
             duration_ms=result.duration_ms,

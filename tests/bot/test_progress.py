@@ -382,6 +382,47 @@ def test_report_says_which_directories_were_left_out_as_repositories_of_their_ow
     assert not MENTION.search(prose_text(report))
 
 
+@pytest.mark.parametrize(
+    ("generated", "line"),
+    [
+        pytest.param(
+            (("__pycache__/", 2), (".pytest_cache/", 1)),
+            "- Left out: 3 generated files (`__pycache__/`, `.pytest_cache/`):"
+            " caches and build output are not committed",
+            id="several-kinds",
+        ),
+        pytest.param(
+            (("*.pyc", 1),),
+            "- Left out: 1 generated file (`*.pyc`): caches and build output are not committed",
+            id="one-file",
+        ),
+        pytest.param(
+            (("node_modules/", 12345),),
+            "- Left out: 12,345 generated files (`node_modules/`):"
+            " caches and build output are not committed",
+            id="many-files",
+        ),
+    ],
+)
+def test_report_says_how_many_generated_files_were_left_out(
+    generated: tuple[tuple[str, int], ...], line: str
+) -> None:
+    progress = working()
+    progress.finish(Conclusion.SUCCESS)
+
+    report = render_report(progress.state, outcome(generated=generated, left_out=("vendor/lib",)))
+
+    assert line in report.splitlines()
+    assert report.index("(a git repository of its own)") < report.index(line)
+
+
+def test_report_mentions_no_generated_files_when_none_were_left_out() -> None:
+    progress = working()
+    progress.finish(Conclusion.SUCCESS)
+
+    assert "generated" not in render_report(progress.state, outcome())
+
+
 def links(markdown: str) -> list[tuple[str, str]]:
     """(href, text) of each link GitHub would render."""
     found = []
