@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import Field
 
 from runner.llm.types import JSONObject, ToolSpec
-from runner.sandbox.base import ExecResult, Sandbox
-from runner.tools.base import ToolContext, ToolOutput
+from runner.sandbox.base import ExecResult, PathOutsideTree, Sandbox
+from runner.tools.base import ToolContext, ToolError, ToolOutput
 from runner.tools.files import count_lines
 from runner.tools.schema import ToolInput, input_schema, parse
 
@@ -22,12 +22,19 @@ class BashInput(ToolInput):
         le=MAX_TIMEOUT,
         description="Seconds before the command and everything it started are killed.",
     )
+    workdir: str | None = Field(
+        default=None,
+        description=(
+            "The directory to run the command in, relative to the repository root"
+            " (default: the root). It must exist inside the repository."
+        ),
+    )
 
 
 SPEC = ToolSpec(
     name="bash",
     description=(
-        "Run a bash command at the repository root and get its output (stdout and"
+        "Run a bash command at the repository root (or `workdir`) and get its output (stdout and"
         " stderr interleaved) and exit code. Each call starts a fresh shell: cd,"
         " exported variables and activated environments do not carry over, so chain"
         " steps with && in one command. There is no terminal and no stdin: pass"
@@ -69,5 +76,21 @@ class BashTool:
 
     async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
         request = parse(BashInput, args)
-        result = await self._sandbox.run(["bash", "-c", request.command], timeout=request.timeout)
+        argv = ["bash", "-c", request.command]
+        try:
+            result = await self._sandbox.run(argv, timeout=request.timeout, cwd=request.workdir)
+        except (PathOutsideTree, FileNotFoundError, NotADirectoryError) as error:
+            # Only the working directory is checked before the command starts.
+            if request.workdir is None:
+                raise
+            raise workdir_error(request.workdir, error) from None
         return render(result, request.timeout)
+
+
+def workdir_error(workdir: str, error: Exception) -> ToolError:
+    """Why `workdir` cannot be the command's directory, in one line naming the field."""
+    if isinstance(error, PathOutsideTree):
+        return ToolError(f"workdir: {error}")
+    if isinstance(error, FileNotFoundError):
+        return ToolError(f"workdir: {workdir} does not exist")
+    return ToolError(f"workdir: {workdir} is not a directory")

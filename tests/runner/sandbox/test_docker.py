@@ -25,6 +25,7 @@ import pytest_asyncio
 from docker import DockerClient
 from docker.errors import NotFound
 
+from runner.llm.types import JSONObject
 from runner.sandbox import PathOutsideTree, SandboxError
 from runner.sandbox.base import COMMAND_ENV
 from runner.sandbox.docker import (
@@ -193,6 +194,33 @@ async def test_commands_get_the_quiet_environment(shared: Shared, name: str, val
     script = f'import os;print(os.environ.get("{name}"))'
 
     assert await bash(shared.sandbox, f"python3 -c '{script}'") == f"{value}\nexit code: 0"
+
+
+@in_module_loop
+@pytest.mark.parametrize(
+    ("workdir", "answer"),
+    [
+        pytest.param("{area}/sub", "/workspace/{area}/sub\nexit code: 0", id="inside"),
+        pytest.param("/workspace/{area}", "/workspace/{area}\nexit code: 0", id="absolute-inside"),
+        pytest.param("../etc", "workdir: ../etc is outside the working tree", id="outside"),
+        pytest.param("{area}/missing", "workdir: {area}/missing does not exist", id="missing"),
+        pytest.param("{area}/f.txt", "workdir: {area}/f.txt is not a directory", id="a-file"),
+    ],
+)
+async def test_workdir_runs_the_command_there_or_is_refused(
+    shared: Shared, area: str, workdir: str, answer: str
+) -> None:
+    (shared.tree / area / "sub").mkdir(parents=True)
+    (shared.tree / area / "f.txt").write_text("x\n")
+    tool = BashTool(shared.sandbox)
+    args: JSONObject = {"command": "pwd", "workdir": workdir.format(area=area)}
+
+    try:
+        output = (await tool(args, CTX)).content
+    except ToolError as error:
+        output = str(error)
+
+    assert output == answer.format(area=area)
 
 
 async def test_setup_commands_write_no_bytecode_into_the_tree(

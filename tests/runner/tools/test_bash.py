@@ -8,10 +8,12 @@ import pytest
 
 from runner.agent.capping import cap_text
 from runner.sandbox import LocalSandbox
-from runner.tools import BashTool, ToolContext, ToolOutput
+from runner.tools import BashTool, ToolContext, ToolError, ToolOutput
 
 
-async def bash(sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: float) -> ToolOutput:
+async def bash(
+    sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: float | str
+) -> ToolOutput:
     return await BashTool(sandbox)({"command": command, **extra}, ctx)
 
 
@@ -60,6 +62,55 @@ async def test_runs_at_the_repository_root(sandbox: LocalSandbox, ctx: ToolConte
     output = await bash(sandbox, ctx, "pwd")
 
     assert output.content == f"{sandbox.root}\nexit code: 0"
+
+
+@pytest.mark.parametrize(
+    ("workdir", "shown"),
+    [
+        pytest.param("src", "src", id="relative"),
+        pytest.param("src/pkg/", "src/pkg", id="trailing-slash"),
+        pytest.param("src/../src/pkg", "src/pkg", id="dot-dot-inside"),
+        pytest.param(".", "", id="the-root"),
+        pytest.param("in-link", "src", id="symlink-inside"),
+    ],
+)
+async def test_workdir_runs_the_command_there(
+    sandbox: LocalSandbox, tree: Path, ctx: ToolContext, workdir: str, shown: str
+) -> None:
+    (tree / "src" / "pkg").mkdir(parents=True)
+    (tree / "in-link").symlink_to("src")
+
+    output = await bash(sandbox, ctx, "pwd", workdir=workdir)
+
+    assert output.content == f"{os.path.join(sandbox.root, shown).rstrip('/')}\nexit code: 0"
+
+
+@pytest.mark.parametrize(
+    ("workdir", "error"),
+    [
+        pytest.param("../outside", "workdir: ../outside is outside the working tree", id="up"),
+        pytest.param("/etc", "workdir: /etc is outside the working tree", id="absolute"),
+        pytest.param(
+            "out-link",
+            "workdir: out-link resolves outside the working tree via a symlink",
+            id="symlink-out",
+        ),
+        pytest.param("missing", "workdir: missing does not exist", id="missing"),
+        pytest.param("notes.txt", "workdir: notes.txt is not a directory", id="a-file"),
+    ],
+)
+async def test_workdir_outside_the_tree_or_missing_is_refused_in_one_line(
+    sandbox: LocalSandbox, tree: Path, ctx: ToolContext, workdir: str, error: str
+) -> None:
+    (tree / "notes.txt").write_text("x\n")
+    (tree / "out-link").symlink_to(tree.parent / "outside")
+
+    with pytest.raises(ToolError) as raised:
+        await bash(sandbox, ctx, "touch ran", workdir=workdir)
+
+    assert str(raised.value) == error
+    assert not (tree / "ran").exists()
+    assert not (tree.parent / "outside" / "ran").exists()
 
 
 async def test_timeout_kills_the_process_group_and_is_an_error(
@@ -151,6 +202,13 @@ def test_spec(sandbox: LocalSandbox) -> None:
             "exclusiveMinimum": 0,
             "maximum": 600.0,
             "type": "number",
+        },
+        "workdir": {
+            "description": (
+                "The directory to run the command in, relative to the repository root"
+                " (default: the root). It must exist inside the repository."
+            ),
+            "type": "string",
         },
     }
 
