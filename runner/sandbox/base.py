@@ -19,6 +19,21 @@ class ExecResult:
     # (see `OutputBuffer`): the full output's size.
     total_bytes: int | None = None
     total_lines: int | None = None
+    # Processes the command left running, holding its output, that were
+    # stopped when it ended: how many, and the command lines of the first few.
+    stopped_count: int = 0
+    stopped: tuple[str, ...] = ()
+
+
+def stopped_of(answer: Mapping[str, object]) -> tuple[int, tuple[str, ...]]:
+    """`stopped_count` and `stopped` from the exec agent's answer to `run`."""
+    names = answer.get("stopped") or []
+    if not isinstance(names, list):
+        raise TypeError("not a list")
+    count = answer.get("stopped_count", len(names))
+    if not isinstance(count, int):
+        raise TypeError("not an integer")
+    return count, tuple(str(name) for name in names)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ base64 inside the JSON.
     -> {"id": 1, "op": "run", "argv": [...], "cwd": "src" | null,
         "env": {...}, "timeout": 120.0, "limit": 16777216, "inherit_env": true}
     <- {"id": 1, "ok": true, "exit_code": 0, "output": "<base64>",
-        "timed_out": false, "total_bytes": null, "total_lines": null}
+        "timed_out": false, "total_bytes": null, "total_lines": null,
+        "stopped": ["sleep 300"], "stopped_count": 1}
     -> {"id": 2, "op": "read", "path": "src/a.py", "offset": 0, "limit": null}
     <- {"id": 2, "ok": true, "data": "<base64>"}
     -> {"id": 7, "op": "lines", "path": "a.log", "start": 1, "count": 2000,
@@ -334,11 +335,38 @@ def start_thread(target: Any, *args: Any) -> None:
         raise BlockingIOError(errno.EAGAIN, "cannot start a thread: too many processes") from None
 
 
+# How many of the processes a command left behind are named in its result.
+STOPPED_NAMED = 10
+
+
+def group_members(pgid: int) -> list[str]:
+    """The command lines of the live processes in process group `pgid`, by pid."""
+    try:
+        pids = sorted(int(name) for name in os.listdir("/proc") if name.isdigit())
+    except OSError:
+        return []
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                # After the name in parentheses: state, ppid, pgrp, ...
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            if int(fields[2]) != pgid or fields[0] in (b"Z", b"X"):
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read(4096).split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue  # gone in between
+        line = " ".join(arg.decode("utf-8", "replace") for arg in argv if arg)
+        found.append(" ".join(line.split())[:200] or f"pid {pid}")
+    return found
+
+
 def collect(
     process: subprocess.Popen[bytes], pipe: IO[bytes], output: Output, timeout: float
-) -> bool:
+) -> tuple[bool, list[str]]:
     """Read the command's output until its pipe closes and it has exited;
-    whether it timed out.
+    whether it timed out, and the processes it left running that were stopped.
 
     One thread does it all, woken by the pipe or by the process's exit (a
     pidfd; without one, it looks every EXIT_POLL_SECONDS), so a command costs
@@ -366,9 +394,10 @@ def watch(
     poller: select.poll,
     output: Output,
     timeout: float,
-) -> bool:
+) -> tuple[bool, list[str]]:
     deadline = time.monotonic() + timeout
     timed_out = False
+    stopped: list[str] = []
     pipe_open = True
     exited_at: float | None = None
     killed_at: float | None = None
@@ -383,17 +412,19 @@ def watch(
                 continue
             wait = deadline - now if exit_fd is not None else min(EXIT_POLL_SECONDS, deadline - now)
         elif not pipe_open:
-            return timed_out
+            return timed_out, stopped
         elif killed_at is None:
             wait = exited_at + DRAIN_SECONDS - now
             if wait <= 0:
+                # Left running, holding the output: named, so the model knows.
+                stopped = group_members(process.pid)
                 kill_group(process.pid)
                 killed_at = now
                 continue
         else:
             wait = killed_at + DRAIN_SECONDS - now
             if wait <= 0:
-                return timed_out
+                return timed_out, stopped
         for fd, _ in poller.poll(wait * 1000):
             if fd == exit_fd:
                 poller.unregister(fd)
@@ -418,7 +449,9 @@ def pidfd(pid: int) -> int | None:
         return None
 
 
-def exec_result(code: int, data: bytes, timed_out: bool, output: Output | None) -> dict[str, Any]:
+def exec_result(
+    code: int, data: bytes, timed_out: bool, output: Output | None, stopped: Any = ()
+) -> dict[str, Any]:
     dropped = output is not None and output.dropped
     return {
         "exit_code": code,
@@ -426,6 +459,8 @@ def exec_result(code: int, data: bytes, timed_out: bool, output: Output | None) 
         "timed_out": timed_out,
         "total_bytes": output.total_bytes if output is not None and dropped else None,
         "total_lines": output.total_lines if output is not None and dropped else None,
+        "stopped": list(stopped)[:STOPPED_NAMED],
+        "stopped_count": len(stopped),
     }
 
 
@@ -587,7 +622,7 @@ class Agent:
         if cancelled:
             kill_group(pgid)
         try:
-            timed_out = collect(process, pipe, output, timeout)
+            timed_out, stopped = collect(process, pipe, output, timeout)
         except BaseException:
             kill_group(pgid)
             process.wait()
@@ -597,7 +632,8 @@ class Agent:
                 self.groups.pop(ident, None)
             pipe.close()
         code = process.returncode
-        return exec_result(-9 if code is None else code, output.getvalue(), timed_out, output)
+        code = -9 if code is None else code
+        return exec_result(code, output.getvalue(), timed_out, output, stopped)
 
 
 def quiet_signals() -> None:

@@ -67,7 +67,14 @@ from docker import DockerClient
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import COMMAND_ENV, ExecResult, Lines, PathOutsideTree, SandboxError
+from runner.sandbox.base import (
+    COMMAND_ENV,
+    ExecResult,
+    Lines,
+    PathOutsideTree,
+    SandboxError,
+    stopped_of,
+)
 from runner.sandbox.output import OUTPUT_LIMIT
 
 WORKSPACE = "/workspace"
@@ -530,6 +537,7 @@ class DockerSandbox:
                 bool(answer["timed_out"]),
                 _optional_int(answer.get("total_bytes")),
                 _optional_int(answer.get("total_lines")),
+                *stopped_of(answer),
             )
         except (KeyError, TypeError, ValueError):
             raise SandboxError("the sandbox agent sent a malformed answer") from None

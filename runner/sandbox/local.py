@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import COMMAND_ENV, ExecResult, Lines, PathOutsideTree, SandboxError
+from runner.sandbox.base import (
+    COMMAND_ENV,
+    ExecResult,
+    Lines,
+    PathOutsideTree,
+    SandboxError,
+    stopped_of,
+)
 from runner.sandbox.spawner import Spawner
 
 # Substrings of environment variable names that look like credentials, and
@@ -115,6 +122,7 @@ class LocalSandbox:
                 bool(answer["timed_out"]),
                 _optional_int(answer.get("total_bytes")),
                 _optional_int(answer.get("total_lines")),
+                *stopped_of(answer),
             )
         except (KeyError, TypeError, ValueError):
             raise SandboxError(

@@ -58,12 +58,25 @@ def render(result: ExecResult, timeout: float) -> ToolOutput:
     ended = f"{output}exit code: {result.exit_code}"
     if result.timed_out:
         ended += f"\ntimed out after {timeout:g}s; the process group was killed"
+    if result.stopped_count:
+        ended += "\n" + _stopped_line(result.stopped_count, result.stopped)
     # The cap's marker gives the command's own size (the full one when the
     # sandbox kept only head and tail), not counting the lines added here.
     total_bytes = len(result.output) if result.total_bytes is None else result.total_bytes
     total_lines = count_lines(output) if result.total_lines is None else result.total_lines
     # A failing command is information (a red test, a missing file), not a tool error.
     return ToolOutput(ended, result.timed_out, total_bytes, total_lines)
+
+
+def _stopped_line(count: int, names: tuple[str, ...]) -> str:
+    processes = "process" if count == 1 else "processes"
+    shown = "; ".join(names)
+    if count > len(names):
+        shown += f"; and {count - len(names)} more"
+    return (
+        f"stopped {count} background {processes} left running with the command's"
+        f" output: {shown} (start servers and watchers with run_in_background)"
+    )
 
 
 class BashTool:

@@ -250,18 +250,43 @@ def exits_seen_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.mark.parametrize(
-    ("script", "timeout", "output", "timed_out", "code"),
+    ("script", "timeout", "output", "timed_out", "code", "stopped"),
     [
-        ("echo one; echo two >&2; exit 3", 10, b"one\ntwo\n", False, 3),
+        pytest.param("echo one; echo two >&2; exit 3", 10, b"one\ntwo\n", False, 3, [], id="exit"),
         # Closes its output, then goes on: the exit is still awaited.
-        ("echo early; exec >&- 2>&-; sleep 0.3; exit 4", 10, b"early\n", False, 4),
-        ("echo started; sleep 300", 0.3, b"started\n", True, -9),
-        # A background process holding the output is stopped after the drain.
-        ("sleep 300 & echo done", 10, b"done\n", False, 0),
+        pytest.param(
+            "echo early; exec >&- 2>&-; sleep 0.3; exit 4",
+            10,
+            b"early\n",
+            False,
+            4,
+            [],
+            id="closes-output",
+        ),
+        pytest.param("echo started; sleep 300", 0.3, b"started\n", True, -9, [], id="timeout"),
+        # A background process holding the output is stopped after the drain, and named.
+        pytest.param(
+            "sleep 300 & echo done", 10, b"done\n", False, 0, ["sleep 300"], id="background"
+        ),
+        pytest.param(
+            "sleep 301 & sleep 302 & echo done",
+            10,
+            b"done\n",
+            False,
+            0,
+            ["sleep 301", "sleep 302"],
+            id="two-in-background",
+        ),
     ],
 )
 def test_collect_ends_like_the_local_sandbox(
-    exits_seen_by: str, script: str, timeout: float, output: bytes, timed_out: bool, code: int
+    exits_seen_by: str,
+    script: str,
+    timeout: float,
+    output: bytes,
+    timed_out: bool,
+    code: int,
+    stopped: list[str],
 ) -> None:
     process = start(script)
     collected = channel_agent.Output(1024)
@@ -269,7 +294,11 @@ def test_collect_ends_like_the_local_sandbox(
 
     ended = channel_agent.collect(process, process.stdout, collected, timeout)
 
-    assert (collected.getvalue(), ended, process.returncode) == (output, timed_out, code)
+    assert (collected.getvalue(), ended, process.returncode) == (
+        output,
+        (timed_out, stopped),
+        code,
+    )
     assert group_gone(process.pid)
 
 

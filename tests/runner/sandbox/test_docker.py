@@ -510,8 +510,25 @@ async def test_background_process_holding_the_output_is_stopped(shared: Shared, 
     )
 
     assert (result.exit_code, result.output, result.timed_out) == (0, b"done\n", False)
+    assert (result.stopped_count, result.stopped) == (1, ("sleep 300",))
     child = (shared.tree / area / "bg.pid").read_text().strip()
     assert "No such file" in await wait_until_gone(shared.sandbox, child)
+
+
+@in_module_loop
+@pytest.mark.parametrize(
+    ("command", "stopped"),
+    [
+        pytest.param("sleep 300 & echo done", "1 background process", id="one"),
+        pytest.param("sleep 301 & sleep 302 & echo done", "2 background processes", id="two"),
+    ],
+)
+async def test_the_bash_tool_names_what_it_stopped(
+    shared: Shared, command: str, stopped: str
+) -> None:
+    output = await bash(shared.sandbox, command)
+
+    assert output.startswith(f"done\nexit code: 0\nstopped {stopped} left running")
 
 
 @in_module_loop

@@ -137,6 +137,41 @@ async def test_timeout_kills_the_process_group_and_is_an_error(
     assert gone(child)
 
 
+HINT = " (start servers and watchers with run_in_background)"
+
+
+@pytest.mark.parametrize(
+    ("command", "ending"),
+    [
+        pytest.param(
+            "sleep 300 & echo done",
+            "stopped 1 background process left running with the command's output: sleep 300",
+            id="one",
+        ),
+        pytest.param(
+            "sleep 301 & sleep 302 & echo done",
+            "stopped 2 background processes left running with the command's output:"
+            " sleep 301; sleep 302",
+            id="two",
+        ),
+        pytest.param(
+            "for i in $(seq 12); do sleep 300 & done; echo done",
+            "stopped 12 background processes left running with the command's output: "
+            + "; ".join(["sleep 300"] * 10)
+            + "; and 2 more",
+            id="many",
+        ),
+    ],
+)
+async def test_background_processes_stopped_at_the_end_are_named(
+    sandbox: LocalSandbox, ctx: ToolContext, command: str, ending: str
+) -> None:
+    output = await bash(sandbox, ctx, command)
+
+    assert output.content == f"done\nexit code: 0\n{ending}{HINT}"
+    assert not output.is_error
+
+
 async def test_secrets_are_not_in_the_environment(
     sandbox: LocalSandbox, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
