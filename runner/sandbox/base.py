@@ -37,6 +37,25 @@ def stopped_of(answer: Mapping[str, object]) -> tuple[int, tuple[str, ...]]:
 
 
 @dataclass(frozen=True, slots=True)
+class BackgroundOutput:
+    """What a background command printed since it was last read, and whether it ended."""
+
+    output: bytes
+    # None while the command runs.
+    exit_code: int | None
+    # Earlier unread bytes not kept: the sandbox keeps the newest 1 MiB.
+    dropped: int = 0
+
+
+def background_of(answer: Mapping[str, object], output: bytes) -> BackgroundOutput:
+    """A BackgroundOutput from the exec agent's answer, its output decoded."""
+    code, dropped = answer.get("exit_code"), answer.get("dropped", 0)
+    if not (code is None or isinstance(code, int)) or not isinstance(dropped, int):
+        raise TypeError("not an integer")
+    return BackgroundOutput(output, code, dropped)
+
+
+@dataclass(frozen=True, slots=True)
 class Lines:
     """A window of a file's lines, read without holding the file (`Sandbox.read_lines`)."""
 
@@ -73,6 +92,10 @@ class PathOutsideTree(SandboxError):
     """A path resolves outside the working tree; tools report it to the model."""
 
 
+class UnknownBackground(LookupError):
+    """No background command has that id: never started, or stopped."""
+
+
 class Sandbox(Protocol):
     """Where tools act.
 
@@ -96,6 +119,27 @@ class Sandbox(Protocol):
     ) -> ExecResult:
         """Run `argv` in the tree (or `cwd` inside it); kill its whole process
         group after `timeout` seconds and report `timed_out`."""
+        ...
+
+    async def start_background(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        """Start `argv` in the background, in its own process group, as `run`
+        would; its id. It runs until `stop_background` or the sandbox closes."""
+        ...
+
+    async def background_output(self, ident: str) -> BackgroundOutput:
+        """What background command `ident` printed since the last call, and its
+        exit code once it has exited. Raises UnknownBackground."""
+        ...
+
+    async def stop_background(self, ident: str) -> BackgroundOutput:
+        """Kill background command `ident`'s process group and forget it; what
+        it printed since the last read. Raises UnknownBackground."""
         ...
 
     async def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:

@@ -24,13 +24,23 @@ base64 inside the JSON.
     -> {"id": 3, "op": "write", "path": "src/a.py", "data": "<base64>"}
     <- {"id": 3, "ok": true}
     -> {"id": 4, "op": "cancel", "target": 1}     (no response)
+    -> {"id": 8, "op": "spawn", "argv": [...], "cwd": null, "env": {...}}
+    <- {"id": 8, "ok": true, "target": "bash_1", "pid": 42}
+    -> {"id": 9, "op": "output" | "stop", "target": "bash_1"}
+    <- {"id": 9, "ok": true, "output": "<base64>", "exit_code": null, "dropped": 0}
     -> {"id": 5, "op": "interfaces"}
     <- {"id": 5, "ok": true, "names": ["lo"]}
-    <- {"id": 6, "ok": false, "error": {"type": "outside" | "os" | "internal",
+    <- {"id": 6, "ok": false, "error": {"type": "outside" | "os" | "unknown" | "internal",
         "message": "...", "errno": 2}}
 
 `env` is added to the agent's own environment, or is the whole environment
 with `"inherit_env": false`.
+
+`spawn` starts a background command and answers at once; `output` returns
+what it printed since the last read (the newest BACKGROUND_KEPT bytes at
+most: `dropped` counts the rest) and its exit code once it has exited;
+`stop` kills its process group and forgets it. An unknown target is an
+error of type "unknown".
 
 The agent first writes `{"id": 0, "ok": true, "ready": true, ...}`. When its
 stdin closes (the runner went away), it kills every running command and
@@ -78,8 +88,16 @@ LINES_CHUNK = 1024 * 1024
 CONTINUATION = bytes(range(0x80, 0xC0))
 
 
+# What a background command's unread output keeps: its newest bytes.
+BACKGROUND_KEPT = 1024 * 1024
+
+
 class Outside(Exception):
     """A path resolves outside the working tree."""
+
+
+class Unknown(Exception):
+    """No background command has that id (never started, or stopped)."""
 
 
 class Output:
@@ -489,6 +507,52 @@ def internal(message: str) -> dict[str, Any]:
     return {"type": "internal", "message": message}
 
 
+class Background:
+    """A command started by `spawn`: its process and the output not yet read."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.lock = threading.Lock()
+        self.unread = bytearray()
+        self.dropped = 0
+        self.closed = threading.Event()
+        self.drained = False
+
+    def pump(self) -> None:
+        """Read the output until the pipe closes (its own thread)."""
+        pipe = self.process.stdout
+        assert pipe is not None
+        try:
+            while True:
+                chunk = os.read(pipe.fileno(), READ_CHUNK)
+                if not chunk:
+                    break
+                with self.lock:
+                    self.unread += chunk
+                    excess = len(self.unread) - BACKGROUND_KEPT
+                    if excess > 0:
+                        del self.unread[:excess]
+                        self.dropped += excess
+        except OSError:
+            pass
+        finally:
+            pipe.close()
+            self.closed.set()
+
+    def take(self) -> dict[str, Any]:
+        code = self.process.poll()
+        if code is not None and not self.drained:
+            # What it printed just before it exited may still be in the pipe;
+            # a process it left holding the pipe may never close it.
+            self.closed.wait(DRAIN_SECONDS)
+            self.drained = True
+        with self.lock:
+            data, dropped = bytes(self.unread), self.dropped
+            self.unread.clear()
+            self.dropped = 0
+        return {"output": data, "exit_code": code, "dropped": dropped}
+
+
 class Agent:
     def __init__(self, root: str, out: IO[bytes]) -> None:
         self.root = root
@@ -499,6 +563,9 @@ class Agent:
         self.groups: dict[Any, int] = {}
         # Cancelled before their process group was known.
         self.cancelled: set[Any] = set()
+        # Background commands by the id `spawn` gave them.
+        self.background: dict[str, Background] = {}
+        self.spawned = 0
         self.oom_score_adj = read_oom_score_adj()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -527,6 +594,7 @@ class Agent:
         # stdin closed: the runner is gone, and nothing may outlive it.
         with self.groups_lock:
             groups = list(self.groups.values())
+            groups += [command.process.pid for command in self.background.values()]
         for pgid in groups:
             kill_group(pgid)
 
@@ -552,6 +620,12 @@ class Agent:
             elif op == "write":
                 data = base64.b64decode(request["data"], validate=True)
                 write_file(self.root, request["path"], data)
+            elif op == "spawn":
+                response.update(self.spawn(request))
+            elif op == "output":
+                response.update(self.find(request.get("target")).take())
+            elif op == "stop":
+                response.update(self.stop(request.get("target")))
             elif op == "interfaces":
                 response["names"] = sorted(name for _, name in socket.if_nameindex())
             else:
@@ -561,6 +635,12 @@ class Agent:
                 "id": ident,
                 "ok": False,
                 "error": {"type": "outside", "message": str(error)},
+            }
+        except Unknown as error:
+            response = {
+                "id": ident,
+                "ok": False,
+                "error": {"type": "unknown", "message": str(error)},
             }
         except OSError as error:
             response = {"id": ident, "ok": False, "error": os_error(error)}
@@ -582,30 +662,76 @@ class Agent:
         shown = window.pop("lines")
         return {**window, "data": b"\n".join(shown), "count": len(shown)}
 
-    def run(self, ident: Any, request: dict[str, Any]) -> dict[str, Any]:
+    def command(self, request: dict[str, Any]) -> tuple[list[str], str]:
+        """The request's argv and working directory, checked."""
         argv = [str(arg) for arg in request["argv"]]
         if not argv:
             raise ValueError("argv is empty")
         cwd = self.root if request.get("cwd") is None else directory(self.root, request["cwd"])
+        return argv, cwd
+
+    def popen(self, argv: list[str], cwd: str, request: dict[str, Any]) -> subprocess.Popen[bytes]:
+        """Start `argv` in a process group of its own, its output piped."""
         env = dict(os.environ) if request.get("inherit_env", True) else {}
         env.update(request.get("env") or {})
+        with SPAWN_LOCK:
+            set_oom_score_adj(1000)
+            try:
+                return subprocess.Popen(
+                    argv,
+                    cwd=cwd,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            finally:
+                set_oom_score_adj(self.oom_score_adj)
+
+    def spawn(self, request: dict[str, Any]) -> dict[str, Any]:
+        # A missing program is bash's to report: the tools always run bash.
+        process = self.popen(*self.command(request), request)
+        command = Background(process)
+        with self.groups_lock:
+            self.spawned += 1
+            target = f"bash_{self.spawned}"
+            self.background[target] = command
+        try:
+            start_thread(command.pump)
+        except OSError:
+            with self.groups_lock:
+                self.background.pop(target, None)
+            kill_group(process.pid)
+            process.wait()
+            raise
+        return {"target": target, "pid": process.pid}
+
+    def find(self, target: Any) -> Background:
+        with self.groups_lock:
+            command = self.background.get(target)
+        if command is None:
+            raise Unknown(f"no background command {target}")
+        return command
+
+    def stop(self, target: Any) -> dict[str, Any]:
+        with self.groups_lock:
+            command = self.background.pop(target, None)
+        if command is None:
+            raise Unknown(f"no background command {target}")
+        kill_group(command.process.pid)
+        command.process.wait()
+        # A process that left the group may hold the pipe: its output is given up.
+        command.closed.wait(DRAIN_SECONDS)
+        command.drained = True
+        return command.take()
+
+    def run(self, ident: Any, request: dict[str, Any]) -> dict[str, Any]:
+        argv, cwd = self.command(request)
         timeout = float(request["timeout"])
         output = Output(int(request.get("limit", OUTPUT_LIMIT)))
         try:
-            with SPAWN_LOCK:
-                set_oom_score_adj(1000)
-                try:
-                    process = subprocess.Popen(
-                        argv,
-                        cwd=cwd,
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                finally:
-                    set_oom_score_adj(self.oom_score_adj)
+            process = self.popen(argv, cwd, request)
         except FileNotFoundError:
             return exec_result(127, f"{argv[0]}: command not found\n".encode(), False, None)
         except PermissionError:

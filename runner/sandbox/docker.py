@@ -69,10 +69,13 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from runner.sandbox import channel_agent
 from runner.sandbox.base import (
     COMMAND_ENV,
+    BackgroundOutput,
     ExecResult,
     Lines,
     PathOutsideTree,
     SandboxError,
+    UnknownBackground,
+    background_of,
     stopped_of,
 )
 from runner.sandbox.output import OUTPUT_LIMIT
@@ -109,6 +112,9 @@ READY_TIMEOUT = 60.0
 # answer before judging the agent hung.
 _ANSWER_MARGIN = 30.0
 _FILE_TIMEOUT = 300.0
+# A background command's start, read or stop answers at once (a stop waits
+# for its pipe for at most the agent's drain time).
+_BACKGROUND_TIMEOUT = 30.0
 # The agent reads files up to 512 MiB, which travel as one base64 line.
 _MAX_LINE = 1024 * 1024 * 1024
 _STDERR_KEPT = 4096
@@ -542,6 +548,35 @@ class DockerSandbox:
         except (KeyError, TypeError, ValueError):
             raise SandboxError("the sandbox agent sent a malformed answer") from None
 
+    async def start_background(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        if not argv:
+            raise ValueError("argv is empty")
+        request = {"op": "spawn", "argv": list(argv), "cwd": cwd, "env": dict(env or {})}
+        answer = await self._call(request, timeout=_BACKGROUND_TIMEOUT, path=cwd)
+        target = answer.get("target")
+        if not isinstance(target, str):
+            raise SandboxError("the sandbox agent sent a malformed answer")
+        return target
+
+    async def background_output(self, ident: str) -> BackgroundOutput:
+        return await self._background({"op": "output", "target": ident})
+
+    async def stop_background(self, ident: str) -> BackgroundOutput:
+        return await self._background({"op": "stop", "target": ident})
+
+    async def _background(self, request: dict[str, Any]) -> BackgroundOutput:
+        answer = await self._call(request, timeout=_BACKGROUND_TIMEOUT, path=None)
+        try:
+            return background_of(answer, base64.b64decode(answer["output"], validate=True))
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError("the sandbox agent sent a malformed answer") from None
+
     async def read(self, path: str, *, offset: int = 0, limit: int | None = None) -> bytes:
         request = {"op": "read", "path": path, "offset": offset, "limit": limit}
         answer = await self._call(request, timeout=_FILE_TIMEOUT, path=path)
@@ -622,6 +657,8 @@ class DockerSandbox:
         kind = error.get("type")
         if kind == "outside":
             raise PathOutsideTree(message)
+        if kind == "unknown":
+            raise UnknownBackground(message)
         code = error.get("errno")
         if kind == "os" and isinstance(code, int):
             # OSError picks the subclass (FileNotFoundError, ...) from errno.

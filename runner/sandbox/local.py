@@ -11,6 +11,7 @@ run in the docker sandbox instead.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import errno
 import os
@@ -24,10 +25,12 @@ from typing import Any
 from runner.sandbox import channel_agent
 from runner.sandbox.base import (
     COMMAND_ENV,
+    BackgroundOutput,
     ExecResult,
     Lines,
     PathOutsideTree,
     SandboxError,
+    background_of,
     stopped_of,
 )
 from runner.sandbox.spawner import Spawner
@@ -37,6 +40,11 @@ from runner.sandbox.spawner import Spawner
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 _SECRET_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "OPENROUTER_", "NEO_")
 _SECRET_NAMES = frozenset({"GOOGLE_API_KEY", "GITHUB_TOKEN", "GH_TOKEN"})
+
+
+# A background command's start, read or stop answers at once; stop waits for
+# its pipe for at most the agent's drain time.
+_BACKGROUND_TIMEOUT = 30.0
 
 
 def is_secret_name(name: str) -> bool:
@@ -124,6 +132,48 @@ class LocalSandbox:
                 _optional_int(answer.get("total_lines")),
                 *stopped_of(answer),
             )
+        except (KeyError, TypeError, ValueError):
+            raise SandboxError(
+                "the local sandbox's command runner sent a malformed answer"
+            ) from None
+
+    async def start_background(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        if not argv:
+            raise ValueError("argv is empty")
+        workdir = self._root if cwd is None else await asyncio.to_thread(self._directory, cwd)
+        scripts = sysconfig.get_path("scripts")
+        request = {
+            "op": "spawn",
+            "argv": list(argv),
+            "cwd": str(workdir),
+            "env": command_env(os.environ, env, scripts),
+            "inherit_env": False,
+        }
+        answer = await self._background(request)
+        target = answer.get("target")
+        if not isinstance(target, str):
+            raise SandboxError("the local sandbox's command runner sent a malformed answer")
+        return target
+
+    async def background_output(self, ident: str) -> BackgroundOutput:
+        return self._background_output(await self._background({"op": "output", "target": ident}))
+
+    async def stop_background(self, ident: str) -> BackgroundOutput:
+        return self._background_output(await self._background({"op": "stop", "target": ident}))
+
+    async def _background(self, request: dict[str, Any]) -> dict[str, Any]:
+        helper_env = command_env(os.environ, None, sysconfig.get_path("scripts"))
+        return await self._spawner.call(request, timeout=_BACKGROUND_TIMEOUT, helper_env=helper_env)
+
+    def _background_output(self, answer: dict[str, Any]) -> BackgroundOutput:
+        try:
+            return background_of(answer, base64.b64decode(answer["output"], validate=True))
         except (KeyError, TypeError, ValueError):
             raise SandboxError(
                 "the local sandbox's command runner sent a malformed answer"

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import IO, Any
 
 from runner.sandbox import channel_agent
-from runner.sandbox.base import SandboxError
+from runner.sandbox.base import SandboxError, UnknownBackground
 
 PR_SET_DUMPABLE = 4
 # How much longer than a command's own timeout to wait for its answer
@@ -168,10 +168,7 @@ class Spawner:
         `env` is the command's whole environment; `helper_env` the helper's,
         should it have to start (what a command gets without overrides).
         """
-        helper = self._current(helper_env)
-        ident, future = helper.register()
         request = {
-            "id": ident,
             "op": "run",
             "argv": argv,
             "cwd": cwd,
@@ -179,23 +176,37 @@ class Spawner:
             "inherit_env": False,
             "timeout": timeout,
         }
+        wait = timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN
+        answer = await self.call(request, timeout=wait, helper_env=helper_env)
+        answer["output"] = base64.b64decode(answer["output"], validate=True)
+        return answer
+
+    async def call(
+        self, request: dict[str, Any], *, timeout: float, helper_env: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The agent's answer to `request`; an error answer raises, an unknown
+        background id as UnknownBackground."""
+        helper = self._current(helper_env)
+        ident, future = helper.register()
         try:
-            await asyncio.to_thread(helper.send, request)
-            wait = timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN
-            answer: dict[str, Any] = await asyncio.wait_for(future, wait)
+            await asyncio.to_thread(helper.send, {"id": ident, **request})
+            answer: dict[str, Any] = await asyncio.wait_for(future, timeout)
         except TimeoutError:
-            raise SandboxError(f"the local sandbox did not answer within {wait:g}s") from None
+            raise SandboxError(f"the local sandbox did not answer within {timeout:g}s") from None
         except asyncio.CancelledError:
-            # The caller gave up: end the command and all it started.
-            helper.send({"id": 0, "op": "cancel", "target": ident})
+            if request["op"] == "run":
+                # The caller gave up: end the command and all it started.
+                helper.send({"id": 0, "op": "cancel", "target": ident})
             raise
         finally:
             helper.forget(ident)
         if answer.get("ok") is not True:
             error = answer.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
+            error = error if isinstance(error, dict) else {}
+            if error.get("type") == "unknown":
+                raise UnknownBackground(str(error.get("message")))
+            message = error.get("message")
             raise SandboxError(f"the local sandbox's command runner failed: {message}")
-        answer["output"] = base64.b64decode(answer["output"], validate=True)
         return answer
 
     def close(self) -> None:

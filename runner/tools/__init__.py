@@ -1,5 +1,6 @@
 """The tools the agent acts with, and the protocol they implement."""
 
+from runner.tools.background import BashOutputTool, KillShellTool
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.bash import BashTool
 from runner.tools.edit_file import EditFileTool
@@ -11,10 +12,12 @@ from runner.tools.workflow import Workflow, WorkflowChanged, WorkflowItem, Workf
 from runner.tools.write_file import WriteFileTool
 
 __all__ = [
+    "BashOutputTool",
     "BashTool",
     "EditFileTool",
     "GlobTool",
     "GrepTool",
+    "KillShellTool",
     "ReadFileTool",
     "Tool",
     "ToolContext",

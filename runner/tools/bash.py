@@ -29,6 +29,14 @@ class BashInput(ToolInput):
             " (default: the root). It must exist inside the repository."
         ),
     )
+    run_in_background: bool = Field(
+        default=False,
+        description=(
+            "Start the command and return at once with its id, for a server or a"
+            " watcher: read its output with bash_output, stop it with kill_shell."
+            " The timeout does not apply."
+        ),
+    )
 
 
 SPEC = ToolSpec(
@@ -40,9 +48,11 @@ SPEC = ToolSpec(
         " steps with && in one command. There is no terminal and no stdin: pass"
         " non-interactive flags (-y, --no-pager) and never start an editor or pager."
         " The default timeout is 120 seconds (at most 600); on timeout the command and"
-        " every process it started are killed. A process meant to outlive the command"
-        " must send its output elsewhere (`cmd > log 2>&1 &`); one still writing to the"
-        " command's output when it ends is stopped. Long output is shortened in the"
+        " every process it started are killed. Start a server or watcher with"
+        " run_in_background and read it with bash_output: a process left running with"
+        " `&` that still holds the command's output is stopped when the command ends."
+        " `workdir` runs the command in a directory of the repository. Long output is"
+        " shortened in the"
         " middle, so filter it (grep, tail, head). Prefer read_file, grep and glob to"
         " cat, grep and find."
     ),
@@ -52,18 +62,19 @@ SPEC = ToolSpec(
 
 def render(result: ExecResult, timeout: float) -> ToolOutput:
     """The command's output, then how it ended."""
-    output = result.output.decode("utf-8", errors="replace")
-    if output and not output.endswith("\n"):
-        output += "\n"
-    ended = f"{output}exit code: {result.exit_code}"
-    if result.timed_out:
-        ended += f"\ntimed out after {timeout:g}s; the process group was killed"
-    if result.stopped_count:
-        ended += "\n" + _stopped_line(result.stopped_count, result.stopped)
+    text = result.output.decode("utf-8", errors="replace")
     # The cap's marker gives the command's own size (the full one when the
     # sandbox kept only head and tail), not counting the lines added here.
     total_bytes = len(result.output) if result.total_bytes is None else result.total_bytes
-    total_lines = count_lines(output) if result.total_lines is None else result.total_lines
+    total_lines = count_lines(text) if result.total_lines is None else result.total_lines
+    if text and not text.endswith("\n"):
+        text += "\n"
+    # The exit code (and a timeout) stay the last lines: the report reads them there.
+    if result.stopped_count:
+        text += _stopped_line(result.stopped_count, result.stopped) + "\n"
+    ended = f"{text}exit code: {result.exit_code}"
+    if result.timed_out:
+        ended += f"\ntimed out after {timeout:g}s; the process group was killed"
     # A failing command is information (a red test, a missing file), not a tool error.
     return ToolOutput(ended, result.timed_out, total_bytes, total_lines)
 
@@ -91,6 +102,9 @@ class BashTool:
         request = parse(BashInput, args)
         argv = ["bash", "-c", request.command]
         try:
+            if request.run_in_background:
+                ident = await self._sandbox.start_background(argv, cwd=request.workdir)
+                return ToolOutput(started(ident))
             result = await self._sandbox.run(argv, timeout=request.timeout, cwd=request.workdir)
         except (PathOutsideTree, FileNotFoundError, NotADirectoryError) as error:
             # Only the working directory is checked before the command starts.
@@ -98,6 +112,13 @@ class BashTool:
                 raise
             raise workdir_error(request.workdir, error) from None
         return render(result, request.timeout)
+
+
+def started(ident: str) -> str:
+    return (
+        f"started in the background as {ident}: read its output with bash_output and"
+        f' stop it with kill_shell, with {{"id": "{ident}"}}. It is stopped when the run ends.'
+    )
 
 
 def workdir_error(workdir: str, error: Exception) -> ToolError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from runner.sandbox.base import Sandbox
+from runner.tools.background import BashOutputTool, KillShellTool
 from runner.tools.base import Tool
 from runner.tools.bash import BashTool
 from runner.tools.edit_file import EditFileTool
@@ -20,6 +21,8 @@ def default_tools(sandbox: Sandbox, *, workflow: Workflow | None = None) -> list
         WriteFileTool(sandbox),
         EditFileTool(sandbox),
         BashTool(sandbox),
+        BashOutputTool(sandbox),
+        KillShellTool(sandbox),
         GrepTool(sandbox),
         GlobTool(sandbox),
     ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
@@ -43,6 +44,8 @@ from runner.agent.events import (
 )
 from runner.headless import RunResult
 from runner.llm.types import JSON, JSONObject, Usage
+from runner.sandbox import LocalSandbox
+from runner.tools import BashTool, ToolContext
 from runner.tools.workflow import WorkflowChanged, WorkflowItem
 
 ZWSP = "\u200b"
@@ -255,6 +258,25 @@ def test_describe_call_caps_long_commands() -> None:
     line = describe_call("bash", {"command": "echo " + "x" * 500})
     assert len(line) == 120
     assert line.endswith("…")
+
+
+async def test_a_command_that_left_a_process_behind_still_counts_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    # bash's real output: a server started with & is stopped and named.
+    command = "python3 -m http.server 0 & python3 -c 'print(3)'"
+    sandbox = LocalSandbox(tmp_path)
+    try:
+        output = await BashTool(sandbox)({"command": command}, ToolContext("c1", print))
+    finally:
+        await sandbox.aclose()
+    assert isinstance(output.content, str)
+    assert "stopped 1 background process" in output.content
+    progress = working()
+
+    bash(progress, "c1", command, output.content)
+
+    assert progress.state.commands == (Command(command, 0),)
 
 
 def test_bash_exit_codes_become_verified_commands() -> None:

@@ -27,7 +27,7 @@ from docker.errors import NotFound
 
 from runner.llm.types import JSONObject
 from runner.sandbox import PathOutsideTree, SandboxError
-from runner.sandbox.base import COMMAND_ENV
+from runner.sandbox.base import COMMAND_ENV, UnknownBackground
 from runner.sandbox.docker import (
     LABEL_JOB,
     LABEL_OWNER,
@@ -41,10 +41,12 @@ from runner.sandbox.docker import (
 )
 from runner.sandbox.output import OUTPUT_LIMIT
 from runner.tools import (
+    BashOutputTool,
     BashTool,
     EditFileTool,
     GlobTool,
     GrepTool,
+    KillShellTool,
     ReadFileTool,
     ToolContext,
     ToolError,
@@ -528,7 +530,79 @@ async def test_the_bash_tool_names_what_it_stopped(
 ) -> None:
     output = await bash(shared.sandbox, command)
 
-    assert output.startswith(f"done\nexit code: 0\nstopped {stopped} left running")
+    assert output.startswith(f"done\nstopped {stopped} left running")
+    assert output.endswith("\nexit code: 0")
+
+
+async def background_until(sandbox: DockerSandbox, ident: str, want: bytes) -> bytes:
+    seen = b""
+    for _ in range(500):
+        seen += (await sandbox.background_output(ident)).output
+        if want in seen:
+            return seen
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{ident} never printed {want!r}; saw {seen!r}")
+
+
+@in_module_loop
+@pytest.mark.parametrize(
+    ("command", "want", "code"),
+    [
+        pytest.param("echo hi; exit 3", b"hi\n", 3, id="exits"),
+        pytest.param("echo listening; sleep 300", b"listening\n", None, id="server"),
+    ],
+)
+async def test_a_background_command_runs_between_calls_until_stopped(
+    shared: Shared, command: str, want: bytes, code: int | None
+) -> None:
+    ident = await shared.sandbox.start_background(["bash", "-c", f"echo $$; {command}"])
+
+    seen = await background_until(shared.sandbox, ident, want)
+    pid = seen.split(b"\n")[0].decode()
+    for _ in range(500):
+        got = await shared.sandbox.background_output(ident)
+        if got.exit_code == code:
+            break
+        await asyncio.sleep(0.01)
+    assert got.exit_code == code
+    assert "exit code: 0" in await bash(shared.sandbox, "true")  # another call meanwhile
+
+    stopped = await shared.sandbox.stop_background(ident)
+
+    assert stopped.exit_code == (-9 if code is None else code)
+    assert "No such file" in await wait_until_gone(shared.sandbox, pid)
+    with pytest.raises(UnknownBackground):
+        await shared.sandbox.background_output(ident)
+
+
+@in_module_loop
+async def test_the_background_tools_drive_the_docker_sandbox(shared: Shared, area: str) -> None:
+    (shared.tree / area).mkdir()
+    started = await BashTool(shared.sandbox)(
+        {"command": "pwd; sleep 300", "run_in_background": True, "workdir": area}, CTX
+    )
+    assert isinstance(started.content, str)
+    ident = started.content.split()[5].rstrip(":")
+    await background_until(shared.sandbox, ident, b"\n")
+
+    output = await KillShellTool(shared.sandbox)({"id": ident}, CTX)
+
+    assert output.content == f"{ident} stopped; exit code: -9"
+    with pytest.raises(ToolError, match=f"no background command {ident}"):
+        await BashOutputTool(shared.sandbox)({"id": ident}, CTX)
+
+
+async def test_closing_the_sandbox_stops_background_commands(
+    docker_client: DockerClient, tmp_path: Path
+) -> None:
+    async with DockerSandbox.start(
+        tmp_path, image=SANDBOX_IMAGE, job_id="test-background", client=docker_client
+    ) as sandbox:
+        ident = await sandbox.start_background(["bash", "-c", "echo up; sleep 300"])
+        await background_until(sandbox, ident, b"up\n")
+        container = sandbox.container
+
+    assert gone(docker_client, container)
 
 
 @in_module_loop

@@ -168,7 +168,7 @@ async def test_background_processes_stopped_at_the_end_are_named(
 ) -> None:
     output = await bash(sandbox, ctx, command)
 
-    assert output.content == f"done\nexit code: 0\n{ending}{HINT}"
+    assert output.content == f"done\n{ending}{HINT}\nexit code: 0"
     assert not output.is_error
 
 
@@ -244,6 +244,15 @@ def test_spec(sandbox: LocalSandbox) -> None:
                 " (default: the root). It must exist inside the repository."
             ),
             "type": "string",
+        },
+        "run_in_background": {
+            "default": False,
+            "description": (
+                "Start the command and return at once with its id, for a server or a"
+                " watcher: read its output with bash_output, stop it with kill_shell."
+                " The timeout does not apply."
+            ),
+            "type": "boolean",
         },
     }
 

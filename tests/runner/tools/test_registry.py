@@ -27,14 +27,23 @@ def keys(schema: JSON) -> set[str]:
 def test_default_tools(sandbox: LocalSandbox) -> None:
     names = [tool.spec.name for tool in default_tools(sandbox)]
 
-    assert names == ["read_file", "write_file", "edit_file", "bash", "grep", "glob"]
+    assert names == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "bash",
+        "bash_output",
+        "kill_shell",
+        "grep",
+        "glob",
+    ]
 
 
 def test_workflow_adds_the_checklist_tool(sandbox: LocalSandbox) -> None:
     tools = default_tools(sandbox, workflow=Workflow())
 
     assert tools[-1].spec.name == "workflow"
-    assert len(tools) == 7
+    assert len(tools) == 9
 
 
 def test_every_schema_is_valid_closed_and_untitled(sandbox: LocalSandbox) -> None:
