@@ -59,7 +59,7 @@ INPUTS: Final = (
     "config_path",
 )
 
-# Each key input, and the SDK's own variable it fills (ARCHITECTURE: credentials
+# Each key input, and the SDK's own variable it fills (credentials
 # come from the SDKs' variables; an empty input leaves one set by the workflow).
 API_KEY_VARIABLES: Final[Mapping[str, str]] = {
     "anthropic_api_key": "ANTHROPIC_API_KEY",

@@ -1,7 +1,7 @@
 """The model's view of the thread: the task prompt of a job. Pure.
 
 Everything GitHub users wrote (titles, bodies, comments, reviews, diffs)
-reaches the model as data, never as instructions (ARCHITECTURE.md, rule 6).
+reaches the model as data, never as instructions (docs/architecture.md, rule 6).
 
 The quoting scheme: each piece of user text sits, verbatim, inside a block
 

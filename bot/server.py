@@ -1,6 +1,6 @@
 """The webhook server: verify, parse, triage, enqueue, acknowledge.
 
-Nothing on the request path calls GitHub or a model (ARCHITECTURE rule 4):
+Nothing on the request path calls GitHub or a model (docs/architecture.md, rule 4):
 a delivery is answered 2xx only once its jobs are committed to the queue, and
 everything slower happens in the workers. The pure parts live in
 `bot.webhooks` and `bot.triggers`; this module is the thin shell around them.

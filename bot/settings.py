@@ -33,7 +33,7 @@ LOCAL_SANDBOX_RISK = (
 
 
 class Settings(BaseSettings):
-    """`neo serve` and `neo worker` configuration (see ARCHITECTURE.md, Contracts)."""
+    """`neo serve` and `neo worker` configuration (see the README)."""
 
     model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
 

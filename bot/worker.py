@@ -15,7 +15,7 @@ file, lines and hunk), `runner.job.run` with the comment edited live as the
 agent works, then the draft pull request and the final report in the same
 comment. Every effect goes through `Publisher`, which finds what an earlier
 attempt of the same job made, so a retried job never duplicates a comment
-or a pull request (ARCHITECTURE rule 5).
+or a pull request (docs/architecture.md, rule 5).
 
 A stop request (`@neo stop`) is a job too, claimed even while every run
 slot is taken: its author is checked by the same rule as a run's, and only

@@ -1,6 +1,6 @@
 """Git on the host: clone, branch, commit, diffstat and push for one job.
 
-The sandbox never holds a credential (ARCHITECTURE rule 3), so every git
+The sandbox never holds a credential (docs/architecture.md, rule 3), so every git
 operation that talks to GitHub runs here, on the host, and the container only
 ever sees a working tree.
 

@@ -4,7 +4,7 @@
 
 The token given in the spec is used by the host's git processes only (clone,
 fetch of a pull request head, push); the sandbox and the model never see it
-(ARCHITECTURE rule 3). Under the spec's data directory live:
+(docs/architecture.md, rule 3). Under the spec's data directory live:
 
     sessions/<id>.jsonl    one transcript per thread, resumed by the next job
                            of the same session key (the id is derived from it)

@@ -1,7 +1,7 @@
 """The queue between intake and workers, as a Protocol.
 
 The webhook handler calls `enqueue` and acknowledges a delivery only after it
-returns (ARCHITECTURE rule 4); workers `claim` jobs under a lease, `heartbeat`
+returns (docs/architecture.md, rule 4); workers `claim` jobs under a lease, `heartbeat`
 while they run and `finish` them. Every backend keeps the same promises:
 
 - A delivery id is recorded once. Enqueueing it again records nothing and
