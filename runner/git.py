@@ -1189,8 +1189,11 @@ async def _add_all(run: Callable[..., Awaitable[_Result]], embedded: Sequence[st
 
 async def _untracked(run: Callable[..., Awaitable[_Result]], embedded: Sequence[str]) -> list[str]:
     """Untracked files the repository's own ignore rules do not ignore, but in `embedded`."""
+    # The embedded repositories are left out by pathspec, as `git add` leaves
+    # them: otherwise git reads their `.git`, which may be a FIFO it blocks on.
+    excluded = [f":(top,exclude,literal){path}" for path in embedded]
     listed = await run(
-        ["ls-files", "-z", "--others", "--exclude-standard"],
+        ["ls-files", "-z", "--others", "--exclude-standard", "--", *excluded],
         config=(("core.excludesFile", os.devnull),),
     )
     # git lists an embedded repository as its directory, never what is in it.
