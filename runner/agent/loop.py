@@ -133,6 +133,9 @@ class Agent:
         lets cancellation through; in every case the transcript stays valid
         for the next call: each tool_use in it has its tool_result.
         """
+        # What a consumer raised while an earlier turn was already failing is
+        # that turn's: the new one starts clean.
+        self._sink_error = None
         self._append_user(llm.Text(text))
         usage = llm.Usage()
         turns = 0

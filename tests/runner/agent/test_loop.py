@@ -482,6 +482,25 @@ async def test_a_consumer_that_raises_breaks_no_tool_batch(
     assert (await agent.send("go on")).text == "all three"
 
 
+async def test_a_consumer_that_fails_on_a_failing_turn_does_not_fail_the_next(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    def fails_on_errors(event: Event) -> None:
+        if isinstance(event, TurnFinished) and event.error is not None:
+            raise RuntimeError("the UI fell over on the error")
+
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "echo", {"value": "a"})], "tool_use"),
+        Reply([text("second turn")]),
+    )
+    agent, _ = make_agent(fake_anthropic, max_turns=1)
+    agent.subscribe(fails_on_errors)
+    with pytest.raises(MaxTurns):
+        await agent.send("go")
+
+    assert (await agent.send("go on")).text == "second turn"
+
+
 class TellsAtTwo:
     """A budget that says something after the tools of the second call."""
 
