@@ -534,6 +534,15 @@ async def until(
         await asyncio.sleep(0.05)
 
 
+async def kill_at_call(spec: JobSpec, fake: FakeAnthropicAPI, calls: int, log: Path) -> None:
+    """Run `spec` in a process of its own and kill -9 it once the fake has `calls` requests."""
+    with job_process(spec, log) as process:
+        reached = lambda: len(fake.requests) == calls  # noqa: E731
+        await until(reached, f"model call {calls}", process, log)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
 def thread_session(data_dir: Path) -> Session:
     return SessionStore(data_dir).load(session_id_for("octo/hello#12"))
 
@@ -560,12 +569,7 @@ async def test_the_turns_of_a_job_whose_process_died_never_reach_the_next_job(
     )
     dead_at = len(fake_anthropic.requests)
     dying = make_spec(job_id="job-2", prompt="Also add docs.")
-    log = tmp_path / "job-2.log"
-    with job_process(dying, log) as process:
-        asked_twice = lambda: len(fake_anthropic.requests) == dead_at + 2  # noqa: E731
-        await until(asked_twice, "the job's second model call", process, log)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    await kill_at_call(dying, fake_anthropic, dead_at + 2, tmp_path / "job-2.log")
     # What the dead attempt left: its turns in the thread's session, under an
     # open mark, and its working tree; nothing pushed.
     left = thread_session(data_dir)
@@ -675,12 +679,7 @@ async def test_a_job_that_compacted_and_died_leaves_the_session_as_it_found_it(
     )
     dead_at = len(fake_anthropic.requests)
     dying = make_spec(job_id="job-2", prompt="Also add docs.")
-    log = tmp_path / "job-2.log"
-    with job_process(dying, log) as process:
-        three = lambda: len(fake_anthropic.requests) == dead_at + 3  # noqa: E731
-        await until(three, "the job's third model call", process, log)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    await kill_at_call(dying, fake_anthropic, dead_at + 3, tmp_path / "job-2.log")
 
     left = thread_session(data_dir)
     # The job compacted before its first save: the file is as the job found
