@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.action_inputs import INPUTS, input_variable
-from bot.github import GitHubApp
+from bot.action.inputs import INPUTS, input_variable
+from bot.github.app import GitHubApp
 from tests.bot.serving import corpus
 from tests.fakes import (
     FakeAnthropicAPI,

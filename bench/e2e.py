@@ -66,8 +66,8 @@ from typing import Any
 import httpx
 from docker import DockerClient
 
+from bot.intake.server import WEBHOOK_PATH
 from bot.jobs import FINAL_STATES, JobState, Thread
-from bot.server import WEBHOOK_PATH
 from runner.sandbox.docker import LABEL_JOB, LABEL_SANDBOX, docker_client
 from tests.bot.serving import corpus, headers, neo_serve, serve_env
 from tests.fakes import (

@@ -4,7 +4,7 @@ Each repository gets one to three schedules, a mix of what maintenance asks
 for: half-hourly, hourly, daily, weekly and monthly, at assorted minutes.
 Three figures, CPU time (`time.process_time`, every thread of this process):
 
-- cold: `bot.schedules.decide` for every schedule at one instant, as if each
+- cold: `bot.intake.schedules.decide` for every schedule at one instant, as if each
   tick asked about everything (the median of 5 instants). The worst a tick
   can cost.
 - first tick: `Scheduler.tick` right after start-up, when it also reads each
@@ -32,10 +32,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.github import GitHubApp
+from bot.github.app import GitHubApp
+from bot.intake.scheduler import TICK_SECONDS, Scheduler
+from bot.intake.schedules import Cron, decide, jitter_fraction
 from bot.queue import SqliteQueue
-from bot.scheduler import TICK_SECONDS, Scheduler
-from bot.schedules import Cron, decide, jitter_fraction
 from tests.fakes import FakeGitHub
 
 START = datetime(2025, 6, 2, 0, 0, 7, tzinfo=UTC)

@@ -55,7 +55,7 @@ from pathlib import Path
 
 import httpx
 
-from bot.server import WEBHOOK_PATH
+from bot.intake.server import WEBHOOK_PATH
 from tests.bot.serving import corpus, neo_serve, serve_env, sign
 from tests.fakes import FakeGitHub
 

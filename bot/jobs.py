@@ -1,6 +1,6 @@
 """What the intake hands the workers: job requests, and jobs as the queue keeps them.
 
-Values only. `bot.triggers` makes `JobRequest`s from webhook payloads, a
+Values only. `bot.intake.triggers` makes `JobRequest`s from webhook payloads, a
 `JobQueue` stores them durably as `Job`s, the worker (a later issue) runs
 them.
 """
@@ -58,7 +58,7 @@ class JobRequest:
     dedupe_key: str
     delivery_id: str
     # The branch the job must work on, when the request names one: a
-    # schedule's (`bot.schedules`). None: the worker picks it. Rows queued
+    # schedule's (`bot.intake.schedules`). None: the worker picks it. Rows queued
     # before this field existed read as None.
     branch: str | None = None
     # `instruction` is a workflow file's prompt (`neo action`'s `prompt`

@@ -34,7 +34,7 @@ from runner.session import (
     SessionStore,
     utc_timestamp,
 )
-from runner.tools import Workflow, default_tools
+from runner.tools import Checklist, default_tools
 
 ProviderFactory = Callable[[str, "str | None"], Provider]
 
@@ -176,7 +176,7 @@ async def _run_agent(
     )
     agent = Agent(
         provider,
-        tools=default_tools(sandbox, workflow=Workflow()),
+        tools=default_tools(sandbox, checklist=Checklist()),
         system=system,
         max_turns=request.max_turns,
         messages=previous.messages if previous else (),

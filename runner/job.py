@@ -94,7 +94,7 @@ from runner.session import (
     start_job,
     utc_timestamp,
 )
-from runner.tools import Workflow, default_tools
+from runner.tools import Checklist, default_tools
 
 __all__ = [
     "WORKFLOWS_DIR",
@@ -450,7 +450,7 @@ async def _run_agent(
     )
     agent = Agent(
         provider,
-        tools=default_tools(box, workflow=Workflow()),
+        tools=default_tools(box, checklist=Checklist()),
         system=system,
         max_turns=spec.max_turns,
         messages=previous.messages if previous else (),

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.action_inputs import INPUTS, input_variable
-from bot.action_output import OUTPUTS
+from bot.action.inputs import INPUTS, input_variable
+from bot.action.outputs import OUTPUTS
 
 ROOT = Path(__file__).parents[1]
 EXAMPLES = ROOT / "examples" / "workflows"

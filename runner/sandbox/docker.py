@@ -17,7 +17,7 @@ dependencies) run with the default bridge network first; the container is
 then disconnected from every network, and checked to have no interface but
 `lo`, before the sandbox is handed out.
 
-The exec channel: the container's main process is `channel_agent.py`, whose
+The exec channel: the container's main process is `exec_server.py`, whose
 source the runner writes to the container's stdin at start (a small
 bootstrap reads it), so the image needs only python3 and bash, and nothing
 of Neo is mounted (which also works when Neo itself runs in a container with
@@ -66,7 +66,7 @@ import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from runner.sandbox import channel_agent
+from runner.sandbox import exec_server
 from runner.sandbox.base import (
     COMMAND_ENV,
     BackgroundOutput,
@@ -78,7 +78,7 @@ from runner.sandbox.base import (
     background_of,
     stopped_of,
 )
-from runner.sandbox.output import OUTPUT_LIMIT
+from runner.sandbox.output_buffer import OUTPUT_LIMIT
 
 WORKSPACE = "/workspace"
 HOME = "/home/neo"
@@ -447,11 +447,11 @@ class _Channel:
         return lines[-1][:200] if lines else ""
 
 
-_encode = channel_agent.encode_line
+_encode = exec_server.encode_line
 
 
 def _agent_source() -> bytes:
-    return importlib.resources.files("runner.sandbox").joinpath("channel_agent.py").read_bytes()
+    return importlib.resources.files("runner.sandbox").joinpath("exec_server.py").read_bytes()
 
 
 class DockerSandbox:
@@ -534,7 +534,7 @@ class DockerSandbox:
             "limit": OUTPUT_LIMIT,
         }
         answer = await self._call(
-            request, timeout=timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN, path=cwd
+            request, timeout=timeout + 2 * exec_server.DRAIN_SECONDS + _ANSWER_MARGIN, path=cwd
         )
         try:
             return ExecResult(

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.sandbox import channel_agent
+from runner.sandbox import exec_server
 from runner.sandbox.base import (
     COMMAND_ENV,
     BackgroundOutput,
@@ -245,7 +245,7 @@ class LocalSandbox:
 
     def _read_lines(self, path: str, numbers: tuple[int, int, int, int, int]) -> dict[str, Any]:
         with self.resolve(path).open("rb") as handle:
-            return channel_agent.read_lines(handle, *numbers)
+            return exec_server.read_lines(handle, *numbers)
 
     def _write(self, path: str, data: bytes) -> None:
         target = self.resolve(path)

@@ -2,7 +2,7 @@
 
 A command started by Neo itself could read Neo's environment (the API key,
 the App's private key) from `/proc/$PPID/environ`. So LocalSandbox starts,
-once, the exec channel's agent (`channel_agent.py`, the same server the docker
+once, the exec channel's agent (`exec_server.py`, the same server the docker
 sandbox runs in its container) with an environment already cleared of
 secrets, in a session of its own, and every command is its child: the parent
 a command sees, and every process up to the helper, holds nothing secret.
@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Mapping
 from typing import IO, Any
 
-from runner.sandbox import channel_agent
+from runner.sandbox import exec_server
 from runner.sandbox.base import SandboxError, UnknownBackground
 
 PR_SET_DUMPABLE = 4
@@ -59,7 +59,7 @@ class _Helper:
     def __init__(self, root: str, env: Mapping[str, str]) -> None:
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", channel_agent.__file__, root, "--confine"],
+                [sys.executable, "-I", exec_server.__file__, root, "--confine"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -93,7 +93,7 @@ class _Helper:
         return ident, future
 
     def send(self, message: dict[str, Any]) -> None:
-        line = channel_agent.encode_line(message)
+        line = exec_server.encode_line(message)
         try:
             with self._lock:
                 self._stdin.write(line)
@@ -176,7 +176,7 @@ class Spawner:
             "inherit_env": False,
             "timeout": timeout,
         }
-        wait = timeout + 2 * channel_agent.DRAIN_SECONDS + _ANSWER_MARGIN
+        wait = timeout + 2 * exec_server.DRAIN_SECONDS + _ANSWER_MARGIN
         answer = await self.call(request, timeout=wait, helper_env=helper_env)
         answer["output"] = base64.b64decode(answer["output"], validate=True)
         return answer

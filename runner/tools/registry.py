@@ -6,16 +6,16 @@ from runner.sandbox.base import Sandbox
 from runner.tools.background import BashOutputTool, KillShellTool
 from runner.tools.base import Tool
 from runner.tools.bash import BashTool
+from runner.tools.checklist import Checklist, ChecklistTool
 from runner.tools.edit_file import EditFileTool
 from runner.tools.glob import GlobTool
 from runner.tools.grep import GrepTool
 from runner.tools.read_file import ReadFileTool
-from runner.tools.workflow import Workflow, WorkflowTool
 from runner.tools.write_file import WriteFileTool
 
 
-def default_tools(sandbox: Sandbox, *, workflow: Workflow | None = None) -> list[Tool]:
-    """Every built-in tool acting on `sandbox`; `workflow` adds the checklist tool."""
+def default_tools(sandbox: Sandbox, *, checklist: Checklist | None = None) -> list[Tool]:
+    """Every built-in tool acting on `sandbox`; `checklist` adds the checklist tool."""
     tools: list[Tool] = [
         ReadFileTool(sandbox),
         WriteFileTool(sandbox),
@@ -26,6 +26,6 @@ def default_tools(sandbox: Sandbox, *, workflow: Workflow | None = None) -> list
         GrepTool(sandbox),
         GlobTool(sandbox),
     ]
-    if workflow is not None:
-        tools.append(WorkflowTool(workflow))
+    if checklist is not None:
+        tools.append(ChecklistTool(checklist))
     return tools

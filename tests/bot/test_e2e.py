@@ -26,6 +26,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from bot.jobs import Job, JobState
 from bot.queue import SqliteQueue
 from runner.sandbox.docker import LABEL_JOB, LABEL_OWNER, LABEL_SANDBOX
+from tests.bot.intake.test_serve import mention
 from tests.bot.serving import (
     SECRET,
     AppGitServer,
@@ -35,7 +36,6 @@ from tests.bot.serving import (
     neo_worker,
     serve_env,
 )
-from tests.bot.test_serve import mention
 from tests.fakes import (
     FakeAnthropicAPI,
     FakeGitHub,

@@ -1586,7 +1586,7 @@ class FakeGitHub:
     def _base(self) -> str:
         return self.base_url if self._serving.port is not None else ""
 
-    # -- schedules (bot/scheduler.py): listing installations, conditional contents --
+    # -- schedules (bot/intake/scheduler.py): listing installations, conditional contents --
     #
     # `GET /app/installations` (the App's JWT) and `GET /installation/repositories`
     # (an installation token: the repositories it was scoped to) page with

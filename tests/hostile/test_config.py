@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.repo_config import RepoConfigError, parse_repo_config
-from bot.settings import load_settings
+from bot.config.repo import RepoConfigError, parse_repo_config
+from bot.config.settings import load_settings
 from runner.errors import ConfigError
 from runner.sandbox.factory import open_sandbox
 

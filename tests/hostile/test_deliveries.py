@@ -33,10 +33,10 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.intake.server import WEBHOOK_PATH
+from bot.intake.triggers import Ignore, Reason, Rules, triage
+from bot.intake.webhooks import Delivery
 from bot.jobs import JobRequest
-from bot.server import WEBHOOK_PATH
-from bot.triggers import Ignore, Reason, Rules, triage
-from bot.webhooks import Delivery
 from tests.bot.serving import NEO, Server, corpus, headers, make_it_act, neo_serve, serve_env
 from tests.fakes import FakeGitHub
 

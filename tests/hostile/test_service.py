@@ -45,6 +45,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.bot.intake.test_serve import mention
 from tests.bot.serving import (
     NEO,
     SECRET,
@@ -55,7 +56,6 @@ from tests.bot.serving import (
     neo_worker,
     serve_env,
 )
-from tests.bot.test_serve import mention
 from tests.fakes import FakeGitHub
 
 # --- start-up ----------------------------------------------------------------

@@ -39,7 +39,7 @@ from runner.sandbox.docker import (
     is_orphan,
     sweep_orphans,
 )
-from runner.sandbox.output import OUTPUT_LIMIT
+from runner.sandbox.output_buffer import OUTPUT_LIMIT
 from runner.tools import (
     BashOutputTool,
     BashTool,

@@ -446,7 +446,7 @@ def test_command_env_without_path_uses_the_default() -> None:
 
 
 async def test_endless_output_is_bounded_but_counted(tmp_path: Path) -> None:
-    from runner.sandbox.output import OUTPUT_LIMIT
+    from runner.sandbox.output_buffer import OUTPUT_LIMIT
 
     sandbox = LocalSandbox(tmp_path)
     size = OUTPUT_LIMIT + 4 * 1024 * 1024

@@ -6,7 +6,7 @@ import jsonschema
 
 from runner.llm.types import JSON
 from runner.sandbox import LocalSandbox
-from runner.tools import Workflow, default_tools
+from runner.tools import Checklist, default_tools
 
 
 def keys(schema: JSON) -> set[str]:
@@ -40,14 +40,14 @@ def test_default_tools(sandbox: LocalSandbox) -> None:
 
 
 def test_workflow_adds_the_checklist_tool(sandbox: LocalSandbox) -> None:
-    tools = default_tools(sandbox, workflow=Workflow())
+    tools = default_tools(sandbox, checklist=Checklist())
 
     assert tools[-1].spec.name == "workflow"
     assert len(tools) == 9
 
 
 def test_every_schema_is_valid_closed_and_untitled(sandbox: LocalSandbox) -> None:
-    for tool in default_tools(sandbox, workflow=Workflow()):
+    for tool in default_tools(sandbox, checklist=Checklist()):
         schema = dict(tool.spec.input_schema)
         jsonschema.validators.validator_for(schema).check_schema(schema)
         assert schema["type"] == "object"

@@ -1,0 +1,351 @@
+"""`neo action`: one workflow run's event through the App's own engine.
+
+What `action.yml` runs. It reads the event (`GITHUB_EVENT_NAME`,
+`GITHUB_EVENT_PATH`) and the inputs, decides by the App's trigger rules
+whether there is a job (`bot.action.plan`), queues it in a SQLite queue in a
+temporary directory and runs the real `bot.worker.loop.Worker` on it, one job at a
+time, until the queue is drained. The worker is the App's: it checks the
+requester's write access, reads `.github/neo.yml`, reacts, posts the progress
+comment, runs `runner.job.run`, pushes, opens the draft pull request and
+writes the report, all through `bot.github.client.Publisher`. Only its credentials
+differ: the workflow's token (`bot.github.token_auth.TokenAuth`) instead of an App,
+and GitHub at `GITHUB_API_URL`, git at `GITHUB_SERVER_URL`; and what it is
+told: the settings file at the `config_path` input, with the inputs that
+set a setting (`provider`, `model`, `max_turns`, `time_limit`,
+`allowed_users`, `allowed_bots`, `branch_prefix`) winning over the file.
+
+The job's id is derived from the run (`GITHUB_RUN_ID`) and the workflow's
+job, so each run has its own progress comment, and a re-run of the same run
+finds and reuses it, as a retried job of the App does.
+
+Then it sets the step's outputs (`GITHUB_OUTPUT`) and appends the report to
+the job summary (`GITHUB_STEP_SUMMARY`). Exit status: 0 done, no changes, or
+nothing to do (an event that asks nothing of Neo, or a requester without
+write access, who got the App's one short reply); 1 the job failed, with its
+one-line error on stderr and in the summary; 2 a bad input or a missing
+variable, one line naming it; 130 interrupted (the run was cancelled: the
+job is cancelled and its comment says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from bot.action.inputs import ActionContext, ActionInputs, InputError, read_context, read_inputs
+from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
+from bot.action.plan import Run, Skip, plan
+from bot.cli.common import log_to_stderr
+from bot.config.settings import Settings
+from bot.github.token_auth import TokenAuth
+from bot.jobs import FINAL_STATES, Job, JobRequest
+from bot.queue import SqliteQueue
+from bot.worker.loop import Worker
+from runner.errors import ConfigError, NeoError
+
+__all__ = ["EXIT_FAILED", "action_command", "add_action_parser", "run_action"]
+
+log = logging.getLogger("neo.action")
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+
+# How often the worker looks at the queue and renews the job's lease: a
+# cancelled run must reach the job within GitHub's 7.5 s before SIGTERM.
+_POLL: Final = 0.2
+_HEARTBEAT: Final = 1.0
+# After a second signal, how long the job may take to wind down.
+_GRACE: Final = 5.0
+# Job ids: the run id, times this, plus a number for the workflow's job.
+_JOBS_PER_RUN: Final = 1000
+_UNAUTHORISED: Final = "unauthorised"
+# The service's default sandbox image; NEO_SANDBOX_IMAGE names another.
+DEFAULT_SANDBOX_IMAGE: Final[str] = Settings.model_fields["sandbox_image"].default
+_CONCLUSIONS: Final[Mapping[str, ActionConclusion]] = {
+    "success": "success",
+    "no_changes": "no_changes",
+    "incomplete": "incomplete",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+
+
+def add_action_parser(commands: Any) -> None:
+    commands.add_parser(
+        "action",
+        help="run Neo as a GitHub Actions step (what action.yml calls)",
+        description=(
+            "Act on the workflow run's event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH) as the "
+            "App would, with the inputs action.yml passes as INPUT_* variables; set the "
+            "step's outputs and summary. See the README, 'Use Neo in GitHub Actions'."
+        ),
+    )
+
+
+def action_command(args: argparse.Namespace) -> int:
+    env = os.environ
+    if env.get("RUNNER_DEBUG") == "1":
+        log_to_stderr("neo", fmt="%(name)s %(levelname)s %(message)s")
+    context: ActionContext | None = None
+    try:
+        context = read_context(env)
+        inputs = read_inputs(env)
+        payload = read_event(context.event_path)
+    except InputError as error:
+        _finish(context, ActionOutcome(conclusion="failed", reason=str(error)))
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    # The providers read their keys from their SDK's variables, as `neo run` does.
+    os.environ.update(inputs.api_keys)
+    interrupted = asyncio.Event()
+    try:
+        outcome = asyncio.run(_main(context, inputs, payload, interrupted))
+    except InputError as error:
+        _finish(context, ActionOutcome(conclusion="failed", reason=str(error)))
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except (NeoError, ConfigError) as error:
+        outcome = ActionOutcome(conclusion="failed", reason=_one_line(error))
+    except Exception as error:  # a bug of ours: one line here, the traceback in the debug log
+        log.exception("neo action failed")
+        reason = f"internal error ({type(error).__name__}); rerun with debug logging for details"
+        outcome = ActionOutcome(conclusion="failed", reason=reason)
+    _finish(context, outcome)
+    if outcome.conclusion == "failed":
+        print(f"neo: error: {outcome.reason or 'the job failed'}", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.conclusion == "incomplete":
+        # The work so far is in a draft pull request, but the task is not done.
+        print(f"neo: incomplete: {outcome.reason}: {outcome.pr_url}", file=sys.stderr)
+        return EXIT_FAILED
+    if outcome.conclusion == "cancelled":
+        print("neo: cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED if interrupted.is_set() else EXIT_FAILED
+    if outcome.conclusion == "skipped":
+        print(f"neo: nothing to do: {outcome.reason}")
+    else:
+        print(f"neo: {outcome.conclusion}" + (f": {outcome.pr_url}" if outcome.pr_url else ""))
+    return EXIT_OK
+
+
+def read_event(path: Path) -> dict[str, Any]:
+    """The event payload at GITHUB_EVENT_PATH: a JSON object."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise InputError(f"GITHUB_EVENT_PATH: cannot read {path}: {reason}") from None
+    except ValueError:
+        raise InputError(f"GITHUB_EVENT_PATH: {path} is not JSON") from None
+    if not isinstance(data, dict):
+        raise InputError(f"GITHUB_EVENT_PATH: {path} does not hold a JSON object")
+    return data
+
+
+async def _main(
+    context: ActionContext,
+    inputs: ActionInputs,
+    payload: Mapping[str, Any],
+    interrupted: asyncio.Event,
+) -> ActionOutcome:
+    loop = asyncio.get_running_loop()
+    signals: list[signal.Signals] = []
+
+    def on_signal() -> None:
+        # The first signal cancels the job (its report says so); a second stops at once.
+        if interrupted.is_set():
+            hurry.set()
+        interrupted.set()
+
+    hurry = asyncio.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signum, on_signal)
+            signals.append(signum)
+    try:
+        return await run_action(context, inputs, payload, interrupted=interrupted, hurry=hurry)
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+
+
+async def run_action(
+    context: ActionContext,
+    inputs: ActionInputs,
+    payload: Mapping[str, Any],
+    *,
+    interrupted: asyncio.Event | None = None,
+    hurry: asyncio.Event | None = None,
+) -> ActionOutcome:
+    """Decide, run the job if there is one, and say how it ended.
+
+    `interrupted` set cancels the running job; `hurry` set stops the worker
+    without waiting for the job's report.
+    """
+    interrupted = interrupted or asyncio.Event()
+    hurry = hurry or asyncio.Event()
+    async with TokenAuth(inputs.github_token, api_url=context.api_url) as auth:
+        login = await auth.bot_login()
+        decision = plan(context, inputs, payload, bot_login=login)
+        if isinstance(decision, Skip):
+            return ActionOutcome(conclusion="skipped", reason=decision.reason)
+        with tempfile.TemporaryDirectory(prefix="neo-action-", dir=context.runner_temp) as tmp:
+            return await _run(context, inputs, decision, auth, Path(tmp), interrupted, hurry)
+
+
+async def _run(
+    context: ActionContext,
+    inputs: ActionInputs,
+    decision: Run,
+    auth: TokenAuth,
+    data_dir: Path,
+    interrupted: asyncio.Event,
+    hurry: asyncio.Event,
+) -> ActionOutcome:
+    request = decision.request
+    settings = _settings(context, inputs, data_dir)
+    asked = f" by {request.author}" if request.author else ""
+    print(f"neo: {request.event} on {_where(request)}{asked}: starting", flush=True)
+    async with SqliteQueue(data_dir / "queue.db", first_job_id=job_number(context)) as queue:
+        job_id = (await queue.enqueue(request.delivery_id, [request])).job_ids[0]
+        worker = Worker(
+            queue,
+            auth,
+            settings,
+            name=f"actions-{context.run_id}-{context.run_attempt}",
+            concurrency=1,
+            heartbeat_every=_HEARTBEAT,
+            poll_every=_POLL,
+            grace=_GRACE,
+            config_path=inputs.config_path,
+            config_overrides=inputs.overrides,
+            overrides_source="the workflow's inputs",
+        )
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop), name="neo-action-worker")
+        cancelled = False
+        try:
+            while not running.done() and not hurry.is_set():
+                if interrupted.is_set() and not cancelled:
+                    cancelled = True
+                    await queue.cancel(job_id)
+                job = await queue.get(job_id)
+                if job is not None and job.state in FINAL_STATES:
+                    break
+                await _first_of(interrupted, hurry, _POLL)
+        finally:
+            stop.set()
+            await running
+        job = await queue.get(job_id)
+    assert job is not None
+    return _outcome(job)
+
+
+def _outcome(job: Job) -> ActionOutcome:
+    if job.state not in FINAL_STATES:  # a second signal: the worker let go of it
+        return ActionOutcome(conclusion="cancelled", reason="the run was cancelled mid-job")
+    result = job.result or {}
+    error = result.get("error")
+    if error == _UNAUTHORISED:
+        request = job.request
+        replied = "" if request.thread.number == 0 else f"; {_where(request)} got a short reply"
+        return ActionOutcome(
+            conclusion="skipped",
+            reason=(
+                f"{request.author} may not run Neo on {request.thread.repository} "
+                f"(allowed_users decides who may){replied}"
+            ),
+        )
+    conclusion = _CONCLUSIONS.get(str(result.get("conclusion")), "failed")
+    cost = result.get("cost_usd")
+    return ActionOutcome(
+        conclusion=conclusion,
+        branch=_text(result.get("branch")),
+        pr_url=_text(result.get("pr_url")),
+        session_id=_text(result.get("session_id")),
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        reason=_text(error) if conclusion in ("failed", "cancelled", "incomplete") else None,
+        report=_text(result.get("report")),
+    )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _where(request: JobRequest) -> str:
+    thread = request.thread
+    if thread.number == 0:
+        return f"{thread.repository} (branch {request.branch})"
+    return f"{thread.repository}#{thread.number}"
+
+
+def job_number(context: ActionContext) -> int:
+    """The job's id: the run's, and which of the workflow's jobs this is.
+
+    Stable across re-runs of the run, so a re-run finds the comment it made.
+    """
+    return context.run_id * _JOBS_PER_RUN + zlib.crc32(context.job.encode()) % _JOBS_PER_RUN
+
+
+@dataclass(frozen=True, slots=True)
+class _ActionSettings:
+    """What the worker reads of the service's settings, for this run (`WorkerSettings`)."""
+
+    data_dir: Path
+    sandbox: str
+    sandbox_image: str
+    allowed_bots: frozenset[str]
+    # Where jobs clone and push: GITHUB_SERVER_URL, the web host (GHES included).
+    git_url: str
+
+
+def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _ActionSettings:
+    return _ActionSettings(
+        data_dir=data_dir,
+        sandbox=inputs.sandbox,
+        sandbox_image=os.environ.get("NEO_SANDBOX_IMAGE", "").strip() or DEFAULT_SANDBOX_IMAGE,
+        allowed_bots=inputs.allowed_bots,
+        git_url=context.server_url,
+    )
+
+
+async def _first_of(first: asyncio.Event, second: asyncio.Event, timeout: float) -> None:
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+        await asyncio.gather(*waits, return_exceptions=True)
+
+
+def _finish(context: ActionContext | None, outcome: ActionOutcome) -> None:
+    """Outputs and summary, when the runner gave their files."""
+    if context is None:
+        return
+    try:
+        if context.output_path is not None:
+            write_outputs(context.output_path, outcome.outputs())
+        if context.summary_path is not None:
+            append_summary(context.summary_path, outcome.summary())
+    except OSError as error:
+        print(f"neo: warning: cannot write the step's outputs: {error.strerror}", file=sys.stderr)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split()) or type(error).__name__

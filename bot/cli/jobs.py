@@ -1,0 +1,256 @@
+"""`neo jobs`: operators list, inspect, retry and cancel queued jobs.
+
+It works on the same queue URL as `neo serve`. Instruction text comes from
+GitHub users: it is printed with control characters escaped, so a comment
+cannot drive the operator's terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from typing import TypeVar
+
+from bot.cli.argtypes import positive_int
+from bot.jobs import Job, JobState
+from bot.queue import JobQueue, QueueError, default_queue_url, open_queue
+from runner.errors import ConfigError
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+RETRYABLE = frozenset({JobState.FAILED, JobState.CANCELLED})
+
+Parser = TypeVar("Parser", bound=argparse.ArgumentParser)
+
+
+def add_jobs_parser(commands: argparse._SubParsersAction[Parser]) -> None:
+    """Add `jobs` to the `neo` subcommands (`commands` from add_subparsers)."""
+    jobs = commands.add_parser(
+        "jobs",
+        help="list, inspect, retry and cancel queued jobs",
+        description="Operate on the job queue that `neo serve` fills.",
+    )
+    actions = jobs.add_subparsers(dest="jobs_command", required=True, parser_class=type(jobs))
+    common = type(jobs)(add_help=False)
+    common.add_argument(
+        "--queue-url",
+        metavar="URL",
+        help="the queue (default: $NEO_QUEUE_URL, else sqlite:///<NEO_DATA_DIR or ~/.neo>/neo.db)",
+    )
+    formats = ("text", "json")
+
+    listing = actions.add_parser("list", parents=[common], help="the newest jobs first")
+    listing.add_argument("--state", choices=[state.value for state in JobState])
+    listing.add_argument("--repo", type=_repository, metavar="OWNER/NAME")
+    listing.add_argument("--limit", type=positive_int, default=100, metavar="N")
+    listing.add_argument("--format", choices=formats, default="text")
+
+    show = actions.add_parser("show", parents=[common], help="one job in full")
+    show.add_argument("id", type=_job_id, metavar="ID")
+    show.add_argument("--format", choices=formats, default="text")
+
+    retry = actions.add_parser(
+        "retry", parents=[common], help="queue a failed or cancelled job again"
+    )
+    retry.add_argument("id", type=_job_id, metavar="ID")
+
+    cancel = actions.add_parser(
+        "cancel", parents=[common], help="cancel a queued job, or stop a running one"
+    )
+    cancel.add_argument("id", type=_job_id, metavar="ID")
+
+
+def jobs_command(args: argparse.Namespace) -> int:
+    if args.queue_url:
+        url, source = args.queue_url, "--queue-url"
+    elif os.environ.get("NEO_QUEUE_URL"):
+        url, source = default_queue_url(), "NEO_QUEUE_URL"
+    else:
+        url, source = default_queue_url(), "the default; set NEO_QUEUE_URL or pass --queue-url"
+    try:
+        # An operator's typo should not leave an empty database behind.
+        queue = open_queue(url, source=source, create=False)
+    except ConfigError as error:
+        return _fail(f"neo: error: {error}", EXIT_USAGE)
+    return asyncio.run(_run(args, queue))
+
+
+async def _run(args: argparse.Namespace, queue: JobQueue) -> int:
+    try:
+        if args.jobs_command == "list":
+            return await _list(args, queue)
+        if args.jobs_command == "show":
+            return await _show(args, queue)
+        if args.jobs_command == "retry":
+            return await _retry(args.id, queue)
+        if args.jobs_command == "cancel":
+            return await _cancel(args.id, queue)
+        raise AssertionError(args.jobs_command)  # argparse allows only known commands
+    except QueueError as error:
+        return _fail(f"neo: error: {error}", EXIT_FAILED)
+    finally:
+        await queue.close()
+
+
+async def _list(args: argparse.Namespace, queue: JobQueue) -> int:
+    state = JobState(args.state) if args.state else None
+    jobs = await queue.list(state=state, repository=args.repo, limit=args.limit)
+    if args.format == "json":
+        print(json.dumps([job.to_json() for job in jobs]))
+    elif jobs:
+        print(_table(jobs))
+    else:
+        print("no jobs")
+    return EXIT_OK
+
+
+async def _show(args: argparse.Namespace, queue: JobQueue) -> int:
+    job = await queue.get(args.id)
+    if job is None:
+        return _unknown(args.id)
+    if args.format == "json":
+        print(json.dumps(job.to_json()))
+    else:
+        print(_details(job))
+    return EXIT_OK
+
+
+async def _retry(job_id: int, queue: JobQueue) -> int:
+    job = await queue.get(job_id)
+    if job is None:
+        return _unknown(job_id)
+    if job.state in RETRYABLE and job.request.kind == "run" and await queue.retry(job_id):
+        print(f"job {job_id} is queued again")
+        return EXIT_OK
+    job = await queue.get(job_id) or job
+    if job.request.kind != "run":
+        reason = "it is a cancel request, not a run"
+    else:
+        reason = f"it is {job.state}; only a failed or cancelled job can be retried"
+    return _fail(f"neo: cannot retry job {job_id}: {reason}", EXIT_FAILED)
+
+
+async def _cancel(job_id: int, queue: JobQueue) -> int:
+    job = await queue.get(job_id)
+    if job is None:
+        return _unknown(job_id)
+    if job.state in (JobState.QUEUED, JobState.RUNNING) and await queue.cancel(job_id):
+        if job.state == JobState.QUEUED:
+            print(f"job {job_id} is cancelled")
+        else:
+            print(f"job {job_id} is running: its worker was asked to stop")
+        return EXIT_OK
+    job = await queue.get(job_id) or job
+    return _fail(f"neo: cannot cancel job {job_id}: it is already {job.state}", EXIT_FAILED)
+
+
+def _table(jobs: list[Job]) -> str:
+    header = ("ID", "STATE", "TRIES", "THREAD", "KIND", "AUTHOR", "CREATED", "INSTRUCTION")
+    rows = [header]
+    for job in jobs:
+        request = job.request
+        state = job.state.value + ("*" if job.cancel_requested else "")
+        rows.append(
+            (
+                str(job.id),
+                state,
+                str(job.attempts),
+                _printable(f"{request.thread.repository}#{request.thread.number}"),
+                request.kind,
+                _printable(request.author),
+                _timestamp(job.created_at),
+                _printable(_first_line(request.instruction), limit=60),
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header) - 1)]
+    lines = [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]])
+        for row in rows
+    ]
+    if any(job.cancel_requested for job in jobs):
+        lines.append("* cancellation requested")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _details(job: Job) -> str:
+    request = job.request
+    thread = request.thread
+    kind = "pull request" if thread.is_pull_request else "issue"
+    fields = [
+        ("job", f"{job.id} ({request.kind})"),
+        ("state", job.state.value + (", cancellation requested" if job.cancel_requested else "")),
+        ("attempts", str(job.attempts)),
+        ("thread", _printable(f"{thread.repository}#{thread.number} ({kind})")),
+        ("event", _printable(request.event)),
+        ("author", _printable(f"{request.author} ({request.author_association})")),
+        ("trigger", str(request.trigger_id)),
+        ("installation", str(request.installation_id)),
+        ("delivery", _printable(request.delivery_id)),
+        ("dedupe key", _printable(request.dedupe_key)),
+        ("created", _timestamp(job.created_at)),
+        ("updated", _timestamp(job.updated_at)),
+    ]
+    if job.worker is not None:
+        lease = "" if job.lease_expires_at is None else _timestamp(job.lease_expires_at)
+        fields.append(("worker", _printable(f"{job.worker} (lease until {lease})")))
+    lines = [f"{name:<13}{value}" for name, value in fields]
+    lines.append("instruction")
+    lines.extend(f"  {_printable(line)}" for line in request.instruction.splitlines() or [""])
+    if job.result is not None:
+        lines.append("result")
+        text = json.dumps(job.result, indent=2, sort_keys=True)
+        lines.extend(f"  {_printable(line)}" for line in text.splitlines())
+    return "\n".join(lines)
+
+
+def _printable(text: str, *, limit: int | None = None) -> str:
+    """`text` with control characters escaped, cut to `limit` characters."""
+    cleaned = "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in text
+    )
+    if limit is not None and len(cleaned) > limit:
+        cleaned = cleaned[: limit - 1] + "…"
+    return cleaned
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    if not lines:
+        return ""
+    return lines[0] + (" …" if len(lines) > 1 else "")
+
+
+def _timestamp(unix: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(unix))
+
+
+def _unknown(job_id: int) -> int:
+    return _fail(f"neo: error: no job {job_id} in the queue", EXIT_USAGE)
+
+
+def _fail(line: str, status: int) -> int:
+    print(line, file=sys.stderr)
+    return status
+
+
+def _job_id(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a job id is a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a job id is at least 1, not {value}")
+    return value
+
+
+def _repository(text: str) -> str:
+    owner, slash, name = text.partition("/")
+    if not slash or not owner or not name or "/" in name:
+        raise argparse.ArgumentTypeError(f"expected OWNER/NAME, not {text!r}")
+    return text

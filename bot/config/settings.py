@@ -1,0 +1,196 @@
+"""The service's settings: `NEO_*` environment variables, validated at start-up."""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from bot.intake.triggers import Rules
+from bot.queue import data_dir as default_data_dir
+from bot.queue import sqlite_url
+from runner.errors import ConfigError
+from runner.sandbox.image import image_problem
+
+# Why NEO_SANDBOX=local needs NEO_ALLOW_LOCAL_SANDBOX=1 in the service.
+LOCAL_SANDBOX_RISK = (
+    "local runs the model's commands on this host, as the service's user, where they "
+    "can read its files (the App's key, the queue); set NEO_ALLOW_LOCAL_SANDBOX=1 to accept that"
+)
+
+
+class Settings(BaseSettings):
+    """`neo serve` and `neo worker` configuration (see the README)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
+
+    github_app_id: int = Field(gt=0)
+    github_private_key: SecretStr | None = None
+    github_private_key_path: Path | None = None
+    webhook_secret: SecretStr = Field(min_length=1)
+    github_api_url: str = "https://api.github.com"
+    # Where jobs clone and push: `<git url>/<owner>/<repo>.git`. Empty: github.com,
+    # or the host of a GitHub Enterprise NEO_GITHUB_API_URL (`https://ghe/api/v3`).
+    github_git_url: str = ""
+    data_dir: Path = Field(default_factory=default_data_dir)
+    # Empty: the embedded SQLite queue in the data directory (see `queue`).
+    queue_url: str = ""
+    # Jobs run at once by `neo serve`'s in-process workers; 0 receives and
+    # queues only (run `neo worker` elsewhere).
+    workers: int = Field(default=2, ge=0, le=64)
+    # Seconds a worker's claim on a job lasts without a heartbeat: a worker
+    # that died gives its jobs back this long after its last beat. It beats
+    # every quarter of it and looks for expired leases every half.
+    worker_lease: int = Field(default=60, ge=1, le=3600)
+    # Declared before `sandbox`, whose validator reads it.
+    allow_local_sandbox: bool = False
+    sandbox: Literal["docker", "local"] = "docker"
+    sandbox_image: str = "neo-sandbox:local"
+    handle: str = "@neo"
+    trigger_label: str = "neo"
+    # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
+    # NoDecode: the environment's comma-separated form reaches `_bots` as it
+    # is, instead of pydantic-settings decoding it as JSON first.
+    allowed_bots: Annotated[frozenset[str], NoDecode] = frozenset()
+
+    @field_validator("handle")
+    @classmethod
+    def _handle(cls, value: str) -> str:
+        # The triage rules' own check, so a handle they would refuse stops start-up.
+        try:
+            Rules(app_bot_login="neo[bot]", handle=value)
+        except ValueError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @field_validator("sandbox_image")
+    @classmethod
+    def _sandbox_image(cls, value: str) -> str:
+        problem = image_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _sandbox(cls, value: str, info: ValidationInfo) -> str:
+        if value == "local" and not info.data.get("allow_local_sandbox"):
+            raise ValueError(LOCAL_SANDBOX_RISK)
+        return value
+
+    @field_validator("github_api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("github_git_url")
+    @classmethod
+    def _git_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+    @field_validator("allowed_bots", mode="before")
+    @classmethod
+    def _bots(cls, value: object) -> object:
+        # A comma-separated list is friendlier in an env file than JSON; a
+        # JSON list still works.
+        if not isinstance(value, str):
+            return value
+        if value.lstrip().startswith("["):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                raise ValueError("expected bot logins separated by commas") from None
+        return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+    @model_validator(mode="after")
+    def _derived(self) -> Settings:
+        if self.github_private_key is None and self.github_private_key_path is None:
+            raise ValueError("NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH must be set")
+        return self
+
+    @property
+    def git_url(self) -> str:
+        """NEO_GITHUB_GIT_URL, or the web host that goes with NEO_GITHUB_API_URL."""
+        if self.github_git_url:
+            return self.github_git_url
+        if self.github_api_url.endswith("/api/v3"):
+            return self.github_api_url.removesuffix("/api/v3")
+        return "https://github.com"
+
+    @property
+    def queue(self) -> str:
+        """NEO_QUEUE_URL, or the embedded SQLite queue in the data directory."""
+        return self.queue_url or sqlite_url(self.data_dir / "neo.db")
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from `environ` (default: the process environment).
+
+    Raises ConfigError with one line naming the first bad variable.
+    """
+    try:
+        if environ is None:
+            return Settings()
+        values = {
+            key.removeprefix("NEO_").lower(): value
+            for key, value in environ.items()
+            if key.startswith("NEO_")
+        }
+        return Settings.model_validate(values)
+    except ValidationError as error:
+        raise _one_line(error) from None
+    except SettingsError as error:
+        # pydantic-settings' own failure to read a value, before validation.
+        field = re.search(r'field "(\w+)"', str(error))
+        name = f"NEO_{field.group(1).upper()}" if field else "a NEO_* variable"
+        raise ConfigError(f"{name}: cannot read its value") from None
+
+
+def ensure_data_dir(settings: Settings) -> None:
+    """Create the data directory if need be and check the service can write in it.
+
+    Raises ConfigError naming NEO_DATA_DIR, not its path: the message is
+    the service's start-up output, and the path says how the host is laid out.
+    """
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ConfigError("NEO_DATA_DIR: it is a file, not a directory") from None
+    except OSError as error:
+        raise ConfigError(f"NEO_DATA_DIR: cannot create it: {error.strerror}") from None
+    try:
+        # Writing a file is the only sure test: permissions, a read-only
+        # mount and root's privileges all bear on it.
+        with tempfile.TemporaryFile(dir=settings.data_dir):
+            pass
+    except OSError as error:
+        raise ConfigError(f"NEO_DATA_DIR: cannot write in it: {error.strerror}") from None
+
+
+def _one_line(error: ValidationError) -> ConfigError:
+    first = error.errors()[0]
+    # The field alone: an item's index (`allowed_bots.0`) is no variable's name.
+    name = str(first["loc"][0]).upper() if first["loc"] else ""
+    message = " ".join(str(first["msg"]).removeprefix("Value error, ").split())
+    if not name:
+        return ConfigError(message)
+    if first["type"] == "missing":
+        return ConfigError(f"NEO_{name} is not set")
+    return ConfigError(f"NEO_{name}: {message}")

@@ -1,0 +1,222 @@
+"""The webhook server: verify, parse, triage, enqueue, acknowledge.
+
+Nothing on the request path calls GitHub or a model (docs/architecture.md, rule 4):
+a delivery is answered 2xx only once its jobs are committed to the queue, and
+everything slower happens in the workers. The pure parts live in
+`bot.intake.webhooks` and `bot.intake.triggers`; this module is the thin shell around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import orjson
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from bot.config.settings import Settings
+from bot.github.app import signed_in_app
+from bot.intake.triggers import Ignore, Rules, triage
+from bot.intake.webhooks import MAX_BODY, BodyTooLarge, WebhookError, parse, read_limited, verify
+from bot.jobs import JobState
+from bot.queue import JobQueue, open_queue
+
+log = logging.getLogger("neo.server")
+
+WEBHOOK_PATH = "/api/github/webhooks"
+
+# Seconds a delivery's body may take to arrive. GitHub itself gives up on a
+# delivery not answered within 10 s, so a slower body is not GitHub's: without
+# a bound, a client that sends headers and then nothing holds its connection
+# (and a task) for ever.
+BODY_SECONDS = 10.0
+
+
+class BodyTimeout(WebhookError):
+    status = 408
+
+
+class Metrics:
+    """The Prometheus series of one server, in a registry of its own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter(
+            "neo_webhook_deliveries",
+            "Webhook deliveries by event and decision.",
+            ["event", "decision"],
+            registry=self.registry,
+        )
+        self.ack_seconds = Histogram(
+            "neo_webhook_ack_seconds",
+            "Time from receiving a delivery to answering it.",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            registry=self.registry,
+        )
+        self.queue_jobs = Gauge(
+            "neo_queue_jobs", "Jobs in the queue by state.", ["state"], registry=self.registry
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Intake:
+    """What the webhook handler needs; built at start-up."""
+
+    secret: bytes
+    rules: Rules
+    queue: JobQueue
+
+
+def create_app(
+    open_intake: Callable[[], AsyncIterator[Intake]],
+    *,
+    metrics: Metrics | None = None,
+) -> Starlette:
+    """The ASGI app. `open_intake` is an async generator that yields the
+    intake for the server's lifetime and cleans up after it."""
+    metrics = metrics or Metrics()
+    state: dict[str, Intake] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with asynccontextmanager(open_intake)() as intake:
+            state["intake"] = intake
+            yield
+            state.clear()
+
+    async def webhook(request: Request) -> Response:
+        started = time.perf_counter()
+        intake = state["intake"]
+        event = request.headers.get("x-github-event", "")
+        delivery_id = request.headers.get("x-github-delivery", "")
+        try:
+            decision, status, fields = await _handle(request, intake)
+        except WebhookError as error:
+            # Named by the error: bad_signature, bad_request, body_too_large, body_timeout.
+            decision = re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__).lower()
+            status, fields = error.status, {"error": str(error)}
+        except ClientDisconnect:
+            # The client left while its body was read: nothing to answer, and
+            # no traceback for what any client may do. 499: nginx's "client
+            # closed request", for the log and the metrics only.
+            decision, status, fields = "client_disconnected", 499, {}
+        elapsed = time.perf_counter() - started
+        metrics.deliveries.labels(event or "-", decision).inc()
+        metrics.ack_seconds.observe(elapsed)
+        log.info(
+            orjson.dumps(
+                {
+                    "delivery": delivery_id or None,
+                    "event": event or None,
+                    "action": fields.pop("action", None),
+                    "repository": fields.pop("repository", None),
+                    "decision": decision,
+                    "status": status,
+                    "latency_ms": round(elapsed * 1000, 2),
+                    **({"reason": fields["reason"]} if "reason" in fields else {}),
+                }
+            ).decode()
+        )
+        return Response(
+            orjson.dumps({"decision": decision, **fields}),
+            status_code=status,
+            media_type="application/json",
+            # The rest of a slow body is not waited for: the connection goes.
+            headers={"connection": "close"} if status == BodyTimeout.status else None,
+        )
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def prometheus(request: Request) -> Response:
+        counts = await state["intake"].queue.counts()
+        for job_state in JobState:
+            metrics.queue_jobs.labels(job_state.value).set(counts.get(job_state, 0))
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return Starlette(
+        routes=[
+            Route(WEBHOOK_PATH, webhook, methods=["POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", prometheus, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+
+
+async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str, object]]:
+    """The decision, HTTP status and answer fields for one delivery."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise BodyTooLarge(f"the body is larger than {MAX_BODY} bytes")
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            body = await read_limited(request.stream(), MAX_BODY)
+    except TimeoutError:
+        raise BodyTimeout(f"the body took longer than {BODY_SECONDS:g} s to arrive") from None
+    verify(body, request.headers.get("x-hub-signature-256"), intake.secret)
+    delivery = parse(request.headers, body)
+    fields: dict[str, object] = {"action": delivery.action, "repository": _repository(delivery)}
+    if delivery.event == "ping":
+        return "ping", 200, fields
+    outcome = triage(delivery, intake.rules)
+    if isinstance(outcome, Ignore):
+        return "ignored", 202, {**fields, "reason": outcome.reason}
+    queued = await intake.queue.enqueue(delivery.delivery_id, outcome)
+    if queued.duplicate:
+        return "duplicate", 202, fields
+    return "queued", 202, {**fields, "jobs": list(queued.job_ids)}
+
+
+def _repository(delivery: object) -> str | None:
+    payload = getattr(delivery, "payload", None)
+    if isinstance(payload, dict):
+        repository = payload.get("repository")
+        if isinstance(repository, dict):
+            name = repository.get("full_name")
+            return name if isinstance(name, str) else None
+    return None
+
+
+def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
+    """The intake of `neo serve`: the queue and the App's identity, for the
+    server's lifetime. Fails start-up with a ConfigError on bad credentials."""
+
+    async def open_intake() -> AsyncIterator[Intake]:
+        async with signed_in_app(settings) as (_, login):
+            rules = Rules(
+                app_bot_login=login,
+                handle=settings.handle,
+                trigger_label=settings.trigger_label,
+                allowed_bots=settings.allowed_bots,
+            )
+            queue = open_queue(settings.queue)
+            try:
+                log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))
+                yield Intake(settings.webhook_secret.get_secret_value().encode(), rules, queue)
+            finally:
+                await queue.close()
+
+    return open_intake
+
+
+def _scheme(settings: Settings) -> str:
+    # The queue URL may hold a password: log its scheme only.
+    return settings.queue.split(":", 1)[0]

@@ -1,0 +1,103 @@
+"""`neo serve`'s process: the webhook intake, the scheduler and in-process workers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+
+from bot.config.settings import Settings
+from bot.intake.http_limits import BoundedHttpToolsProtocol
+from bot.intake.scheduler import run_scheduler
+from bot.intake.server import Intake, create_app, serve_intake
+from bot.queue import WakingQueue
+from bot.worker.pool import run_workers, sweep_sandbox_orphans
+
+log = logging.getLogger("neo.server")
+
+_GC_YOUNG = 50_000
+
+__all__ = ["serve"]
+
+
+async def serve(settings: Settings, host: str, port: int) -> None:
+    """Serve webhooks on `host`:`port` with the scheduler and workers until told to stop."""
+    if settings.sandbox == "docker":
+        await asyncio.to_thread(sweep_sandbox_orphans)
+    # The intake opens before the server listens: bad credentials or an
+    # unusable queue stop start-up with one line instead of a traceback.
+    async with asynccontextmanager(serve_intake(settings))() as opened:
+        # A job queued here wakes the in-process workers at once: no poll to wait for.
+        queue = WakingQueue(opened.queue)
+        intake = dataclasses.replace(opened, queue=queue)
+
+        async def open_intake() -> AsyncIterator[Intake]:
+            yield intake
+
+        # What is loaded by now (githubkit's models above all) lives as long
+        # as the process: keep it out of the cyclic GC's full collections,
+        # which otherwise stall every request in flight for tens of ms.
+        gc.freeze()
+        # Each delivery allocates hundreds of short-lived containers (its
+        # payload above all), so the default threshold of 700 ran a young
+        # collection every other delivery, over everything in flight; at
+        # 50,000 it runs every hundred or so: about 8% more deliveries/s.
+        gc.set_threshold(_GC_YOUNG, *gc.get_threshold()[1:])
+        config = uvicorn.Config(
+            create_app(open_intake),
+            host=host,
+            port=port,
+            access_log=False,
+            log_config=None,
+            server_header=False,
+            # httptools parses HTTP in C (uvicorn's default, h11, is pure
+            # Python); this protocol bounds a request head's time and size.
+            http=BoundedHttpToolsProtocol,
+            # No limit_concurrency: over it uvicorn answers every request 503,
+            # so a client holding connections open would turn real deliveries
+            # away. The deadlines on heads and bodies bound how long any
+            # connection is held instead.
+        )
+        server = uvicorn.Server(config)
+        stop = asyncio.Event()
+
+        def ended(task: asyncio.Task[None]) -> None:
+            if not stop.is_set():  # it failed on its own: the service is not whole
+                server.should_exit = True
+
+        # The scheduler queues what repositories' schedules ask for. It holds
+        # nothing a shutdown must wait for (a slot queued twice is one job),
+        # so it is cancelled, not drained.
+        scheduler = asyncio.create_task(run_scheduler(settings, intake.queue))
+        scheduler.add_done_callback(ended)
+        workers: asyncio.Task[None] | None = None
+        if settings.workers:
+            # In-process workers share the intake's queue; they stop taking work
+            # when the server shuts down and drain before the queue closes.
+            workers = asyncio.create_task(
+                run_workers(
+                    settings,
+                    queue,
+                    stop,
+                    concurrency=settings.workers,
+                    wakeup=queue.queued,
+                )
+            )
+            workers.add_done_callback(ended)
+        try:
+            await server.serve()
+        finally:
+            stop.set()
+            scheduler.cancel()
+            try:
+                if workers is not None:
+                    await workers
+            finally:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await scheduler

@@ -1,0 +1,84 @@
+"""Neo's GitHub App manifest: the permissions and events the App asks for. Pure data.
+
+GitHub registers an App from a manifest posted by the owner's browser (see
+`bot.setup.flow`); `docs/app-manifest.json` is this manifest with placeholder
+URLs, for reading or for other tools.
+
+The permissions are the most an installation token of a job asks for
+(`bot.github.app.WORKFLOW_JOB_PERMISSIONS`): push a branch, comment and react,
+open a pull request, read the repository's metadata (collaborator
+permissions included), and update `.github/workflows/`, which GitHub refuses
+to any push without `workflows: write`. A job's token asks for `workflows`
+only when the repository's `.github/neo.yml` sets `allow_workflow_edits`
+(`JOB_PERMISSIONS` otherwise), so the App holding it changes nothing for a
+repository that does not.
+The events are those `bot.intake.triggers` can act on, so the App is sent nothing
+it ignores unread; both events need the permissions above (`issues` for issue
+comments, `pull_requests` for reviews), or GitHub refuses the manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from bot.intake.triggers import ACTED_ON
+
+__all__ = [
+    "DEFAULT_NAME",
+    "EVENTS",
+    "EXAMPLE_WEBHOOK_URL",
+    "MAX_NAME_LENGTH",
+    "PERMISSIONS",
+    "app_manifest",
+]
+
+DEFAULT_NAME: Final = "Neo"
+# GitHub's limit on an App's name.
+MAX_NAME_LENGTH: Final = 34
+# The placeholder of docs/app-manifest.json.
+EXAMPLE_WEBHOOK_URL: Final = "https://neo.example.com/api/github/webhooks"
+
+DESCRIPTION: Final = (
+    "A coding agent: mention it on an issue or pull request and it answers with a "
+    "draft pull request and a summary of what it did."
+)
+
+PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "contents": "write",
+        "issues": "write",
+        "pull_requests": "write",
+        "metadata": "read",
+        "workflows": "write",
+    }
+)
+
+EVENTS: Final[tuple[str, ...]] = tuple(sorted({key.split(".")[0] for key in ACTED_ON}))
+
+
+def app_manifest(
+    webhook_url: str, *, name: str = DEFAULT_NAME, redirect_url: str | None = None
+) -> dict[str, Any]:
+    """The manifest JSON object for an App whose webhooks go to `webhook_url`.
+
+    The App's homepage is the webhook URL's origin (where Neo is served);
+    `redirect_url` is where GitHub sends the browser back with the code to
+    exchange, left out when there is no flow to come back to. The App is
+    private: only its owner's account can install it.
+    """
+    parts = urlsplit(webhook_url)
+    manifest: dict[str, Any] = {
+        "name": name,
+        "url": f"{parts.scheme}://{parts.netloc}",
+        "description": DESCRIPTION,
+        "hook_attributes": {"url": webhook_url, "active": True},
+        "public": False,
+        "default_permissions": dict(PERMISSIONS),
+        "default_events": list(EVENTS),
+    }
+    if redirect_url is not None:
+        manifest["redirect_url"] = redirect_url
+    return manifest

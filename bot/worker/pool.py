@@ -1,0 +1,89 @@
+"""The workers of one process: signed in as the App, sharing one mirror cache.
+
+`neo worker` runs them alone; `neo serve` runs them beside the intake when
+NEO_WORKERS > 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+
+from bot.config.settings import Settings
+from bot.github.app import signed_in_app
+from bot.queue import JobQueue
+from bot.worker.loop import Worker
+from runner.git import MirrorCache
+
+__all__ = ["run_workers", "sweep_sandbox_orphans"]
+
+log = logging.getLogger("neo.worker")
+
+
+async def run_workers(
+    settings: Settings,
+    queue: JobQueue,
+    stop: asyncio.Event,
+    *,
+    concurrency: int,
+    grace: float = 30.0,
+    wakeup: asyncio.Event | None = None,
+) -> None:
+    """Run up to `concurrency` jobs of `queue` at once until `stop`, then drain.
+
+    `wakeup`, set when this process queues a job, makes the workers claim it
+    at once (`neo serve`); without it they poll the queue every second. The
+    workers share one mirror cache for the life of the process, whose spare
+    trees make the next clone of a repository a rename and a small checkout.
+
+    Raises ConfigError (one line) when the App's credentials do not work.
+    """
+    async with (
+        signed_in_app(settings) as (app, login),
+        MirrorCache(settings.data_dir / "mirrors") as mirrors,
+    ):
+        name = f"{socket.gethostname()}:{os.getpid()}"
+        log.info(
+            json.dumps(
+                {
+                    "event": "workers_started",
+                    "worker": name,
+                    "app": login,
+                    "jobs": concurrency,
+                    "lease": settings.worker_lease,
+                }
+            )
+        )
+        worker = Worker(
+            queue,
+            app,
+            settings,
+            name=name,
+            concurrency=concurrency,
+            grace=grace,
+            # Beats every lease/4, looks for expired leases every lease/2.
+            lease=float(settings.worker_lease),
+            wakeup=wakeup,
+            mirrors=mirrors,
+        )
+        await worker.run(stop)
+        log.info(json.dumps({"event": "workers_stopped", "worker": name}))
+
+
+def sweep_sandbox_orphans() -> None:
+    """Remove sandbox containers left over from a crash, when docker answers."""
+    from runner.sandbox.docker import docker_client, sweep_orphans
+    from runner.sandbox.factory import MAX_JOB_SECONDS
+
+    try:
+        client = docker_client()
+        removed = sweep_orphans(client, max_age=MAX_JOB_SECONDS)
+        client.close()
+    except Exception as error:  # the intake works without docker
+        log.warning(json.dumps({"event": "sweep_skipped", "reason": str(error).splitlines()[0]}))
+        return
+    if removed:
+        log.info(json.dumps({"event": "swept_orphans", "containers": removed}))

@@ -1,0 +1,623 @@
+"""`neo run` end to end: the real CLI, the real SDK, the fake Messages API.
+
+Most tests call `main()` in-process; those about the installed console
+script and signals run it as a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.cli.main import main
+from runner.session import SessionStore
+from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
+
+NEO = Path(sys.executable).with_name("neo")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    tree = tmp_path / "repo"
+    tree.mkdir()
+    (tree / "greeting.txt").write_text("hello world\n")
+    return tree
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "neo-home"
+
+
+@pytest.fixture
+def env(
+    fake_anthropic: FakeAnthropicAPI, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    values = {**fake_anthropic.env, "NEO_HOME": str(home)}
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    status = main(["run", "--output-format", "json", *argv])
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    return status, json.loads(lines[-1]), captured.err
+
+
+def tool_result_text(fake: FakeAnthropicAPI, request: int) -> str:
+    last = fake.requests[request].body["messages"][-1]["content"]
+    result = next(b for b in last if b["type"] == "tool_result")
+    return "".join(part["text"] for part in result.get("content", []))
+
+
+def test_json_run_drives_tools_in_the_tree(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        seen = body["messages"][-1]["content"][0]["content"][0]["text"]
+        return Reply([text(f"The file says: {seen}")])
+
+    fake_anthropic.script(
+        Reply(
+            [
+                tool_use("toolu_1", "read_file", {"path": "greeting.txt"}),
+                tool_use("toolu_2", "write_file", {"path": "out/new.txt", "content": "made\n"}),
+            ],
+            "tool_use",
+        ),
+        answer,
+    )
+
+    status, result, err = run_json(capsys, "--repo", str(repo), "read greeting.txt")
+
+    assert status == 0, err
+    assert (repo / "out" / "new.txt").read_text() == "made\n"
+    assert result["type"] == "result"
+    assert result["is_error"] is False
+    assert "hello world" in result["result"]
+    assert result["error"] is None
+    assert result["stop_reason"] == "end_turn"
+    assert result["num_turns"] == 2
+    assert set(result["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    }
+    assert result["usage"]["input_tokens"] > 0
+    assert isinstance(result["cost_usd"], float)
+    assert isinstance(result["duration_ms"], int)
+    assert SessionStore(Path(env["NEO_HOME"])).load(result["session_id"]).meta.cwd == str(repo)
+
+
+def test_stream_json_prints_events_then_the_result(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "bash", {"command": "echo from-bash"})], "tool_use"),
+        Reply([text("done")]),
+    )
+
+    status = main(["run", "--output-format", "stream-json", "--repo", str(repo), "go"])
+
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert status == 0
+    types = [line["type"] for line in lines]
+    assert types[0] == "turn_started"
+    assert "tool_started" in types
+    finished = next(line for line in lines if line["type"] == "tool_finished")
+    assert "from-bash" in finished["output"]
+    assert types[-2] == "turn_finished"
+    assert lines[-1]["type"] == "result"
+    assert lines[-1]["result"] == "done"
+
+
+def test_text_mode_prints_receipts_and_the_answer(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "read_file", {"path": "greeting.txt"})], "tool_use"),
+        Reply([text("All read.")]),
+    )
+
+    status = main(["run", "--repo", str(repo), "read it"])
+
+    captured = capsys.readouterr()
+    assert status == 0
+    assert captured.out == "All read.\n"
+    assert "✓ read_file greeting.txt" in captured.err
+    assert "2 model calls" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("reason", "status", "error_type"),
+    [
+        ("end_turn", 0, None),
+        ("refusal", 0, None),
+        ("max_tokens", 1, "max_output_tokens"),
+        ("model_context_window_exceeded", 1, "context_window_exceeded"),
+        ("brand_new_reason", 1, "unexpected_stop_reason"),
+    ],
+)
+def test_stop_reasons_map_to_exit_status_and_error_type(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    reason: str,
+    status: int,
+    error_type: str | None,
+) -> None:
+    fake_anthropic.script(Reply([text("Some text")], stop_reason=reason))
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), "go")
+
+    assert code == status
+    assert result["is_error"] is (status != 0)
+    assert (result["error"] or {}).get("type") == error_type
+    assert result["result"] == "Some text"
+    assert result["stop_reason"] == (reason if status == 0 else None)
+    assert len(fake_anthropic.requests) == 1
+
+
+def test_tool_use_without_a_call_is_missing_tool_call(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(Reply([text("calling...")], "tool_use"))
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), "go")
+
+    assert code == 1
+    assert result["error"]["type"] == "missing_tool_call"
+    assert len(fake_anthropic.requests) == 1
+
+
+def test_max_turns(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(
+        *[Reply([tool_use(f"t{i}", "glob", {"pattern": "*.txt"})], "tool_use") for i in range(2)]
+    )
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), "--max-turns", "2", "go")
+
+    assert code == 1
+    assert result["error"]["type"] == "max_turns"
+    assert result["num_turns"] == 2
+
+
+@pytest.mark.parametrize(
+    ("flags", "thinking"),
+    [
+        ([], None),
+        (["--effort", "high"], {"type": "adaptive"}),
+        (["--effort", "low", "--model", "claude-sonnet-4-5"], {"type": "enabled"}),
+    ],
+    ids=["off-by-default", "adaptive", "budget"],
+)
+def test_effort_asks_the_model_to_think(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    thinking: dict[str, str] | None,
+) -> None:
+    fake_anthropic.script(Reply([text("Thought about it.")]))
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
+
+    assert (code, result["result"]) == (0, "Thought about it.")
+    sent = fake_anthropic.requests[0].body
+    if thinking is None:
+        assert "thinking" not in sent
+    else:
+        assert sent["thinking"]["type"] == thinking["type"]
+
+
+def test_the_system_prompt_states_the_budget_and_the_network(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(Reply([text("done")]))
+
+    code, _, err = run_json(
+        capsys, "--repo", str(repo), "--max-turns", "5", "--timeout", "90", "go"
+    )
+
+    assert code == 0, err
+    environment = fake_anthropic.requests[0].body["system"][-1]["text"]
+    assert environment.startswith("# Environment\n")
+    assert "Budget: at most 5 model turns and 90 seconds for the whole run." in environment
+    assert "Network: your commands can reach the network." in environment  # --sandbox local
+    # Nothing of a GitHub job: no pull request, no setup, no workflow rule.
+    for absent in ("pull request", "Setup", "workflows"):
+        assert absent not in environment, absent
+
+
+def test_max_cost_stops_before_the_call_that_would_pass_it_with_a_last_word(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    fake_anthropic.script(
+        Reply([tool_use("t1", "write_file", {"path": "notes.txt", "content": "n\n"})], "tool_use"),
+        Reply([text("Looked at the files; nothing is left.")]),
+    )
+    # The first call costs about a cent; a second like it would pass 1.5 cents.
+    flags = ("--model", "claude-sonnet-4-5", "--max-cost", "0.015")
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
+
+    assert code == 1
+    assert result["error"]["type"] == "max_cost"
+    assert result["error"]["message"].startswith("stopped before model call 2:")
+    assert result["num_turns"] == 1
+    assert result["result"] == "Looked at the files; nothing is left."
+    assert fake_anthropic.requests[-1].body["tool_choice"] == {"type": "none"}
+    assert len(fake_anthropic.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("0", "must be more than 0"), ("lots", "expected an amount of US dollars"), ("inf", "finite")],
+)
+def test_a_bad_max_cost_is_one_line(
+    capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--max-cost", value, "go"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--max-cost" in err
+    assert message in err
+
+
+def test_a_5_mb_command_output_reaches_the_model_capped(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = "yes 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ | head -c 5242880"
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "bash", {"command": command})], "tool_use"),
+        Reply([text("that was long")]),
+    )
+
+    code, _, err = run_json(capsys, "--repo", str(repo), "print a lot")
+
+    assert code == 0, err
+    seen = tool_result_text(fake_anthropic, 1)
+    assert len(seen.encode()) <= 32 * 1024 + 300
+    marker = re.search(r"([\d,]+) bytes in ([\d,]+) lines", seen)
+    assert marker is not None
+    size, lines = (int(group.replace(",", "")) for group in marker.groups())
+    # 5 MiB in 63-byte lines, the last one cut short: the command's own
+    # output, without the exit-code line the bash tool adds.
+    assert (size, lines) == (5_242_880, 83_221)
+    assert seen.endswith("exit code: 0")
+
+
+def test_401_is_one_line_after_one_request(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong-secret")
+    fake_anthropic.script(Reply([text("unused")]))
+
+    code = main(["run", "--repo", str(repo), "go"])
+
+    captured = capsys.readouterr()
+    assert code == 1
+    error_lines = [line for line in captured.err.splitlines() if "error" in line]
+    assert error_lines == [
+        "neo: error: anthropic 401 authentication_error: invalid x-api-key "
+        "(check ANTHROPIC_API_KEY)"
+    ]
+    assert "Traceback" not in captured.err
+    assert "sk-wrong-secret" not in captured.err + captured.out
+    assert len(fake_anthropic.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "unset", "message"),
+    [
+        (["go"], "ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY is not set"),
+        (
+            ["--repo", "/nonexistent/tree", "go"],
+            None,
+            "--repo /nonexistent/tree is not a directory",
+        ),
+        (["--provider", "openai", "go"], None, "provider 'openai' is not available"),
+        (["--resume", "no-such-session", "go"], None, "no session 'no-such-session'"),
+        (
+            ["--sandbox", "docker", "--image", "neo-missing:none", "go"],
+            None,
+            "sandbox image neo-missing:none not found",
+        ),
+        (["--image", "neo-sandbox:local", "go"], None, "--image applies to --sandbox docker only"),
+        (["   "], None, "the prompt is empty"),
+    ],
+)
+def test_bad_configuration_exits_2_with_one_line(
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    unset: str | None,
+    message: str,
+) -> None:
+    if unset:
+        monkeypatch.delenv(unset)
+    monkeypatch.chdir(repo)
+
+    code, result, err = run_json(capsys, *argv)
+
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("neo: error: ")
+    assert message in lines[0]
+    assert result["error"]["type"] == "config_error"
+    assert message in result["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "--provider", "nope", "go"], "argument --provider: invalid choice: 'nope'"),
+        (["run", "--max-turns", "zero", "go"], "expected a whole number, not 'zero'"),
+        (["run", "--timeout", "-5", "go"], "must be more than 0"),
+        (["run"], "the following arguments are required: PROMPT"),
+    ],
+)
+def test_usage_mistakes_exit_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert message in err[0]
+
+
+def test_timeout_fails_the_run_and_saves_the_session(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(Stall(seconds=30, after_events=3))
+
+    code, result, _ = run_json(capsys, "--repo", str(repo), "--timeout", "1", "go")
+
+    assert code == 1
+    assert result["error"]["type"] == "timeout"
+    assert "--timeout" in result["error"]["message"]
+    session = SessionStore(Path(env["NEO_HOME"])).load(result["session_id"])
+    assert session.messages[0].text == "go"
+
+
+def test_resume_continues_the_conversation(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "read_file", {"path": "greeting.txt"})], "tool_use"),
+        Reply([text("It says hello world.")]),
+        Reply([text("You asked about greeting.txt.")]),
+    )
+    _, first, _ = run_json(capsys, "--repo", str(repo), "--model", "claude-opus-5-5", "read it")
+    monkeypatch.chdir(tmp_path)
+
+    code, second, _ = run_json(capsys, "--resume", first["session_id"], "what did I ask?")
+
+    assert code == 0
+    assert second["session_id"] == first["session_id"]
+    request = fake_anthropic.requests[-1].body
+    assert request["model"] == "claude-opus-5-5"
+    assert [m["role"] for m in request["messages"]] == ["user", "assistant"] * 2 + ["user"]
+    assert request["messages"][0]["content"][0]["text"] == "read it"
+    session = SessionStore(Path(env["NEO_HOME"])).load(first["session_id"])
+    assert session.meta.cwd == str(repo)
+    assert session.meta.model == "claude-opus-5-5"
+    assert len(session.messages) == 6
+    assert session.meta.usage.input_tokens == (
+        first["usage"]["input_tokens"] + second["usage"]["input_tokens"]
+    )
+
+
+# -- the installed console script ------------------------------------------------
+
+
+def subprocess_env(env: dict[str, str]) -> dict[str, str]:
+    values = {**os.environ, **env}
+    # Let the child cache bytecode: importing the SDK is slow without it.
+    values.pop("PYTHONDONTWRITEBYTECODE", None)
+    return values
+
+
+def test_help_works_from_the_console_script() -> None:
+    done = subprocess.run(
+        [str(NEO), "run", "--help"], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert done.returncode == 0
+    for flag in ("--repo", "--sandbox", "--output-format", "--resume", "--max-turns"):
+        assert flag in done.stdout
+
+
+def test_ctrl_c_exits_130_with_the_session_saved(
+    fake_anthropic: FakeAnthropicAPI, env: dict[str, str], repo: Path
+) -> None:
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "bash", {"command": "touch started; sleep 60"})], "tool_use")
+    )
+    child = subprocess.Popen(
+        [str(NEO), "run", "--output-format", "json", "--repo", str(repo), "wait a minute"],
+        env=subprocess_env(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not (repo / "started").exists():
+            assert child.poll() is None, child.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        child.kill()
+
+    assert child.returncode == 130, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["error"]["type"] == "interrupted"
+    session = SessionStore(Path(env["NEO_HOME"])).load(result["session_id"])
+    answered = session.messages[-1].content[0]
+    assert answered.tool_use_id == "toolu_1"  # type: ignore[union-attr]
+    assert answered.is_error  # type: ignore[union-attr]
+
+
+def test_neo_debug_shows_the_raw_error_body(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_anthropic.script(ErrorReply(400, "invalid_request_error", "messages: too many"))
+    monkeypatch.setenv("NEO_DEBUG", "1")
+    neo_log = logging.getLogger("neo")
+
+    try:
+        code = main(["run", "--repo", str(repo), "go"])
+    finally:
+        neo_log.handlers.clear()
+        neo_log.setLevel(logging.NOTSET)
+
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "neo: error: anthropic 400 invalid_request_error: messages: too many" in err
+    assert "neo.llm.anthropic DEBUG anthropic error body:" in err
+    assert "request_id" in err
+    assert env["ANTHROPIC_API_KEY"] not in err
+
+
+def test_docker_sandbox_end_to_end_leaves_no_container(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import docker
+
+    command = "id -un && pwd && echo made > made.txt && env"
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "bash", {"command": command})], "tool_use"),
+        Reply([text("made it")]),
+    )
+
+    code, result, err = run_json(
+        capsys, "--sandbox", "docker", "--image", "neo-sandbox:local", "--repo", str(repo), "go"
+    )
+
+    assert code == 0, err
+    assert result["result"] == "made it"
+    assert (repo / "made.txt").read_text() == "made\n"
+    seen = tool_result_text(fake_anthropic, 1)
+    assert seen.startswith("neo\n/workspace\n")
+    assert env["ANTHROPIC_API_KEY"] not in seen
+    assert "ANTHROPIC" not in seen
+    client = docker.from_env()
+    try:
+        left = client.containers.list(
+            all=True, filters={"label": f"neo.job={result['session_id']}"}
+        )
+    finally:
+        client.close()
+    assert left == []
+
+
+@pytest.fixture
+def full_home(tmp_path: Path) -> Iterator[Path]:
+    """A NEO_HOME on a 64 KiB tmpfs filled to the last byte: a full disk, for real."""
+    home = tmp_path / "full-home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
+    try:
+        with contextlib.suppress(OSError), (home / "filler").open("wb", buffering=0) as filler:
+            while True:
+                filler.write(b"\0" * 4096)
+        yield home
+    finally:
+        subprocess.run(["umount", str(home)], check=True)
+
+
+def test_a_full_disk_fails_the_run_with_exit_1_and_one_line(
+    fake_anthropic: FakeAnthropicAPI, env: dict[str, str], repo: Path, full_home: Path
+) -> None:
+    fake_anthropic.script(Reply([text("never asked")]))
+    done = subprocess.run(
+        [str(NEO), "run", "--output-format", "json", "--repo", str(repo), "go"],
+        env=subprocess_env({**env, "NEO_HOME": str(full_home)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    # Not 2: nothing about the usage was wrong; the machine failed the run.
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["is_error"] is True
+    assert result["error"]["type"] == "session_error"
+    assert result["error"]["message"].endswith(": No space left on device")
+    assert "\n" not in result["error"]["message"]
+    assert fake_anthropic.requests == []  # a turn starts from a saved transcript

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config.settings import load_settings
+from runner.errors import ConfigError
+
+BASE = {
+    "NEO_GITHUB_APP_ID": "12345",
+    "NEO_WEBHOOK_SECRET": "s3cret",
+    "NEO_GITHUB_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----...",
+}
+
+
+def test_defaults_follow_the_contract(tmp_path: Path) -> None:
+    settings = load_settings({**BASE, "NEO_DATA_DIR": str(tmp_path)})
+
+    assert settings.github_app_id == 12345
+    assert settings.github_api_url == "https://api.github.com"
+    assert settings.queue == f"sqlite:///{tmp_path / 'neo.db'}"
+    assert settings.handle == "@neo"
+    assert settings.sandbox == "docker"
+    assert settings.sandbox_image == "neo-sandbox:local"
+    assert settings.workers == 2
+    assert settings.worker_lease == 60
+    assert settings.webhook_secret.get_secret_value() == "s3cret"
+    assert "s3cret" not in repr(settings)
+
+
+def test_values_are_read_and_normalised() -> None:
+    settings = load_settings(
+        {
+            **BASE,
+            "NEO_GITHUB_API_URL": "https://ghe.example.com/api/v3/",
+            "NEO_QUEUE_URL": "sqlite:////srv/neo/queue.db",
+            "NEO_ALLOWED_BOTS": "renovate[bot], dependabot[bot]",
+            "NEO_HANDLE": "@helper",
+            "NEO_WORKERS": "0",
+            "NEO_WORKER_LEASE": "2",
+            "UNRELATED": "ignored",
+        }
+    )
+
+    assert settings.github_api_url == "https://ghe.example.com/api/v3"
+    assert settings.queue == "sqlite:////srv/neo/queue.db"
+    assert settings.allowed_bots == frozenset({"renovate[bot]", "dependabot[bot]"})
+    assert settings.handle == "@helper"
+    assert settings.workers == 0  # receive and queue only
+    assert settings.worker_lease == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"NEO_GITHUB_APP_ID": None}, "NEO_GITHUB_APP_ID is not set"),
+        ({"NEO_GITHUB_APP_ID": "abc"}, "NEO_GITHUB_APP_ID: Input should be a valid integer"),
+        ({"NEO_WEBHOOK_SECRET": None}, "NEO_WEBHOOK_SECRET is not set"),
+        ({"NEO_WEBHOOK_SECRET": ""}, "NEO_WEBHOOK_SECRET: Value should have at least 1"),
+        (
+            {"NEO_GITHUB_PRIVATE_KEY": None},
+            "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH must be set",
+        ),
+        ({"NEO_HANDLE": "neo"}, "NEO_HANDLE: handle must be @ followed by a login"),
+        ({"NEO_SANDBOX": "vm"}, "NEO_SANDBOX: Input should be 'docker' or 'local'"),
+        ({"NEO_GITHUB_API_URL": "ftp://x"}, "NEO_GITHUB_API_URL: must be an http(s) URL"),
+        ({"NEO_WORKERS": "-1"}, "NEO_WORKERS: Input should be greater than or equal to 0"),
+        ({"NEO_WORKER_LEASE": "0"}, "NEO_WORKER_LEASE: Input should be greater than or equal to 1"),
+        (
+            {"NEO_WORKER_LEASE": "3601"},
+            "NEO_WORKER_LEASE: Input should be less than or equal to 3600",
+        ),
+        ({"NEO_WORKER_LEASE": "1.5"}, "NEO_WORKER_LEASE: Input should be a valid integer"),
+        ({"NEO_HANDLE": "@neo.bot"}, "NEO_HANDLE: handle must be @ followed by a login"),
+        ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
+        ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
+        ({"NEO_SANDBOX": "local"}, "NEO_SANDBOX: local runs the model's commands on this host"),
+        (
+            {"NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "0"},
+            "NEO_SANDBOX: local runs the model's commands on this host",
+        ),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(change: dict[str, str | None], message: str) -> None:
+    environ = {**BASE, **change}
+    values = {key: value for key, value in environ.items() if value is not None}
+
+    with pytest.raises(ConfigError) as caught:
+        load_settings(values)
+
+    assert str(caught.value).startswith(message)
+    assert "\n" not in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+def test_the_local_sandbox_starts_once_its_risk_is_acknowledged() -> None:
+    settings = load_settings({**BASE, "NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "1"})
+
+    assert settings.sandbox == "local"
