@@ -1,78 +1,9 @@
 """Git on the host: clone, branch, commit, diffstat and push for one job.
 
-The sandbox never holds a credential (docs/architecture.md, rule 3), so every git
-operation that talks to GitHub runs here, on the host, and the container only
-ever sees a working tree.
-
-**Credentials.** A token is given to one git process at a time, through that
-process's environment, as `http.<repository URL>.extraHeader` in
-`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`: never on a command
-line (readable in /proc/*/cmdline), never in a URL, never in a file. The
-header is scoped to the repository's URL, so a redirect elsewhere does not
-carry it. Messages are scrubbed of the token and of any URL userinfo before
-they become a one-line `GitError`.
-
-**Clone strategy.** `MirrorCache` keeps, per repository URL, a bare blob-less
-mirror (`git clone --bare --filter=blob:none`, then `git fetch --prune`)
-behind an `fcntl.flock`, so concurrent jobs on one repository take turns.
-Commits and trees are kept for all of history; blobs come only when a job
-needs them, in one batched fetch of exactly the missing ids (what git's own
-lazy fetch runs), for the checked-out commit and its `RECENT_COMMITS`
-predecessors, and then stay for the next job. Every fetch into the mirror
-keeps its pack (`fetch.unpackLimit=1`), so the mirror is a set of immutable
-pack files.
-
-A job's tree is self-contained: its packs are copies of the mirror's, never
-hard links (the tree is chowned to the sandbox user, and a hard link would
-hand it the cache's inode) nor an alternates file (the tree must work when
-bind-mounted into a container alone). Writing thousands of files is what a
-clone costs once the network is local, so the cache also keeps one ready,
-checked-out *spare* tree per repository, made from the mirror in the
-background after each clone (while the job runs; `spare_trees=False` turns it
-off, e.g. for one-shot runs). A warm clone fetches what changed into the
-mirror, renames the spare to the destination (same filesystem), copies the
-new pack files into it, and checks out the requested commit, which rewrites
-only the files that differ. The spare is made by the host from the mirror and
-never seen by a sandbox before it is handed out. Without a spare (cold cache,
-another filesystem, two jobs at once) the tree is a local
-`git clone --no-hardlinks --no-checkout` of the mirror and a full checkout.
-
-Blobs older than the recent history are not present: the tree is a partial
-clone whose promisor remote is the real URL, so offline git in the sandbox
-(deep `git log -p`, `git blame`) fails with "could not fetch ... from promisor
-remote" instead of silently.
-
-**Protecting the host from the repository.** A tree comes back from the
-sandbox written by code the model chose, and git obeys a repository's own
-configuration: a `filter.*.clean` driver runs on `git add`, a hook on commit,
-`core.fsmonitor` on status. So every git process here runs with a clean
-environment (no inherited `GIT_*`, no user or system config, no HOME and so no
-.netrc), hooks pointed at /dev/null, fsmonitor off, credential helpers cleared
-and the file transport refused except for the local clone of the mirror; git
-is given the tree's git directory explicitly (no discovery of a parent
-repository, no ownership check to trip over when the sandbox user owns the
-tree); and before each operation on a tree its `.git/config` is rewritten to a
-short allow-list of keys, and symlinks or alternates that would lead git
-outside the tree are refused. So is anything git would open and block on:
-a FIFO, socket or device anywhere in `.git` (HEAD, config, index, refs, ...)
-or as a .gitignore, .gitattributes or .gitmodules; HEAD, config, index and
-packed-refs must be regular files. All this is checked without opening a
-file, before any git process runs, so a hostile tree costs one line, not a
-timeout. Local operations run with lazy fetching off, so a remote URL changed
-by the sandbox cannot make the host reach out, and the token is only sent to a
-URL the caller passes.
-
-**Embedded repositories.** A directory below the top holding a `.git` of its
-own (dir or file, whatever it points at) would be staged as a gitlink, a
-commit no remote has. `stage_all` and `commit_all` tell git to leave such
-directories out (an excluding pathspec, so git never reads their `.git`) and
-`stage_all` names them.
-
-**Generated files.** Untracked caches and build output (`__pycache__/`,
-`node_modules/`, ... see `GENERATED`) are left out too, through an excludes
-file of the host's passed as `core.excludesFile`: never a file in the tree,
-which the sandbox controls. A file the repository tracks stays tracked and
-its changes are committed; `stage_all` counts what was left out.
+Tokens reach one git process at a time through its environment; every tree
+is treated as hostile (clean environment, allow-listed config, no blocking
+files). docs/architecture.md, "Host git", gives the mirror and spare-tree
+strategy and every protection with its reason.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """Sessions on disk: one JSONL file per session under `$NEO_HOME/sessions`.
 
-The first line is the session's metadata, each further line one message:
-
-    {"type": "session", "version": 1, "id": ..., "provider": ..., "usage": {...}}
-    {"type": "message", "role": "user", "content": [...]}
-
-A session that jobs of a thread share (runner.job) also carries, in its
-metadata, the mark of the job that last wrote it: that job's id, whether it
-ended, and where the session stood before it began, so that the turns of a
-job that never ended can be dropped again (`before_job`):
-
-    "job": {"id": "job-7", "finished": false, "messages": 4, "blocks": 1, "usage": {...}}
-
-`messages` counts the messages that preceded the job and `blocks` the
-content blocks the last of them had then: a job's first text joins a
-trailing user message rather than starting a new one, so the roles keep
-alternating. A session without a mark (`neo run`, files from before marks)
-has no `job` key.
-
-A save rewrites the whole file through a temporary file and `os.replace`, so
-a crash leaves either the old file or the new one, never a torn one.
+A thread's session carries the mark of the job that last wrote it, so the
+turns of a job that never ended can be dropped (`before_job`). The format is
+in docs/architecture.md, "Sessions".
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """The queue between intake and workers, as a Protocol.
 
-The webhook handler calls `enqueue` and acknowledges a delivery only after it
-returns (docs/architecture.md, rule 4); workers `claim` jobs under a lease, `heartbeat`
-while they run and `finish` them. Every backend keeps the same promises:
-
-- A delivery id is recorded once. Enqueueing it again records nothing and
-  reports `duplicate=True`.
-- A dedupe key makes one job. A request whose key is already stored is not
-  queued again; its existing job's id is reported instead.
-- A "cancel" request (`@neo stop`) is itself queued as a job, so that a
-  worker can first check that its author may stop the thread's work (the
-  request path never calls GitHub). When the check passes, the worker calls
-  `apply_cancel`: the thread's older queued runs become `cancelled` and its
-  running one gets `cancel_requested`. Being a job, it is deduplicated and
-  listed like any other.
-- Runs of one thread run one at a time, in id order: `claim` skips a thread
-  that has a running run. A cancel request is claimable while its thread's
-  run is going on (that is what it is for), and `claim(only="cancel")` takes
-  only those, for a worker whose run slots are full.
-- A lease that expires without a heartbeat puts its job back in the queue;
-  after `max_attempts` claims it fails instead, with a result that says so.
-
-Small on purpose: a PostgreSQL backend on an existing task-queue engine can
-implement it without changing callers.
+Its promises (deliveries once, dedupe keys, stops as jobs, one run per
+thread, leases) are in docs/architecture.md, "The queue".
 """
 
 from __future__ import annotations

@@ -1,19 +1,7 @@
-"""The embedded queue: one SQLite file, WAL, fsync on every commit.
+"""The embedded queue: one SQLite file, WAL, fsync on every commit, group commit.
 
-Durability: `synchronous=FULL` in WAL mode fsyncs the log at each commit, so
-once `enqueue` returns its delivery survives a `kill -9` (and a power cut).
-
-Throughput comes from group commit. One writer thread owns the write
-connection. Every write (enqueue, claim, finish, ...) is an operation put on
-its inbox; the writer takes everything pending, runs it in one transaction
-(should one operation fail, the batch runs again with a savepoint per
-operation, so that one alone is rolled back), commits once — one fsync for
-the whole batch — and only then resolves each caller's future with its own
-outcome. While it waits on one fsync the next
-batch gathers, so the batch size follows the load without any timer.
-
-Reads (`get`, `list`, `counts`) use a second, read-only connection: WAL lets
-them run beside the writer.
+docs/architecture.md, "The queue", says why an acknowledged delivery
+survives `kill -9` and how batches follow the load.
 """
 
 from __future__ import annotations

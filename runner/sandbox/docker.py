@@ -3,43 +3,9 @@
     async with DockerSandbox.start(tree, image="neo-sandbox:local", job_id=job.id) as sandbox:
         tools = default_tools(sandbox)
 
-The host working tree is bind-mounted at `/workspace` (the `root` tools see).
-Commands run as a non-root user that owns the tree: uid 1000 (the image's
-`neo`), after the tree is chowned to it when the runner is root, or else the
-runner's own uid and gid. The container holds no secret (its environment is
-an explicit minimal one, never the host's), has no network, drops every
-capability, cannot gain privileges, has a read-only root filesystem with
-tmpfs at /tmp, /var/tmp and the home directory, and is bounded in memory
-(swap included), CPUs and processes.
-
-When the repository's config asks for it, `setup` commands (installing
-dependencies) run with the default bridge network first; the container is
-then disconnected from every network, and checked to have no interface but
-`lo`, before the sandbox is handed out.
-
-The exec channel: the container's main process is `exec_server.py`, whose
-source the runner writes to the container's stdin at start (a small
-bootstrap reads it), so the image needs only python3 and bash, and nothing
-of Neo is mounted (which also works when Neo itself runs in a container with
-the docker socket). Requests and responses are JSON lines over the attached
-stream, matched by id, so tool calls run concurrently; a call costs a
-millisecond or so plus the command, instead of a `docker exec` (~40 ms).
-
-The container is removed when the context exits, normally, on an exception
-or on cancellation (removal finishes in a worker thread even if cancelled
-again; the runner turns SIGTERM and SIGINT into cancellation, as `neo run`
-does), when the event loop is torn down with the context still open, and at
-interpreter exit as a last resort. If the runner dies without any of that
-(SIGKILL, os._exit, a signal without a handler), the agent sees its stdin
-close, kills its commands and exits, which stops the container;
-`sweep_orphans`, run when the next runner starts, removes it.
-
-When Neo runs in a container itself, `tree` must be a path that is the same
-inside Neo's container and on the docker host (mount the data directory at
-the same path), since the engine resolves bind mounts on the host. The
-engine must be reachable on a unix socket or plain TCP (not TLS or ssh).
-Inside the container the path checks keep tools consistent with the local
-sandbox; the security boundary is the container itself.
+No secret, no network (after the optional setup commands), no capabilities,
+a read-only root; removed however the run ends. docs/architecture.md,
+"Sandboxes", has the whole contract.
 """
 
 from __future__ import annotations

@@ -1,53 +1,9 @@
-"""The exec channel's agent: serves one sandbox's commands and files from inside it.
+"""The exec server: runs one sandbox's commands and file operations from inside it.
 
-A standalone script for the image's own `python3` (3.8 or later, standard
-library only; it must not import Neo). The docker sandbox sends its source
-over the container's stdin when the container starts, so nothing of Neo is
-baked into the image or mounted into the container.
-
-Protocol: line-delimited JSON over stdin (requests) and stdout (responses).
-Every request carries an `id` that its response repeats, so commands run
-concurrently, each in its own thread; file contents and output travel as
-base64 inside the JSON.
-
-    -> {"id": 1, "op": "run", "argv": [...], "cwd": "src" | null,
-        "env": {...}, "timeout": 120.0, "limit": 16777216, "inherit_env": true}
-    <- {"id": 1, "ok": true, "exit_code": 0, "output": "<base64>",
-        "timed_out": false, "total_bytes": null, "total_lines": null,
-        "stopped": ["sleep 300"], "stopped_count": 1}
-    -> {"id": 2, "op": "read", "path": "src/a.py", "offset": 0, "limit": null}
-    <- {"id": 2, "ok": true, "data": "<base64>"}
-    -> {"id": 7, "op": "lines", "path": "a.log", "start": 1, "count": 2000,
-        "max_line_bytes": 8192, "max_bytes": 1048576, "max_scan": 268435456}
-    <- {"id": 7, "ok": true, "data": "<base64>", "count": 2, "chars": [5, 9000],
-        "total_lines": 3, "complete": true, "size": 9020}
-    -> {"id": 3, "op": "write", "path": "src/a.py", "data": "<base64>"}
-    <- {"id": 3, "ok": true}
-    -> {"id": 4, "op": "cancel", "target": 1}     (no response)
-    -> {"id": 8, "op": "spawn", "argv": [...], "cwd": null, "env": {...}}
-    <- {"id": 8, "ok": true, "target": "bash_1", "pid": 42}
-    -> {"id": 9, "op": "output" | "stop", "target": "bash_1"}
-    <- {"id": 9, "ok": true, "output": "<base64>", "exit_code": null, "dropped": 0}
-    -> {"id": 5, "op": "interfaces"}
-    <- {"id": 5, "ok": true, "names": ["lo"]}
-    <- {"id": 6, "ok": false, "error": {"type": "outside" | "os" | "unknown" | "internal",
-        "message": "...", "errno": 2}}
-
-`env` is added to the agent's own environment, or is the whole environment
-with `"inherit_env": false`.
-
-`spawn` starts a background command and answers at once; `output` returns
-what it printed since the last read (the newest BACKGROUND_KEPT bytes at
-most: `dropped` counts the rest) and its exit code once it has exited;
-`stop` kills its process group and forgets it. An unknown target is an
-error of type "unknown".
-
-The agent first writes `{"id": 0, "ok": true, "ready": true, ...}`. When its
-stdin closes (the runner went away), it kills every running command and
-exits, which stops the container.
-
-The local sandbox runs it on the host too (`--confine`), so that commands are
-children of a process whose environment holds no secret.
+A standalone script for the image's own `python3` (3.8+, standard library
+only: it must not import Neo). The docker sandbox sends its source over the
+container's stdin; the local sandbox runs it on the host with `--confine`.
+The JSON-lines protocol is in docs/architecture.md, "Sandboxes".
 """
 
 from __future__ import annotations

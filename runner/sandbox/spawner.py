@@ -1,23 +1,7 @@
-"""Where the local sandbox's commands come from: a helper process holding no secret.
+"""The local sandbox's helper: the exec server as a process holding no secret.
 
-A command started by Neo itself could read Neo's environment (the API key,
-the App's private key) from `/proc/$PPID/environ`. So LocalSandbox starts,
-once, the exec channel's agent (`exec_server.py`, the same server the docker
-sandbox runs in its container) with an environment already cleared of
-secrets, in a session of its own, and every command is its child: the parent
-a command sees, and every process up to the helper, holds nothing secret.
-
-Above the helper is Neo, whose environment any process of the same user can
-read. Two more steps close that where the kernel allows it: Neo makes itself
-non-dumpable (`PR_SET_DUMPABLE` 0: its /proc files then belong to root, and
-another process of a non-root user can no longer read its environment or
-memory, nor attach a debugger such as py-spy), and the helper, when it runs
-as root, drops from its capability bounding set the capabilities with which
-root reads any process's environment (`--confine`).
-
-The helper is driven over its stdin and stdout from a reader thread, so one
-helper serves every event loop that uses the sandbox. When Neo exits or
-dies, the helper's stdin closes: it kills its commands and exits.
+Every command is the helper's child, so no parent it can read holds the API
+key or the App's key (docs/architecture.md, "Sandboxes").
 """
 
 from __future__ import annotations
