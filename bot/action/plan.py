@@ -2,21 +2,8 @@
 
     decision = plan(context, inputs, payload, bot_login="github-actions[bot]")
 
-Without a `prompt` the event goes through `bot.intake.triggers.triage` exactly as a
-webhook delivery would, with the Action's trigger phrase, label and allowed
-bots: a mention, the label, a review. With a `prompt` (automation mode) any
-event runs the prompt, marked as the workflow's (`instruction_from_workflow`)
-so that the worker gives it to the model as the task. On an issue or pull
-request event the job's thread is that issue or pull request, which the
-model reads as context, with the comment or review that started the run; on
-any other event (`workflow_dispatch`, `schedule`, `push`, ...) the job has
-no thread (number 0) and works on a branch of its own, the same on every run
-of the workflow's job, so a scheduled workflow keeps updating one pull
-request.
-
-Either way Neo's own activity and bots not allowed never trigger a run, nor
-does a locked thread; the worker then checks the requester's write access,
-as for the App.
+Triage as for a webhook, or the workflow's own prompt on any event
+(docs/architecture.md, "The Action").
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """HTTP/1.1 for `neo serve`: uvicorn's httptools protocol, with bounded request heads.
 
-uvicorn starts no timer on a connection until it has answered a request, and
-the app only runs once a request's headers are complete; httptools puts no
-limit on their size. So a client that connects and sends nothing, or its
-headers a byte at a time, or headers without end, held a socket, a file
-descriptor and what it sent for ever (slowloris). Here a request's line and
-headers must be complete within HEAD_SECONDS of the connection being made, or
-of the previous answer on a kept-alive connection (408 and closed otherwise),
-and be at most MAX_HEAD_BYTES (431 and closed).
+A head must arrive within HEAD_SECONDS (else 408) and be at most
+MAX_HEAD_BYTES (else 431): docs/architecture.md, "Intake".
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """Neo's GitHub App manifest: the permissions and events the App asks for. Pure data.
 
-GitHub registers an App from a manifest posted by the owner's browser (see
-`bot.setup.flow`); `docs/app-manifest.json` is this manifest with placeholder
-URLs, for reading or for other tools.
-
-The permissions are the most an installation token of a job asks for
-(`bot.github.app.WORKFLOW_JOB_PERMISSIONS`): push a branch, comment and react,
-open a pull request, read the repository's metadata (collaborator
-permissions included), and update `.github/workflows/`, which GitHub refuses
-to any push without `workflows: write`. A job's token asks for `workflows`
-only when the repository's `.github/neo.yml` sets `allow_workflow_edits`
-(`JOB_PERMISSIONS` otherwise), so the App holding it changes nothing for a
-repository that does not.
-The events are those `bot.intake.triggers` can act on, so the App is sent nothing
-it ignores unread; both events need the permissions above (`issues` for issue
-comments, `pull_requests` for reviews), or GitHub refuses the manifest.
+Why each permission and event is asked for: docs/architecture.md, "App setup".
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Which bash command lines tested, built or linted the code. Pure.
 
-The report's "What was verified" lists only these, so a reviewer does not
-take a `cat` or a `grep` for a check. A command line is split into its
-simple commands (at `&&`, `||`, `;`, `|`, `&`, parentheses and newlines);
-each is stripped of what only wraps a program (`FOO=1`, `timeout 60`,
-`uv run`, `npx`, `bash -c '...'`, ...) and judged by its program and
-subcommand: `cd x && pytest -q` tested, `grep -r pytest .` did not.
-
-It is a heuristic over text, not a shell: it errs towards leaving a
-command out, since a listed command is a claim that something was checked.
+A heuristic over text that errs towards leaving a command out
+(docs/architecture.md, "The report").
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The compactor jobs and `neo run` use: it keeps the prompt within the model's window.
 
-Past `clear_at` of the window (about half), old tool results are cleared
-(`clearing`). Near the end of the window (the window less the output
-reserve and a margin), or when the provider refused the prompt as too long,
-the older conversation is summarised (`summary`) and the new transcript is
-the task verbatim with the summary, then a recent tail cut at a safe point
-(`split`). Clearing comes first when it alone brings the prompt back under
-the summarising line: it costs no call.
+Clear old tool results first, summarise near the end of the window
+(docs/architecture.md, "Compaction").
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """AGENTS.md discovery: the repository's own instructions for agents.
 
-Files are gathered from the repository root down to the working directory,
-outermost first, so a nested file reads as a refinement of the ones above it.
-A repository without an AGENTS.md at its root may keep the same kind of
-instructions for other agents: its CLAUDE.md and
-`.github/copilot-instructions.md` are read instead. AGENTS.md files deeper
-than the working directory are listed by path, not read: they govern only
-their own directories, which the task may never touch. The result is capped
-so a huge file cannot crowd out the conversation.
+Root to working directory, outermost first; CLAUDE.md or Copilot's
+instructions when there is no AGENTS.md; capped (docs/architecture.md,
+"The prompt").
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
 """The system prompt, as segments ordered from most to least stable.
 
-The base segment is a constant: it never mentions a date, a path or anything
-else that changes between runs, so providers can cache it as the prefix of
-every request. What varies comes after it, each in its own segment: the
-project's instructions (per repository), the environment (per run: sandbox,
-setup, budget, where the final message goes), then the caller's extra text.
-Nothing in any segment changes while a run goes on (no clock, no remaining
-budget), so every request of one run sends the same bytes.
+Nothing in a segment changes during a run, so providers cache the prefix
+(docs/architecture.md, "The prompt").
 """
 
 from __future__ import annotations
