@@ -94,6 +94,7 @@ from runner.session import (
     start_job,
     utc_timestamp,
 )
+from runner.text import one_line
 from runner.tools import Checklist, default_tools
 
 __all__ = [
@@ -741,7 +742,7 @@ def _result(
         generated=tuple(generated),
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
-        error_message=_one_line(str(error)) if error else None,
+        error_message=one_line(error) if error else None,
         usage=usage,
         cost_usd=cost_usd(provider.model, usage),
         num_turns=progress.turns,
@@ -785,8 +786,3 @@ def _without_paths(text: str, hidden: Sequence[tuple[str, str]]) -> str:
         if path != os.sep:
             text = re.sub(re.escape(path) + r"(?![^/\s'\"`:;,)\]])", placeholder, text)
     return text
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -54,6 +54,7 @@ from bot.jobs import FINAL_STATES, Job, JobRequest
 from bot.queue import SqliteQueue
 from bot.worker.loop import Worker
 from runner.errors import ConfigError, NeoError
+from runner.text import one_line
 
 __all__ = ["EXIT_FAILED", "action_command", "add_action_parser", "run_action"]
 
@@ -119,7 +120,7 @@ def action_command(args: argparse.Namespace) -> int:
         print(f"neo: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (NeoError, ConfigError) as error:
-        outcome = ActionOutcome(conclusion="failed", reason=_one_line(error))
+        outcome = ActionOutcome(conclusion="failed", reason=one_line(error, None))
     except Exception as error:  # a bug of ours: one line here, the traceback in the debug log
         log.exception("neo action failed")
         reason = f"internal error ({type(error).__name__}); rerun with debug logging for details"
@@ -345,7 +346,3 @@ def _finish(context: ActionContext | None, outcome: ActionOutcome) -> None:
             append_summary(context.summary_path, outcome.summary())
     except OSError as error:
         print(f"neo: warning: cannot write the step's outputs: {error.strerror}", file=sys.stderr)
-
-
-def _one_line(error: Exception) -> str:
-    return " ".join(str(error).split()) or type(error).__name__

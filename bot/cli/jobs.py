@@ -19,6 +19,7 @@ from bot.cli.argtypes import positive_int
 from bot.jobs import Job, JobState
 from bot.queue import JobQueue, QueueError, default_queue_url, open_queue
 from runner.errors import ConfigError
+from runner.text import one_line
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -164,7 +165,7 @@ def _table(jobs: list[Job]) -> str:
                 request.kind,
                 _printable(request.author),
                 _timestamp(job.created_at),
-                _printable(_first_line(request.instruction), limit=60),
+                _printable(one_line(request.instruction, None), limit=60),
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(len(header) - 1)]
@@ -217,13 +218,6 @@ def _printable(text: str, *, limit: int | None = None) -> str:
     if limit is not None and len(cleaned) > limit:
         cleaned = cleaned[: limit - 1] + "…"
     return cleaned
-
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    if not lines:
-        return ""
-    return lines[0] + (" …" if len(lines) > 1 else "")
 
 
 def _timestamp(unix: float) -> str:

@@ -15,6 +15,7 @@ from runner.agent import Event, ProviderRetry, ToolFinished, ToolNotice, ToolSta
 from runner.headless import RunResult
 from runner.llm.codec import message_to_json
 from runner.llm.types import JSON, Message
+from runner.text import one_line
 from runner.tools import ChecklistChanged
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -68,7 +69,7 @@ class TextOutput:
         elif isinstance(event, ToolFinished):
             mark = "[red]✗[/]" if event.is_error else "[green]✓[/]"
             subject = escape(self._calls.pop(event.call_id, ""))
-            detail = _first_line(event.output) if event.is_error else _size(event.output_bytes)
+            detail = one_line(event.output, 80) if event.is_error else _size(event.output_bytes)
             self._console.print(
                 f"{mark} [bold]{event.name}[/] {subject} [dim]· {escape(detail)} · "
                 f"{event.duration_ms / 1000:.1f}s[/]"
@@ -135,13 +136,8 @@ def _summary(args: dict[str, JSON]) -> str:
     for key in ("command", "path", "pattern"):
         value = args.get(key)
         if isinstance(value, str):
-            return _first_line(value)
+            return one_line(value, 80)
     return ""
-
-
-def _first_line(text: str, width: int = 80) -> str:
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _size(count: int) -> str:

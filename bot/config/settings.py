@@ -24,6 +24,7 @@ from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
 from runner.sandbox.image import image_problem
+from runner.text import one_line
 
 # Why NEO_SANDBOX=local needs NEO_ALLOW_LOCAL_SANDBOX=1 in the service.
 LOCAL_SANDBOX_RISK = (
@@ -155,7 +156,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         }
         return Settings.model_validate(values)
     except ValidationError as error:
-        raise _one_line(error) from None
+        raise _settings_error(error) from None
     except SettingsError as error:
         # pydantic-settings' own failure to read a value, before validation.
         field = re.search(r'field "(\w+)"', str(error))
@@ -184,11 +185,11 @@ def ensure_data_dir(settings: Settings) -> None:
         raise ConfigError(f"NEO_DATA_DIR: cannot write in it: {error.strerror}") from None
 
 
-def _one_line(error: ValidationError) -> ConfigError:
+def _settings_error(error: ValidationError) -> ConfigError:
     first = error.errors()[0]
     # The field alone: an item's index (`allowed_bots.0`) is no variable's name.
     name = str(first["loc"][0]).upper() if first["loc"] else ""
-    message = " ".join(str(first["msg"]).removeprefix("Value error, ").split())
+    message = one_line(str(first["msg"]).removeprefix("Value error, "), None)
     if not name:
         return ConfigError(message)
     if first["type"] == "missing":

@@ -40,7 +40,6 @@ import base64
 import binascii
 import dataclasses
 import functools
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from githubkit import GitHub
 from githubkit.exception import RequestError, RequestFailed, RequestTimeout
 
 from runner.errors import NeoError
+from runner.text import one_line
 
 if TYPE_CHECKING:
     from githubkit.response import Response
@@ -206,11 +206,6 @@ class _Transient(Exception):
         self.wait = wait
 
 
-def _one_line(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
-
-
 def _github_message(response: httpx.Response) -> str:
     try:
         body = response.json()
@@ -219,7 +214,7 @@ def _github_message(response: httpx.Response) -> str:
     message = body.get("message") if isinstance(body, dict) else None
     if not isinstance(message, str) or not message.strip():
         return response.reason_phrase or "error"
-    return _one_line(message)
+    return one_line(message, _MAX_MESSAGE)
 
 
 def _header_seconds(value: str | None) -> float | None:

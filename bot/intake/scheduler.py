@@ -50,6 +50,7 @@ from bot.intake.schedules import (
 )
 from bot.jobs import JobRequest
 from bot.queue import JobQueue, QueueError
+from runner.text import one_line
 
 __all__ = [
     "FETCH_CONCURRENCY",
@@ -419,13 +420,13 @@ def _describe(error: BaseException) -> str:
         except ValueError:
             body = None
         message = body.get("message") if isinstance(body, dict) else None
-        text = " ".join(str(message).split())[:200] if message else response.reason_phrase
+        text = one_line(str(message), 200) if message else response.reason_phrase
         return f"github {response.status_code}: {text}"
     if isinstance(error, RequestTimeout):
         return "github: no answer in time"
     if isinstance(error, GitHubException):
         return f"github: {type(error).__name__}"
-    return " ".join(str(error).split())[:300] or type(error).__name__
+    return one_line(error)
 
 
 def _log(event: str, **fields: object) -> None:

@@ -92,6 +92,7 @@ from runner import job as runner_job
 from runner.errors import ConfigError, NeoError
 from runner.git import DiffStat, MirrorCache
 from runner.job import JobResult, JobSpec
+from runner.text import one_line
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -555,7 +556,7 @@ class Worker:
                         _unauthorised_stop(request, allowed, self._allowed_users_source()),
                     )
         except (NeoError, QueueError) as error:
-            result = {"conclusion": "failed", "error": " ".join(str(error).split())}
+            result = {"conclusion": "failed", "error": one_line(error, None)}
             self._log("stop_failed", job=job.id, error=result["error"])
         self._check_alive(running)
         await self._finish(running, state, result)
@@ -1117,7 +1118,7 @@ def _first_problem(error: ValidationError) -> tuple[str, str]:
     """The field and message of a validation error's first problem, each on one line."""
     first = error.errors()[0]
     field = ".".join(str(part) for part in first["loc"]) or "?"
-    message = " ".join(str(first["msg"]).removeprefix("Value error, ").split())
+    message = one_line(str(first["msg"]).removeprefix("Value error, "), None)
     return field, message
 
 
@@ -1140,7 +1141,7 @@ def _location(comment: Any) -> ReviewLocation:
 
 def _given_up_report(job: Job) -> str:
     """The report of a job the queue ended because its worker stopped answering."""
-    reason = " ".join(str((job.result or {}).get("error") or "").split())
+    reason = one_line(str((job.result or {}).get("error") or ""), None)
     reason = reason or "its worker stopped answering"
     heading = "🛑 **Cancelled**" if job.state is JobState.CANCELLED else "❌ **Failed**"
     return "\n\n".join(
@@ -1154,7 +1155,7 @@ def _given_up_report(job: Job) -> str:
 
 
 def _error_line(error: NeoError) -> str:
-    line = " ".join(str(error).split()) or type(error).__name__
+    line = one_line(error, None)
     return f"{error.kind}: {line}"
 
 

@@ -50,6 +50,7 @@ from runner.agent.events import (
 )
 from runner.headless import RunResult
 from runner.llm.types import Usage
+from runner.text import one_line
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
 __all__ = [
@@ -200,7 +201,6 @@ def _close_fences(text: str) -> str:
 
 # --- one-liners -----------------------------------------------------------------
 
-_WHITESPACE = re.compile(r"\s+")
 _BACKTICKS = re.compile(r"`+")
 
 _SUBJECT = {
@@ -211,11 +211,6 @@ _SUBJECT = {
     "grep": "pattern",
     "glob": "pattern",
 }
-
-
-def _one_line(text: str, limit: int) -> str:
-    text = _WHITESPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def describe_call(name: str, args: Mapping[str, object]) -> str:
@@ -233,8 +228,8 @@ def describe_call(name: str, args: Mapping[str, object]) -> str:
     else:
         subject = next((value for value in args.values() if isinstance(value, str)), None)
     if not isinstance(subject, str) or not subject.strip():
-        return _one_line(name, 120)
-    return _one_line(f"{name}: {subject}", 120)
+        return one_line(name, 120)
+    return one_line(f"{name}: {subject}", 120)
 
 
 def _code(text: str) -> str:
@@ -243,7 +238,7 @@ def _code(text: str) -> str:
     Nothing in a code span pings, links or closes, so the text stays as the
     agent typed it, copyable.
     """
-    text = _one_line(text, 10_000) or "(empty)"
+    text = one_line(text, 10_000) or "(empty)"
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -252,7 +247,7 @@ def _code(text: str) -> str:
 
 def _inline(text: str, limit: int) -> str:
     """Model text for one line of Markdown: a checklist item, a note."""
-    return _defuse(_one_line(text, limit))
+    return _defuse(one_line(text, limit))
 
 
 # --- state ----------------------------------------------------------------------
@@ -427,7 +422,7 @@ class Progress:
             self._turns = max(self._turns, event.turn)
             self._step = self._current()
         elif isinstance(event, ProviderRetry):
-            reason = _one_line(event.reason, 120)
+            reason = one_line(event.reason, 120)
             self._step = Step(
                 f"the model provider failed ({reason}); retry {event.attempt} in {event.delay:.0f}s"
             )
@@ -672,9 +667,9 @@ def _footer(outcome: Outcome, duration: float | None) -> str:
 
 def _command_line(command: Command) -> str:
     if command.timed_out:
-        return f"- ⏱️ {_code(_one_line(command.command, 300))} → timed out"
+        return f"- ⏱️ {_code(one_line(command.command, 300))} → timed out"
     mark = "✅" if command.ok else "❌"
-    return f"- {mark} {_code(_one_line(command.command, 300))} → exit {command.exit_code}"
+    return f"- {mark} {_code(one_line(command.command, 300))} → exit {command.exit_code}"
 
 
 def _failed_checks(checks: Sequence[Command]) -> list[str]:
@@ -697,7 +692,7 @@ def _failed_checks(checks: Sequence[Command]) -> list[str]:
         ended = "timed out" if command.timed_out else f"exited {command.exit_code}"
         lines.append(
             f"⚠️ The last {' and '.join(failed_kinds)} run failed:"
-            f" {_code(_one_line(command.command, 300))} {ended}."
+            f" {_code(one_line(command.command, 300))} {ended}."
         )
     return lines
 
@@ -724,9 +719,9 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
     checks = [command for command in state.commands if kinds(command.command)]
     sections: list[str | _Part] = [job_marker(state.job_id), _heading(outcome, duration)]
     if outcome.conclusion is Conclusion.FAILED:
-        sections.append(f"**Error:** {_code(_one_line(outcome.error or 'unknown error', 1_000))}")
+        sections.append(f"**Error:** {_code(one_line(outcome.error or 'unknown error', 1_000))}")
     elif outcome.conclusion is Conclusion.INCOMPLETE:
-        stopped = _code(_one_line(outcome.error or "a budget ran out", 1_000))
+        stopped = _code(one_line(outcome.error or "a budget ran out", 1_000))
         sections.append(
             f"**Stopped before the end:** {stopped}. The draft pull request holds the work"
             " so far; the summary says what is left. Mention Neo on it to go on."

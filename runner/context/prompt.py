@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from runner.llm.types import SystemPrompt
+from runner.text import one_line
 
 BASE_PROMPT: Final = """\
 You are Neo, a coding agent. You work autonomously and headless in the working \
@@ -166,7 +167,7 @@ def _environment(
 def _setup(commands: Sequence[str], network: bool) -> list[str]:
     if not commands:
         return ["Setup: no setup commands ran; only what was already there is installed."]
-    shown = [_one_line(command) for command in commands[:MAX_SETUP_SHOWN]]
+    shown = [one_line(command, _MAX_SETUP_CHARS) for command in commands[:MAX_SETUP_SHOWN]]
     more = len(commands) - len(shown)
     how = "with network access" if network else "without network access"
     lines = [f"Setup: these commands ran before you started, {how}, and all succeeded:"]
@@ -194,8 +195,3 @@ def _duration(seconds: float) -> str:
         minutes = int(seconds // 60)
         return f"{minutes} minute{'s' if minutes != 1 else ''}"
     return f"{seconds:g} second{'s' if seconds != 1 else ''}"
-
-
-def _one_line(command: str) -> str:
-    line = " ".join(command.split())
-    return line if len(line) <= _MAX_SETUP_CHARS else line[: _MAX_SETUP_CHARS - 3] + "..."

@@ -45,6 +45,7 @@ from runner.sandbox.base import (
     stopped_of,
 )
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
+from runner.text import one_line
 
 WORKSPACE = "/workspace"
 HOME = "/home/neo"
@@ -115,7 +116,7 @@ def docker_client() -> DockerClient:
     try:
         return docker.from_env()
     except DockerException as error:
-        raise SandboxError(f"docker is not reachable: {_one_line(error)}") from None
+        raise SandboxError(f"docker is not reachable: {one_line(error)}") from None
 
 
 def owner_label() -> str:
@@ -267,15 +268,10 @@ def _prepare_tree(tree: Path) -> tuple[int, int]:
             _chown_tree(tree, SANDBOX_UID, SANDBOX_UID)
         except OSError as error:
             raise SandboxError(
-                f"cannot give the working tree to uid {SANDBOX_UID}: {_one_line(error)}"
+                f"cannot give the working tree to uid {SANDBOX_UID}: {one_line(error)}"
             ) from None
         return SANDBOX_UID, SANDBOX_UID
     return os.getuid(), os.getgid()
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text[:300] or type(error).__name__
 
 
 def _plain_socket(attached: Any) -> socket.socket:
@@ -389,9 +385,9 @@ class _Channel:
         except (asyncio.IncompleteReadError, ConnectionError, OSError):
             pass
         except ValueError as error:
-            problem = f"the sandbox agent sent a malformed message ({_one_line(error)})"
+            problem = f"the sandbox agent sent a malformed message ({one_line(error)})"
         except Exception as error:  # whatever it is, callers must not wait forever
-            problem = f"the exec channel failed ({type(error).__name__}: {_one_line(error)})"
+            problem = f"the exec channel failed ({type(error).__name__}: {one_line(error)})"
         detail = problem or self._last_stderr_line()
         try:
             reason = await self._why_ended(detail)
@@ -657,7 +653,7 @@ class DockerSandbox:
                 f"sandbox image {image} not found (build it with scripts/build-images)"
             ) from None
         except DockerException as error:
-            raise SandboxError(f"cannot create the sandbox: {_one_line(error)}") from None
+            raise SandboxError(f"cannot create the sandbox: {one_line(error)}") from None
 
     async def _open(self) -> None:
         api = self._client.api
@@ -667,7 +663,7 @@ class DockerSandbox:
             own = _plain_socket(attached)
             await asyncio.to_thread(api.start, self._name)
         except DockerException as error:
-            raise SandboxError(f"cannot start the sandbox: {_one_line(error)}") from None
+            raise SandboxError(f"cannot start the sandbox: {one_line(error)}") from None
         reader, writer = await asyncio.open_connection(sock=own)
         source = _agent_source()
         writer.write(b"%d\n" % len(source) + source)

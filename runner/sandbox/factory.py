@@ -11,6 +11,7 @@ from runner.errors import ConfigError
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.image import image_problem
 from runner.sandbox.local import LocalSandbox
+from runner.text import one_line
 
 SANDBOXES = ("local", "docker")
 DEFAULT_IMAGE = "neo-sandbox:local"
@@ -56,10 +57,10 @@ async def open_sandbox(
             for command in setup:
                 done = await box.run(["bash", "-c", command], timeout=setup_timeout)
                 if done.timed_out:
-                    raise SandboxError(f"setup command {_first_line(command)!r} timed out")
+                    raise SandboxError(f"setup command {one_line(command)!r} timed out")
                 if done.exit_code != 0:
                     raise SandboxError(
-                        f"setup command {_first_line(command)!r} failed"
+                        f"setup command {one_line(command)!r} failed"
                         f" with exit code {done.exit_code}"
                     )
             yield box
@@ -84,7 +85,7 @@ async def open_sandbox(
         await asyncio.to_thread(client.ping)
     except (SandboxError, DockerException) as error:
         raise ConfigError(
-            f"docker is not reachable ({_first_line(error)}); start dockerd or use --sandbox local"
+            f"docker is not reachable ({one_line(error)}); start dockerd or use --sandbox local"
         ) from None
     try:
         await asyncio.to_thread(client.images.get, name)
@@ -95,7 +96,7 @@ async def open_sandbox(
             f"or choose another with {image_setting})"
         ) from None
     except DockerException as error:
-        raise SandboxError(f"cannot inspect sandbox image {name}: {_first_line(error)}") from None
+        raise SandboxError(f"cannot inspect sandbox image {name}: {one_line(error)}") from None
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
     async with engine.DockerSandbox.start(
         tree,
@@ -107,8 +108,3 @@ async def open_sandbox(
         setup_timeout=setup_timeout,
     ) as docker_box:
         yield docker_box
-
-
-def _first_line(what: BaseException | str) -> str:
-    text = str(what).strip().splitlines()
-    return text[0] if text else type(what).__name__

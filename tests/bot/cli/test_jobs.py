@@ -109,7 +109,7 @@ def test_list_text_is_a_table_without_control_characters(
     ]
     assert len(lines) == 1 + len(jobs)
     assert "\x1b" not in out
-    assert "@neo failed\\x1b[31m …" in out
+    assert "@neo failed\\x1b[31m second line" in out
 
 
 def test_list_of_an_empty_queue(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

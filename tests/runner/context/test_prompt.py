@@ -95,7 +95,7 @@ JOB: dict[str, Any] = {
         ),
         pytest.param(
             {"setup": ("echo " + "x" * 500 + "\n  && true",)},
-            ["- echo " + "x" * 192 + "...\n"],
+            ["- echo " + "x" * 194 + "…\n"],
             ["x" * 200],
             id="long-setup-command-on-one-line",
         ),
