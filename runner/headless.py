@@ -1,8 +1,8 @@
 """One headless run of the agent on a working tree: what `neo run` does.
 
-Builds the provider, sandbox, tools and system prompt, restores or creates
-the session, runs one `send`, saves the session after every model call, and
-reduces the outcome to a `RunResult`. Rendering belongs to the caller.
+The working tree, its sandbox and the session to resume are this module's;
+the run itself is `runner.run`'s. The outcome is reduced to a `RunResult`;
+rendering belongs to the caller.
 """
 
 from __future__ import annotations
@@ -11,32 +11,31 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
-from runner.budget import WRAP_UP_SECONDS, RunBudget, ran_out, wrap_up_prompt
-from runner.compact import WindowCompactor
+from runner.agent import Event
+from runner.budget import RunBudget, ran_out
 from runner.context import build_system_prompt, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
 from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
 from runner.llm.types import JSON, Effort, Usage
+from runner.run import (
+    AgentRun,
+    ProviderFactory,
+    bounded,
+    close_provider,
+    elapsed_ms,
+    make_agent,
+    session_meta,
+)
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
-from runner.session import (
-    CompactionRecord,
-    Session,
-    SessionError,
-    SessionMeta,
-    SessionStore,
-    utc_timestamp,
-)
-from runner.tools import Checklist, default_tools
+from runner.session import Session, SessionError, SessionMeta, SessionStore
 
-ProviderFactory = Callable[[str, "str | None"], Provider]
+__all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ def failed(error: NeoError, started: float) -> RunResult:
         num_turns=0,
         usage=Usage(),
         cost_usd=None,
-        duration_ms=_elapsed_ms(started),
+        duration_ms=elapsed_ms(started),
         session_id=None,
     )
 
@@ -133,11 +132,12 @@ async def run_headless(
         time_limit=request.timeout,
         max_cost_usd=request.max_cost_usd,
     )
-    now = utc_timestamp()
-    meta = (
-        replace(previous.meta, provider=provider_name, model=provider.model, cwd=str(repo))
-        if previous
-        else SessionMeta(store.new_id(), provider_name, provider.model, str(repo), now, now)
+    meta = session_meta(
+        previous,
+        new_id=previous.meta.id if previous else store.new_id(),
+        provider=provider_name,
+        model=provider.model,
+        cwd=str(repo),
     )
     sandbox = open_sandbox(
         request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
@@ -150,7 +150,7 @@ async def run_headless(
     except SandboxError as error:
         return failed(error, started)
     finally:
-        await _close(provider)
+        await close_provider(provider)
 
 
 async def _run_agent(
@@ -174,68 +174,46 @@ async def _run_agent(
         max_turns=request.max_turns,
         time_limit=request.timeout,
     )
-    agent = Agent(
+    agent = make_agent(
         provider,
-        tools=default_tools(sandbox, checklist=Checklist()),
+        sandbox,
         system=system,
+        previous=previous,
         max_turns=request.max_turns,
-        messages=previous.messages if previous else (),
-        usage=previous.meta.usage if previous else None,
-        compactor=WindowCompactor(provider),
         effort=request.effort,
         budget=budget,
     )
-    turns = 0
-    finished: TurnFinished | None = None
-    compactions = list(meta.compactions)
-
-    def save() -> None:
-        session_meta = replace(
-            meta, updated_at=utc_timestamp(), usage=agent.usage, compactions=tuple(compactions)
-        )
-        store.save(Session(session_meta, tuple(agent.transcript())))
-
-    def observe(event: Event) -> None:
-        nonlocal turns, finished
-        if isinstance(event, TurnStarted):
-            turns = event.turn
-            # Each model call starts from a complete transcript: save it first.
-            save()
-        elif isinstance(event, TurnFinished):
-            finished = event
-        elif isinstance(event, Compacted):
-            record = CompactionRecord(
-                utc_timestamp(), event.stage, event.tokens_before, event.tokens_after
-            )
-            compactions.append(record)
-        if on_event is not None:
-            on_event(event)
-
-    agent.subscribe(observe)
+    run = AgentRun(agent, store, meta, on_event=on_event)
     error: NeoError | None = None
     try:
-        error = await _send(agent, request.prompt, request.timeout, stop)
+        error = await bounded(
+            run.send(request.prompt),
+            time_limit=request.timeout,
+            stop=stop,
+            stopped="interrupted",
+            timed_out="the run did not finish within {limit:g}s (--timeout)",
+        )
         if error is not None and ran_out(error) and await _tree_changed(repo):
             # The model's last word, without tools: what it did and what is left.
-            finished = await _wrap_up(agent, error, finished) or finished
+            await run.wrap_up(error)
     finally:
         try:
-            save()
+            run.save()
         except SessionError as failed_save:
             # A full disk fails the run (exit 1), as the save before a turn does.
             error = error or failed_save
 
-    usage = finished.usage if finished else Usage()
+    finished = run.finished
     return RunResult(
         is_error=error is not None,
         result=finished.text if finished else "",
         error_type=error.kind if error else None,
         error_message=str(error) if error else None,
         stop_reason=finished.stop_reason if finished else None,
-        num_turns=turns,
-        usage=usage,
-        cost_usd=cost_usd(provider.model, usage),
-        duration_ms=_elapsed_ms(started),
+        num_turns=run.turns,
+        usage=run.usage,
+        cost_usd=cost_usd(provider.model, run.usage),
+        duration_ms=elapsed_ms(started),
         session_id=meta.id,
     )
 
@@ -271,64 +249,6 @@ async def _tree_changed(repo: Path) -> bool:
 _STATUS_TIMEOUT = 30.0
 
 
-async def _wrap_up(
-    agent: Agent, error: NeoError, finished: TurnFinished | None
-) -> TurnFinished | None:
-    """The run's summary after a budget stopped it; None when the model gave none."""
-    try:
-        async with asyncio.timeout(WRAP_UP_SECONDS):
-            last = await agent.wrap_up(wrap_up_prompt(error))
-    except (NeoError, TimeoutError):
-        return None
-    usage = (finished.usage if finished else Usage()) + last.usage
-    return TurnFinished(last.stop_reason, last.text, usage, error.kind, str(error))
-
-
-class RunInterrupted(NeoError):
-    kind = "interrupted"
-
-
-class RunTimeout(NeoError):
-    kind = "timeout"
-
-
-async def _send(
-    agent: Agent,
-    prompt: str,
-    timeout: float | None,
-    stop: asyncio.Event | None,
-) -> NeoError | None:
-    """Run `agent.send` until it ends, `timeout` passes or `stop` is set."""
-    send = asyncio.create_task(agent.send(prompt))
-    stopper = asyncio.create_task(stop.wait()) if stop is not None else None
-    waiters: set[asyncio.Task[Any]] = {send} if stopper is None else {send, stopper}
-    try:
-        await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if stopper is not None:
-            stopper.cancel()
-        if not send.done():
-            # Cancelling lets the agent answer its open tool calls first.
-            send.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await send
-    if send.cancelled():
-        if stop is not None and stop.is_set():
-            return RunInterrupted("interrupted")
-        return RunTimeout(f"the run did not finish within {timeout:g}s (--timeout)")
-    error = send.exception()
-    if error is None or isinstance(error, NeoError):
-        return error
-    raise error
-
-
-async def _close(provider: Provider) -> None:
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
-
-
 def _working_tree(request: RunRequest, previous: Session | None) -> Path:
     if request.repo is not None:
         if not request.repo.is_dir():
@@ -340,7 +260,3 @@ def _working_tree(request: RunRequest, previous: Session | None) -> Path:
             raise ConfigError(f"the session's directory {repo} is gone (pass --repo)")
         return repo
     return Path.cwd()
-
-
-def _elapsed_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)

@@ -53,17 +53,16 @@ import os
 import re
 import shutil
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 # Host-side git runner.git has no public function for yet (listing and
 # reverting paths, merge-base) runs through its hardened internals.
 from runner import git as host_git
-from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
-from runner.budget import WRAP_UP_SECONDS, RunBudget, ran_out, wrap_up_prompt
-from runner.compact import WindowCompactor
+from runner.agent import Event, TurnFinished, TurnStarted
+from runner.budget import RunBudget, ran_out
 from runner.context import build_system_prompt
 from runner.context import project_context as read_project_context
 from runner.errors import ConfigError, NeoError
@@ -82,34 +81,38 @@ from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider
 from runner.llm.registry import make_provider
 from runner.llm.types import Effort, Message, Text, Usage
+from runner.run import (
+    AgentRun,
+    ProviderFactory,
+    RunInterrupted,
+    bounded,
+    close_provider,
+    elapsed_ms,
+    make_agent,
+    session_meta,
+)
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import SANDBOXES, open_sandbox
 from runner.session import (
-    CompactionRecord,
     Session,
     SessionError,
-    SessionMeta,
     SessionStore,
     before_job,
     start_job,
     utc_timestamp,
 )
 from runner.text import one_line
-from runner.tools import Checklist, default_tools
 
 __all__ = [
     "WORKFLOWS_DIR",
     "Conclusion",
-    "JobInterrupted",
     "JobResult",
     "JobSpec",
-    "JobTimeout",
     "ProviderFactory",
     "run",
     "session_id_for",
 ]
 
-ProviderFactory = Callable[[str, "str | None"], Provider]
 Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
 
 # Workflows run with the repository's secrets: the agent may not write them
@@ -118,7 +121,6 @@ WORKFLOWS_DIR = ".github/workflows"
 SETUP_TIMEOUT = 600.0
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-_T = TypeVar("_T")
 
 log = logging.getLogger("neo.job")
 
@@ -199,14 +201,6 @@ class JobResult:
         return self.changed and self.error_kind is not None
 
 
-class JobTimeout(NeoError):
-    kind = "timeout"
-
-
-class JobInterrupted(NeoError):
-    kind = "interrupted"
-
-
 def session_id_for(key: str) -> str:
     """The session id of thread `key`: readable, and a hash so distinct keys never collide."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-")[:60] or "thread"
@@ -216,17 +210,30 @@ def session_id_for(key: str) -> str:
 
 @dataclass
 class _Progress:
-    """What the agent phase learned, kept even when it is cut short."""
+    """What the job learned before and while the agent ran, kept even when it is cut short."""
 
     session_id: str | None = None
-    turns: int = 0
-    finished: TurnFinished | None = None
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
-    session: Session | None = None  # as last saved, while the job's mark is open
-    agent: Agent | None = None  # for the last word after a budget stopped it
-    save: Callable[[], None] | None = None  # the session, as the agent has it now
-    compacted: bool = False  # the agent compacted the conversation during the job
+    run: AgentRun | None = None  # the agent's run, once it started
+
+    @property
+    def finished(self) -> TurnFinished | None:
+        return self.run.finished if self.run else None
+
+    @property
+    def turns(self) -> int:
+        return self.run.turns if self.run else 0
+
+    @property
+    def session(self) -> Session | None:
+        """As last saved, while the job's mark is open."""
+        return self.run.session if self.run else None
+
+    @property
+    def compacted(self) -> bool:
+        """Whether the agent compacted the conversation during the job."""
+        return self.run.compacted if self.run else False
 
 
 async def run(
@@ -264,7 +271,13 @@ async def run(
             work = _prepare_and_run_agent(
                 spec, workspace, mirrors, provider, project_context, progress, on_event, budget
             )
-            error = await _bounded(work, spec.time_limit, stop)
+            error = await bounded(
+                work,
+                time_limit=spec.time_limit,
+                stop=stop,
+                stopped="the job was stopped",
+                timed_out="the job did not finish within its time limit of {limit:g}s",
+            )
             error = error or progress.error
             if error is None:
                 result = await _publish(spec, workspace, provider, progress, started)
@@ -278,7 +291,7 @@ async def run(
     except (GitError, SandboxError, SessionError) as error:
         result = _result(spec, provider, progress, started, error=error)
     finally:
-        await _close(provider)
+        await close_provider(provider)
         await asyncio.to_thread(_remove, workspace)
     if result.error_message is not None:
         # Everyone who reads the result may see the message; the host's layout is not theirs.
@@ -321,32 +334,6 @@ async def _mirrors(spec: JobSpec, cache: MirrorCache | None) -> AsyncIterator[Mi
     # A cache of its own lives for one job only: a spare tree would be wasted.
     async with MirrorCache(spec.data_dir / "mirrors", spare_trees=False) as own:
         yield own
-
-
-async def _bounded(
-    work: Awaitable[_T], time_limit: float, stop: asyncio.Event | None
-) -> NeoError | None:
-    """Await `work` until it ends, `time_limit` passes or `stop` is set; the error, if cut."""
-    task = asyncio.ensure_future(work)
-    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
-    waiters: set[asyncio.Future[Any]] = {task} if stopper is None else {task, stopper}
-    try:
-        await asyncio.wait(waiters, timeout=time_limit, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        if stopper is not None:
-            stopper.cancel()
-        if not task.done():
-            # Cancelling lets the agent answer its open tool calls and the
-            # sandbox remove its container.
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    if task.cancelled():
-        if stop is not None and stop.is_set():
-            return JobInterrupted("the job was stopped")
-        return JobTimeout(f"the job did not finish within its time limit of {time_limit:g}s")
-    task.result()  # re-raises what the work raised
-    return None
 
 
 async def _prepare_and_run_agent(
@@ -428,11 +415,8 @@ async def _run_agent(
     previous = store.load(session_id) if store.path(session_id).is_file() else None
     if previous is not None and _drops_last_job(previous, spec.job_id):
         previous = before_job(previous)
-    now = utc_timestamp()
-    meta = (
-        replace(previous.meta, provider=spec.provider, model=provider.model, cwd=str(tree))
-        if previous
-        else SessionMeta(session_id, spec.provider, provider.model, str(tree), now, now)
+    meta = session_meta(
+        previous, new_id=session_id, provider=spec.provider, model=provider.model, cwd=str(tree)
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
     system = build_system_prompt(
@@ -449,76 +433,40 @@ async def _run_agent(
         pull_request=True,
         allow_workflow_edits=spec.allow_workflow_edits,
     )
-    agent = Agent(
+    agent = make_agent(
         provider,
-        tools=default_tools(box, checklist=Checklist()),
+        box,
         system=system,
+        previous=previous,
         max_turns=spec.max_turns,
-        messages=previous.messages if previous else (),
-        usage=previous.meta.usage if previous else None,
-        # A thread's saved conversation that is already large is compacted
-        # before this job's first call, like any that grows too large.
-        compactor=WindowCompactor(provider),
         effort=spec.effort,
         budget=budget,
     )
-    progress.agent = agent
-    compactions: list[CompactionRecord] = list(meta.compactions)
-
-    def save() -> None:
-        # Into the thread's session file, under this job's open mark: should the
-        # job never end, the next job drops these turns (`_drops_last_job`).
-        session = Session(
-            replace(
-                meta,
-                updated_at=utc_timestamp(),
-                usage=agent.usage,
-                compactions=tuple(compactions),
-            ),
-            tuple(agent.transcript()),
-        )
-        progress.session = session
-        # Once compacted, the transcript no longer begins with the one the job
-        # found, so the mark could not cut this job's turns away again: the
-        # file keeps its last save from before, until the job ends
-        # (`_end_session`).
-        if not progress.compacted:
-            store.save(session)
-
     asked: list[bool] = []  # the first model call of this job is logged
 
     def observe(event: Event) -> None:
-        if isinstance(event, TurnStarted):
-            progress.turns = event.turn
-            save()  # each model call starts from a complete transcript
-            if not asked:
-                asked.append(True)
-                _mark(spec, "first_model_call")
-        elif isinstance(event, TurnFinished):
-            progress.finished = event
-        elif isinstance(event, Compacted):
-            progress.compacted = True
-            compactions.append(
-                CompactionRecord(
-                    utc_timestamp(), event.stage, event.tokens_before, event.tokens_after
-                )
-            )
+        if isinstance(event, TurnStarted) and not asked:
+            asked.append(True)
+            _mark(spec, "first_model_call")
         if on_event is not None:
             on_event(event)
 
-    agent.subscribe(observe)
-    progress.save = save
+    # Saved into the thread's session file, under this job's open mark: should
+    # the job never end, the next job drops these turns (`_drops_last_job`).
+    # Once compacted, the transcript no longer begins with the one the job
+    # found, so the mark could not cut this job's turns away again: the file
+    # keeps its last save from before, until the job ends (`_end_session`).
+    agent_run = AgentRun(agent, store, meta, on_event=observe, hold_after_compaction=True)
+    progress.run = agent_run
     try:
-        await agent.send(spec.prompt)
-    except NeoError as error:
-        progress.error = error
+        progress.error = await agent_run.send(spec.prompt)
     finally:
-        save()
+        agent_run.save()
 
 
 async def _has_changes(tree: Path, progress: _Progress) -> bool:
     """Whether the tree differs from where the work branch started (what would be committed)."""
-    if progress.start is None or progress.agent is None:
+    if progress.start is None or progress.run is None:
         return False  # the agent never ran: nothing of its to keep
     await host_git.stage_all(tree)
     changed = await host_git.run_local(
@@ -533,19 +481,13 @@ async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
     Bounded on its own (the job's time may be what ran out); should it fail,
     the pull request says what the agent's last words said.
     """
-    assert progress.agent is not None
-    before = progress.finished
-    try:
-        async with asyncio.timeout(WRAP_UP_SECONDS):
-            last = await progress.agent.wrap_up(wrap_up_prompt(error))
-    except (NeoError, TimeoutError) as failure:
+    assert progress.run is not None
+    failure = await progress.run.wrap_up(error)
+    if failure is not None:
         log.warning("job %s: no wrap-up summary: %s", spec.job_id, failure)
         return
-    usage = (before.usage if before else Usage()) + last.usage
-    progress.finished = TurnFinished(last.stop_reason, last.text, usage, error.kind, str(error))
-    if progress.save is not None:
-        with contextlib.suppress(SessionError):
-            progress.save()
+    with contextlib.suppress(SessionError):
+        progress.run.save()
 
 
 def _drops_last_job(session: Session, job_id: str) -> bool:
@@ -731,7 +673,7 @@ def _result(
     finished = progress.finished
     usage = finished.usage if finished else Usage()
     if conclusion is None:
-        conclusion = "cancelled" if isinstance(error, JobInterrupted) else "failed"
+        conclusion = "cancelled" if isinstance(error, RunInterrupted) else "failed"
     return JobResult(
         conclusion=conclusion,
         branch=spec.work_branch,
@@ -746,16 +688,9 @@ def _result(
         usage=usage,
         cost_usd=cost_usd(provider.model, usage),
         num_turns=progress.turns,
-        duration_ms=int((time.monotonic() - started) * 1000),
+        duration_ms=elapsed_ms(started),
         session_id=progress.session_id,
     )
-
-
-async def _close(provider: Provider) -> None:
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
 
 
 def _remove(path: Path) -> None:
