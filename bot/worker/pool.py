@@ -17,6 +17,7 @@ from bot.github.app import signed_in_app
 from bot.queue import JobQueue
 from bot.worker.loop import Worker
 from runner.git import MirrorCache
+from runner.text import one_line
 
 __all__ = ["run_workers", "sweep_sandbox_orphans"]
 
@@ -83,7 +84,7 @@ def sweep_sandbox_orphans() -> None:
         removed = sweep_orphans(client, max_age=MAX_JOB_SECONDS)
         client.close()
     except Exception as error:  # the intake works without docker
-        log.warning(json.dumps({"event": "sweep_skipped", "reason": str(error).splitlines()[0]}))
+        log.warning(json.dumps({"event": "sweep_skipped", "reason": one_line(error)}))
         return
     if removed:
         log.info(json.dumps({"event": "swept_orphans", "containers": removed}))
