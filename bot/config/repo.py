@@ -37,6 +37,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from bot.github.markers import CONFIG_ERROR_MARKER
 from runner.errors import ConfigError
 from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
@@ -70,8 +71,6 @@ MAX_CONFIG_BYTES = 64 * 1024
 _MAX_DEPTH = 32
 _MAX_VALUES = 100_000
 _MAX_SCHEDULES = 20
-# Lets the worker find the comment it already posted instead of adding another.
-CONFIG_ERROR_MARKER = "<!-- neo:config-error -->"
 
 Provider = Literal["anthropic", "openai", "chat-completions", "openrouter", "google"]
 Permission = Literal["admin", "maintain", "write", "triage", "read"]

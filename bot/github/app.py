@@ -27,16 +27,23 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import ssl
+import time
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Mapping,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, Self, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeVar, cast
 
 import httpx
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -49,7 +56,16 @@ from githubkit.exception import GitHubException, RequestError, RequestFailed, Re
 from githubkit.utils import Unset
 from pydantic import SecretStr
 
-from runner.errors import ConfigError, NeoError
+from bot.github.core import (
+    Retry,
+    RetryPolicy,
+    api_version,
+    classify,
+    github_message,
+    retry_wait,
+)
+from bot.github.errors import GitHubAuthError, GitHubError
+from runner.errors import ConfigError
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore
@@ -81,7 +97,8 @@ REFRESH_MARGIN: Final = timedelta(minutes=1)
 
 _KEY_SETTINGS = "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH"
 _CREDENTIALS = "check NEO_GITHUB_APP_ID and NEO_GITHUB_PRIVATE_KEY"
-_MAX_MESSAGE = 200
+_DEFAULT_RETRY: Final = RetryPolicy()
+_R = TypeVar("_R")
 
 
 def _job_permissions() -> AppPermissionsType:
@@ -111,16 +128,6 @@ _Key = tuple[int, str, tuple[tuple[str, str], ...]]
 def _key(installation_id: int, repository: str, permissions: Mapping[str, str] | None) -> _Key:
     granted = JOB_PERMISSIONS if permissions is None else permissions
     return installation_id, repository.lower(), tuple(sorted(granted.items()))
-
-
-class GitHubAuthError(NeoError):
-    """GitHub refused or could not be reached while authenticating as the App."""
-
-    kind = "github_error"
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,13 +280,18 @@ class Borrowed(httpx.AsyncBaseTransport):
 
     githubkit opens and closes an httpx client around every request, and
     closing a client closes its transport; this one stays open until the
-    GitHubApp closes the pool.
+    GitHubApp closes the pool. `api_version`, when given, replaces the
+    `X-GitHub-Api-Version` of every request (`bot.github.core.api_version`).
     """
 
-    def __init__(self, pool: httpx.AsyncBaseTransport) -> None:
+    def __init__(self, pool: httpx.AsyncBaseTransport, api_version: str | None = None) -> None:
         self._pool = pool
+        self._api_version = api_version
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._api_version is not None:
+            # githubkit stamps its schema's version on each call; GHES knows only its own.
+            request.headers["X-GitHub-Api-Version"] = self._api_version
         return await self._pool.handle_async_request(request)
 
     async def aclose(self) -> None:
@@ -304,6 +316,8 @@ class GitHubApp:
         clock: Callable[[], datetime] = _utcnow,
         timeout: float = 30.0,
         user_agent: str = "neo-github-app",
+        retry: RetryPolicy = _DEFAULT_RETRY,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         issuer = str(app_id).strip()
         if not issuer:
@@ -314,13 +328,17 @@ class GitHubApp:
         self.app_id = issuer
         self.api_url = str(url)
         self._clock = clock
+        self._retry = retry
+        self._sleep = sleep
         self._pool = connection_pool(url, max_connections=100)
         self._github: GitHub[AppAuthStrategy] = GitHub(
             _AppAuthStrategy(issuer, pem),
             base_url=url,
             user_agent=user_agent,
             timeout=timeout,
-            async_transport=Borrowed(self._pool),
+            async_transport=Borrowed(self._pool, api_version(url)),
+            # One retry policy, bot.github.core's: githubkit's sleeps outside our control.
+            auto_retry=False,
             # Its own JWT cache: githubkit's default one is shared by every client
             # in the process, keyed by the App id alone.
             cache_strategy=MemCacheStrategy(),
@@ -380,7 +398,9 @@ class GitHubApp:
         async with self._login_lock:
             if self._login is None:
                 try:
-                    response = await self._github.rest.apps.async_get_authenticated()
+                    response = await self._retried(
+                        "GET", "/app", self._github.rest.apps.async_get_authenticated
+                    )
                     app = response.parsed_data
                 except GitHubException as error:
                     raise _auth_error(error, _app_hint(error)) from None
@@ -456,6 +476,29 @@ class GitHubApp:
         if cached is not None and cached.token == token:
             del self._tokens[key]
 
+    async def _retried(self, method: str, path: str, call: Callable[[], Awaitable[_R]]) -> _R:
+        """`call`, its rate limits and 5xx retried as `bot.github.core` decides.
+
+        The last failure is raised as githubkit's, for `_auth_error` to word. A
+        connection error is not retried: the App's URL is more likely wrong.
+        """
+        attempt = 1
+        while True:
+            try:
+                return await call()
+            except RequestFailed as failed:
+                raw = failed.response.raw_response
+                decision = classify(
+                    method, path, raw.status_code, raw.headers, raw.content, now=time.time()
+                )
+                if not isinstance(decision, Retry):
+                    raise
+                wait = retry_wait(self._retry, attempt, decision)
+                if isinstance(wait, GitHubError):
+                    raise
+            await self._sleep(wait)
+            attempt += 1
+
     def _fresh(self, token: InstallationToken) -> bool:
         return self._clock() < token.expires_at - REFRESH_MARGIN
 
@@ -464,8 +507,12 @@ class GitHubApp:
         # The key holds the permissions asked for, as plain pairs.
         wanted = cast("AppPermissionsType", dict(key[2]))
         try:
-            response = await self._github.rest.apps.async_create_installation_access_token(
-                installation_id, repositories=[name], permissions=wanted
+            response = await self._retried(
+                "POST",
+                "/app/installations/{id}/access_tokens",
+                lambda: self._github.rest.apps.async_create_installation_access_token(
+                    installation_id, repositories=[name], permissions=wanted
+                ),
             )
             data = response.parsed_data
             expires_at = datetime.fromisoformat(data.expires_at)
@@ -638,7 +685,8 @@ def _auth_error(error: GitHubException, hint: str) -> GitHubAuthError:
         status = error.response.status_code
         if status >= 500:
             hint = "GitHub is unavailable; try again later"
-        message = _message(error.response.raw_response)
+        raw = error.response.raw_response
+        message = github_message(raw.content, raw.reason_phrase)
         return GitHubAuthError(f"github {status}: {message} ({hint})", status=status)
     if isinstance(error, RequestTimeout):
         return GitHubAuthError("github: no answer in time (check NEO_GITHUB_API_URL)")
@@ -652,15 +700,3 @@ def _unexpected(what: str) -> GitHubAuthError:
     return GitHubAuthError(
         f"github: the answer to {what} is not GitHub's (check NEO_GITHUB_API_URL)"
     )
-
-
-def _message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    message = body.get("message") if isinstance(body, dict) else None
-    if not isinstance(message, str) or not message.strip():
-        return response.reason_phrase or "error"
-    message = re.sub(r"\s+", " ", message).strip()
-    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"

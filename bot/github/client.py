@@ -1,34 +1,27 @@
-"""A job's effects on GitHub: reactions, its one progress comment, replies, its draft PR.
+"""One repository's reads and effects on GitHub, under one retry and spacing policy.
 
-One `Publisher` per job, over an installation client for one thread (issue or
-pull request):
+One `RepoClient` per job (or per repository read), over an installation client
+for one thread (issue or pull request):
 
-    publisher = await Publisher.for_installation(app, installation_id, "octo/hello", 12)
-    await publisher.react("issue_comment", trigger_id)
-    comment = await publisher.progress_comment(job.id, body)
-    await publisher.update_progress(comment, report)
-    pr = await publisher.open_or_update_pr("neo/issue-12", "main", title, description)
+    client = await RepoClient.for_installation(app, installation_id, "octo/hello", 12)
+    thread = await client.read_thread(pull_request=False)
+    await client.react("issue_comment", trigger_id)
+    comment = await client.progress_comment(job.id, body)
+    await client.update_progress(comment, report)
+    pr = await client.open_or_update_pr("neo/issue-12", "main", title, description)
 
 Every effect is idempotent (a job retried after a crash reuses what it made):
 the progress comment and replies are found again by a hidden marker in a
-comment by the App's bot user, a pull request by its head branch.
+comment by the App's bot user, a pull request by its head branch. Lists follow
+GitHub's `Link: rel="next"` to their end.
 
-Transient failures are retried here, not by githubkit: the client handed in is
-copied with githubkit's `auto_retry` off, because githubkit's retry sleeps
-outside our control (no injectable sleep, no cap: a primary rate limit reset
-an hour away would stall a worker for an hour), retries a secondary rate limit
-only once, and would multiply attempts with ours. Ours retries 5xx, 429,
-connection errors and 403 rate limits (GitHub's "secondary rate limit"
-message, a `retry-after` header, or `x-ratelimit-remaining: 0`), waiting as
-GitHub documents: `retry-after` seconds if present, else until
-`x-ratelimit-reset` when nothing remains, else a minute for a secondary limit;
-and exponentially longer on repeated failures. A wait longer than the cap, or
-too many attempts, ends in GitHubError. Creations are retried together with
-their lookup, so a POST that succeeded behind a 502 is found, not repeated.
-
-Mutating calls (POST, PATCH, PUT, DELETE) of one installation are spaced at
-least a second apart, GitHub's guidance against secondary rate limits, by a
-`MutationSpacer` shared through a `Spacers` registry. Reads are not spaced.
+What a failed answer means, and how long to wait, is `bot.github.core`'s to
+say; githubkit's own retry is off (it sleeps outside our control and would
+multiply attempts with ours). Creations are retried together with their
+lookup, so a POST that succeeded behind a 502 is found, not repeated. Mutating
+calls of one installation are spaced at least a second apart (GitHub's
+guidance against secondary rate limits) by a `MutationSpacer` shared through a
+`Spacers` registry. Reads are not spaced.
 
 Use it from one event loop.
 """
@@ -38,28 +31,43 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
-import httpx
 from githubkit import GitHub
 from githubkit.exception import RequestError, RequestFailed, RequestTimeout
+from githubkit_schemas.latest.models import IssueComment, PullRequestSimple, ReviewComment
 
-from runner.errors import NeoError
-from runner.text import one_line
+from bot.github.core import (
+    Retry,
+    RetryPolicy,
+    classify,
+    connection_failure,
+    next_link,
+    retry_wait,
+)
+from bot.github.errors import GitHubError
+from bot.github.markers import job_marker, reply_marker
+from bot.github.models import (
+    Comment,
+    FileRead,
+    Issue,
+    PullRequest,
+    PullRequestRef,
+    Review,
+    Thread,
+)
+from bot.github.models import (
+    ReviewComment as InlineComment,
+)
 
 if TYPE_CHECKING:
     from githubkit.response import Response
-    from githubkit_schemas.latest.models import (
-        IssueComment,
-        PullRequestReviewComment,
-        PullRequestSimple,
-        ReviewComment,
-    )
+    from githubkit_schemas.latest.models import PullRequestReviewComment
 
     from bot.github.app import AppAuth
 
@@ -72,6 +80,7 @@ __all__ = [
     "Publisher",
     "PullRequestRef",
     "Reaction",
+    "RepoClient",
     "RetryPolicy",
     "Spacers",
     "TriggerKind",
@@ -92,18 +101,7 @@ MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # GitHub answers a pull request as its diff against the base for this media type.
 DIFF_MEDIA_TYPE: Final = "application/vnd.github.diff"
 _PAGE = 100
-_MAX_MESSAGE = 200
-_SECONDARY_WAIT = 60.0  # GitHub: "wait for at least one minute" when no header says how long
-
-
-def job_marker(job_id: int | str) -> str:
-    """The hidden marker that identifies a job's progress comment."""
-    return f"<!-- neo:job={job_id} -->"
-
-
-def reply_marker(key: str) -> str:
-    """The hidden marker that identifies a one-off reply on a thread."""
-    return f"<!-- neo:reply={key} -->"
+_DEFAULT_RETRY: Final = RetryPolicy()
 
 
 def trigger_kind(event: str) -> TriggerKind:
@@ -114,32 +112,6 @@ def trigger_kind(event: str) -> TriggerKind:
     if name == "pull_request_review_comment":
         return "review_comment"
     return "issue"
-
-
-class GitHubError(NeoError):
-    """A GitHub call failed for good: one line, status, method, path and GitHub's message."""
-
-    kind = "github_error"
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class PullRequestRef:
-    number: int
-    url: str  # html_url
-    created: bool  # False: an open PR with this head existed and was updated
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How transient failures are retried: attempts in all, backoff, the longest wait."""
-
-    max_attempts: int = 5
-    base_delay: float = 1.0  # doubled on every further attempt
-    max_wait: float = 120.0  # a longer wait asked for by GitHub fails instead
 
 
 # --- spacing of mutating calls ------------------------------------------------------
@@ -172,7 +144,7 @@ class MutationSpacer:
 
 
 class Spacers:
-    """One `MutationSpacer` per installation id, shared by all its Publishers."""
+    """One `MutationSpacer` per installation id, shared by all its RepoClients."""
 
     def __init__(
         self, interval: float = 1.0, *, clock: Clock = time.monotonic, sleep: Sleep = asyncio.sleep
@@ -190,46 +162,22 @@ class Spacers:
         return spacer
 
 
-# The process's registry, for Publishers not given one.
+# The process's registry, for RepoClients not given one.
 DEFAULT_SPACERS: Final = Spacers()
 
 
-# --- errors ------------------------------------------------------------------------
-
-
 class _Transient(Exception):
-    """A failure worth retrying after `wait` seconds (None: the backoff decides)."""
+    """A Retry on its way out of one attempt to `_retrying`."""
 
-    def __init__(self, error: GitHubError, wait: float | None) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.wait = wait
-
-
-def _github_message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    message = body.get("message") if isinstance(body, dict) else None
-    if not isinstance(message, str) or not message.strip():
-        return response.reason_phrase or "error"
-    return one_line(message, _MAX_MESSAGE)
+    def __init__(self, retry: Retry) -> None:
+        super().__init__(str(retry.error))
+        self.retry = retry
 
 
-def _header_seconds(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        return None
+# --- the client ----------------------------------------------------------------------
 
 
-# --- the publisher -------------------------------------------------------------------
-
-
-class Publisher:
+class RepoClient:
     """The effects of one job on one thread (`number`) of `repository` ("owner/name").
 
     `client` is an installation client (GitHubApp.installation_client); it is
@@ -247,7 +195,7 @@ class Publisher:
         *,
         bot_login: str,
         spacer: MutationSpacer | None = None,
-        retry: RetryPolicy = RetryPolicy(),
+        retry: RetryPolicy = _DEFAULT_RETRY,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
         now: Clock = time.time,
@@ -283,8 +231,8 @@ class Publisher:
         *,
         spacers: Spacers = DEFAULT_SPACERS,
         **options: Any,
-    ) -> Publisher:
-        """A Publisher acting as `installation_id` on `repository`, spaced with its peers."""
+    ) -> RepoClient:
+        """A RepoClient acting as `installation_id` on `repository`, spaced with its peers."""
         client = await app.installation_client(installation_id, repository)
         return cls(
             client,
@@ -345,16 +293,27 @@ class Publisher:
 
         A directory, symlink or submodule at `path` is not a file: None too.
         """
+        return (await self.read_file_if_changed(path, ref)).text
+
+    async def read_file_if_changed(
+        self, path: str, ref: str | None = None, etag: str | None = None
+    ) -> FileRead:
+        """`read_file` as a conditional request: GitHub answers 304 if `etag` still holds.
+
+        A 304 costs no rate limit; it comes back as `modified=False`, no text.
+        """
         clean = path.strip("/")
+        headers = {"If-None-Match": etag} if etag else {}
+        contents = self._github.rest.repos.async_get_content
 
         async def read() -> Response[Any]:
             return await self._call(
                 "GET",
                 f"/repos/{self.repository}/contents/{clean}",
                 lambda: (
-                    self._github.rest.repos.async_get_content(self.owner, self.name, clean, ref=ref)
+                    contents(self.owner, self.name, clean, ref=ref, headers=headers)
                     if ref
-                    else self._github.rest.repos.async_get_content(self.owner, self.name, clean)
+                    else contents(self.owner, self.name, clean, headers=headers)
                 ),
             )
 
@@ -362,11 +321,14 @@ class Publisher:
             response = await self._retrying(read)
         except GitHubError as error:
             if error.status == 404:
-                return None
+                return FileRead(None, None)
             raise
+        if response.status_code == 304:
+            return FileRead(None, etag, modified=False)
+        new_etag = response.headers.get("etag")
         data = response.parsed_data
         if isinstance(data, list) or getattr(data, "type", None) != "file":
-            return None
+            return FileRead(None, new_etag)
         if data.encoding != "base64":
             raise GitHubError(
                 f"github: {clean} at {ref or 'the default branch'} is too large for the "
@@ -376,7 +338,7 @@ class Publisher:
             raw = base64.b64decode(data.content)
         except (binascii.Error, ValueError):
             raise GitHubError(f"github: {clean} came back with undecodable content") from None
-        return raw.decode("utf-8", errors="replace")
+        return FileRead(raw.decode("utf-8", errors="replace"), new_etag)
 
     async def pull_request_diff(self, number: int | None = None) -> str:
         """Pull request `number`'s (default: this thread's) diff against its base.
@@ -410,17 +372,96 @@ class Publisher:
         return response.parsed_data
 
     async def review_comments(self, review_id: int) -> list[ReviewComment]:
-        """The inline comments of review `review_id` on this pull request (the first 100)."""
+        """The inline comments of review `review_id` on this pull request, every page."""
+        return await self._pages(
+            f"/repos/{self.repository}/pulls/{self.number}/reviews/{review_id}/comments",
+            functools.partial(
+                self._github.rest.pulls.async_list_comments_for_review,
+                self.owner,
+                self.name,
+                self.number,
+                review_id,
+                per_page=_PAGE,
+            ),
+            list[ReviewComment],
+        )
+
+    async def read_thread(self, *, pull_request: bool) -> Thread:
+        """This thread: the issue (or PR), every comment oldest first, and the PR itself."""
+        base = f"/repos/{self.repository}"
+        rest = self._github.rest
+        number = self.number
+        issue = (
+            await self._retrying(
+                lambda: self._call(
+                    "GET",
+                    f"{base}/issues/{number}",
+                    lambda: rest.issues.async_get(self.owner, self.name, number),
+                )
+            )
+        ).parsed_data
+        comments = await self._pages(
+            f"{base}/issues/{number}/comments",
+            functools.partial(
+                rest.issues.async_list_comments, self.owner, self.name, number, per_page=_PAGE
+            ),
+            list[IssueComment],
+        )
+        pull = None
+        if pull_request:
+            data = (
+                await self._retrying(
+                    lambda: self._call(
+                        "GET",
+                        f"{base}/pulls/{number}",
+                        lambda: rest.pulls.async_get(self.owner, self.name, number),
+                    )
+                )
+            ).parsed_data
+            pull = PullRequest(
+                number=data.number,
+                head_ref=data.head.ref,
+                head_repository=data.head.repo.full_name if data.head.repo else None,
+                html_url=data.html_url,
+            )
+        opening = Issue(
+            number=issue.number,
+            title=issue.title,
+            author=issue.user.login if issue.user else "ghost",
+            association=str(issue.author_association),
+            body=issue.body if isinstance(issue.body, str) else "",
+            created_at=str(issue.created_at),
+        )
+        return Thread(opening, tuple(_comment(c) for c in comments), pull)
+
+    async def read_review(self, review_id: int) -> Review:
+        """Review `review_id` of this pull request: who submitted it, and its body."""
+        path = f"/repos/{self.repository}/pulls/{self.number}/reviews/{review_id}"
         response = await self._retrying(
             lambda: self._call(
                 "GET",
-                f"/repos/{self.repository}/pulls/{self.number}/reviews/{review_id}/comments",
-                lambda: self._github.rest.pulls.async_list_comments_for_review(
-                    self.owner, self.name, self.number, review_id, per_page=_PAGE
+                path,
+                lambda: self._github.rest.pulls.async_get_review(
+                    self.owner, self.name, self.number, review_id
                 ),
             )
         )
-        return cast("list[ReviewComment]", response.parsed_data)
+        review = response.parsed_data
+        return Review(
+            id=int(review.id),
+            author=review.user.login if review.user else "ghost",
+            association=str(review.author_association),
+            body=review.body or "",
+            submitted_at=str(review.submitted_at or ""),
+        )
+
+    async def read_review_comment(self, comment_id: int) -> InlineComment:
+        """A pull request review comment, and where in the diff it points."""
+        return _inline(await self.review_comment(comment_id))
+
+    async def read_review_comments(self, review_id: int) -> tuple[InlineComment, ...]:
+        """The inline comments of review `review_id` on this pull request, every page."""
+        return tuple(_inline(c) for c in await self.review_comments(review_id))
 
     # -- reactions --
 
@@ -527,31 +568,27 @@ class Publisher:
         return await self._retrying(find_or_create)
 
     async def _find_comment(self, number: int, marker: str) -> int | None:
-        page = 1
-        while True:
-            response = await self._call(
-                "GET",
-                f"/repos/{self.repository}/issues/{number}/comments",
-                functools.partial(
-                    self._github.rest.issues.async_list_comments,
-                    self.owner,
-                    self.name,
-                    number,
-                    per_page=_PAGE,
-                    page=page,
-                ),
-            )
-            # githubkit's generated `list[...]` annotation confuses mypy; name it again.
-            comments = cast("list[IssueComment]", response.parsed_data)
-            for comment in comments:
-                user = comment.user.login if comment.user else None
-                text = comment.body if isinstance(comment.body, str) else ""
-                if user == self.bot_login and marker in text:
-                    self._bodies[int(comment.id)] = text
-                    return int(comment.id)
-            if len(comments) < _PAGE:
-                return None
-            page += 1
+        pages = self._each_page(
+            f"/repos/{self.repository}/issues/{number}/comments",
+            functools.partial(
+                self._github.rest.issues.async_list_comments,
+                self.owner,
+                self.name,
+                number,
+                per_page=_PAGE,
+            ),
+            list[IssueComment],
+            retried=False,
+        )
+        async with contextlib.aclosing(pages):
+            async for comments in pages:
+                for comment in comments:
+                    user = comment.user.login if comment.user else None
+                    text = comment.body if isinstance(comment.body, str) else ""
+                    if user == self.bot_login and marker in text:
+                        self._bodies[int(comment.id)] = text
+                        return int(comment.id)
+        return None
 
     # -- pull requests --
 
@@ -569,12 +606,14 @@ class Publisher:
         owner) with its body set to `body`; a new (draft) PR into `base` if none is open.
 
         The title of an existing PR is left alone: a maintainer may have edited it.
+        A repository whose plan allows no drafts gets a regular PR, and the
+        answer says so (`draft` False).
         """
         owner = head_owner or self.owner
         label = f"{owner}:{head}"
         rest = self._github.rest.pulls
 
-        async def find() -> tuple[int, str, str | None] | None:
+        async def find() -> tuple[int, str, str | None, bool] | None:
             response = await self._call(
                 "GET",
                 f"/repos/{self.repository}/pulls",
@@ -582,26 +621,38 @@ class Publisher:
             )
             for pull in cast("list[PullRequestSimple]", response.parsed_data):
                 if pull.head.ref == head:
-                    return pull.number, pull.html_url, pull.body
+                    return pull.number, pull.html_url, pull.body, pull.draft is True
             return None
+
+        async def create(as_draft: bool) -> PullRequestRef:
+            response = await self._call(
+                "POST",
+                f"/repos/{self.repository}/pulls",
+                lambda: rest.async_create(
+                    self.owner,
+                    self.name,
+                    title=title,
+                    head=head if head_owner is None else label,
+                    base=base,
+                    body=body,
+                    draft=as_draft,
+                ),
+            )
+            created = response.parsed_data
+            return PullRequestRef(
+                created.number, created.html_url, created=True, draft=created.draft is True
+            )
 
         async def open_or_update() -> PullRequestRef:
             found = await find()
             if found is None:
                 try:
-                    response = await self._call(
-                        "POST",
-                        f"/repos/{self.repository}/pulls",
-                        lambda: rest.async_create(
-                            self.owner,
-                            self.name,
-                            title=title,
-                            head=head if head_owner is None else label,
-                            base=base,
-                            body=body,
-                            draft=draft,
-                        ),
-                    )
+                    try:
+                        return await create(draft)
+                    except GitHubError as error:
+                        if not (draft and _drafts_refused(error)):
+                            raise
+                        return await create(False)
                 except GitHubError as error:
                     # Raced with another attempt: it exists now, so update it below.
                     if error.status != 422 or "already exists" not in str(error):
@@ -609,21 +660,18 @@ class Publisher:
                     found = await find()
                     if found is None:
                         raise
-                else:
-                    created = response.parsed_data
-                    return PullRequestRef(created.number, created.html_url, created=True)
-            number, url, current = found
+            number, url, current, is_draft = found
             if current != body:
                 await self._call(
                     "PATCH",
                     f"/repos/{self.repository}/pulls/{number}",
                     lambda: rest.async_update(self.owner, self.name, number, body=body),
                 )
-            return PullRequestRef(number, url, created=False)
+            return PullRequestRef(number, url, created=False, draft=is_draft)
 
         return await self._retrying(open_or_update)
 
-    # -- one call, and retrying --
+    # -- one call, pages, and retrying --
 
     async def _call(self, method: str, path: str, request: Callable[[], Awaitable[R]]) -> R:
         """One attempt: spaced if it mutates; a failure becomes GitHubError or _Transient."""
@@ -632,50 +680,102 @@ class Publisher:
         try:
             return await request()
         except RequestFailed as failed:
-            raise self._classify(method, path, failed.response.raw_response) from None
+            raw = failed.response.raw_response
+            decision = classify(
+                method,
+                path,
+                raw.status_code,
+                raw.headers,
+                raw.content,
+                now=self._now(),
+                reason=raw.reason_phrase,
+            )
+            raise (_Transient(decision) if isinstance(decision, Retry) else decision) from None
         except RequestTimeout:
-            raise _Transient(
-                GitHubError(f"github: {method} {path}: no answer in time"), None
-            ) from None
+            raise _Transient(connection_failure(method, path, None)) from None
         except RequestError as error:
             reason = type(error.exc).__name__
-            raise _Transient(
-                GitHubError(f"github: {method} {path}: cannot connect: {reason}"), None
-            ) from None
+            raise _Transient(connection_failure(method, path, reason)) from None
 
-    def _classify(self, method: str, path: str, response: httpx.Response) -> Exception:
-        status = response.status_code
-        message = _github_message(response)
-        error = GitHubError(f"github {status} {method} {path}: {message}", status=status)
-        headers = response.headers
-        retry_after = _header_seconds(headers.get("retry-after"))
-        exhausted = headers.get("x-ratelimit-remaining") == "0"
-        secondary = "secondary rate limit" in message.lower()
-        if status in (403, 429) and (retry_after is not None or exhausted or secondary):
-            if retry_after is not None:
-                return _Transient(error, retry_after)
-            reset = _header_seconds(headers.get("x-ratelimit-reset"))
-            if exhausted and reset is not None:
-                return _Transient(error, max(reset - self._now(), 0.0))
-            return _Transient(error, _SECONDARY_WAIT)
-        if status >= 500 or status == 429:
-            return _Transient(error, retry_after)
-        return error
+    async def _each_page(
+        self,
+        path: str,
+        first: Callable[[], Awaitable[Response[Any]]],
+        model: type[list[T]],
+        *,
+        retried: bool = True,
+    ) -> AsyncGenerator[list[T], None]:
+        """The pages of a list, following `Link: rel="next"` from the `first` one.
+
+        Each page is retried on its own when `retried`; otherwise the caller
+        retries the whole (a lookup retried together with its creation).
+        """
+        request = first
+        while True:
+
+            async def page(request: Callable[[], Awaitable[Response[Any]]] = request) -> Any:
+                return await self._call("GET", path, request)
+
+            response = await (self._retrying(page) if retried else page())
+            yield cast("list[T]", response.parsed_data)
+            url = next_link(response.headers.get("link"))
+            if url is None:
+                return
+            request = functools.partial(self._github.arequest, "GET", url, response_model=model)
+
+    async def _pages(
+        self, path: str, first: Callable[[], Awaitable[Response[Any]]], model: type[list[T]]
+    ) -> list[T]:
+        """Every item of a list, each page retried on its own."""
+        return [item async for page in self._each_page(path, first, model) for item in page]
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        policy = self._retry
-        for number in range(1, policy.max_attempts + 1):
+        number = 1
+        while True:
             try:
                 return await attempt()
             except _Transient as transient:
-                backoff = policy.base_delay * 2 ** (number - 1)
-                wait = backoff if transient.wait is None else max(transient.wait, backoff)
-                if transient.wait is not None and transient.wait > policy.max_wait:
-                    raise GitHubError(
-                        f"{transient.error} (GitHub asks to wait {transient.wait:.0f} s)",
-                        status=transient.error.status,
-                    ) from None
-                if number == policy.max_attempts:
-                    raise transient.error from None
-                await self._sleep(min(wait, policy.max_wait))
-        raise AssertionError("unreachable")  # pragma: no cover
+                wait = retry_wait(self._retry, number, transient.retry)
+                if isinstance(wait, GitHubError):
+                    raise wait from None
+                await self._sleep(wait)
+                number += 1
+
+
+# The name the worker knows it by, until it is rewired to RepoClient.
+Publisher = RepoClient
+
+
+def _comment(item: Any) -> Comment:
+    user = item.user
+    return Comment(
+        id=int(item.id),
+        author=user.login if user else "ghost",
+        author_id=int(user.id) if user else None,
+        author_is_bot=bool(user and user.type == "Bot"),
+        association=str(item.author_association),
+        body=item.body if isinstance(item.body, str) else "",
+        created_at=str(item.created_at),
+    )
+
+
+def _inline(comment: PullRequestReviewComment | ReviewComment) -> InlineComment:
+    """A review comment (either of githubkit's two shapes) and where it points."""
+
+    def number(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    side = comment.side if isinstance(comment.side, str) else None
+    return InlineComment(
+        comment=_comment(comment),
+        path=comment.path,
+        line=number(comment.line) or number(comment.original_line),
+        start_line=number(comment.start_line) or number(comment.original_start_line),
+        side=side,
+        diff_hunk=comment.diff_hunk,
+    )
+
+
+def _drafts_refused(error: GitHubError) -> bool:
+    """GitHub's 422 for a draft where the plan allows none (a private repository, free plan)."""
+    return error.status == 422 and "draft pull requests are not supported" in str(error).lower()

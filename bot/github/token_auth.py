@@ -24,7 +24,9 @@ from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
 
 from bot.action.inputs import InputError
-from bot.github.app import Borrowed, GitHubAuthError, InstallationToken, connection_pool
+from bot.github.app import Borrowed, InstallationToken, connection_pool
+from bot.github.core import api_version
+from bot.github.errors import GitHubAuthError
 
 __all__ = ["WORKFLOW_BOT", "TokenAuth"]
 
@@ -60,8 +62,10 @@ class TokenAuth:
             base_url=url,
             user_agent=user_agent,
             timeout=timeout,
-            async_transport=Borrowed(self._pool),
+            async_transport=Borrowed(self._pool, api_version(url)),
             http_cache=False,
+            # One retry policy, bot.github.core's (RepoClient's): githubkit's is off.
+            auto_retry=False,
         )
         self._login: str | None = None
 

@@ -37,6 +37,7 @@ from typing import Literal
 
 from markdown_it import MarkdownIt
 
+from bot.github.markers import job_id_of, job_marker
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.agent.events import (
     Compacted,
@@ -80,30 +81,6 @@ MAX_COMMENT_CHARS = 65_536
 _BUDGET = MAX_COMMENT_CHARS - 1_000
 
 ZWSP = "\u200b"
-
-# --- the marker ---------------------------------------------------------------
-
-_JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
-_MARKER = re.compile(r"<!-- neo:job=([A-Za-z0-9][A-Za-z0-9._:-]{0,99}) -->")
-
-
-def job_marker(job_id: int | str) -> str:
-    """The hidden first line of a job's comment; a retried job finds its comment by it."""
-    text = str(job_id)
-    if not _JOB_ID.fullmatch(text):
-        raise ValueError(f"a job id is letters, digits and ._:- (got {text!r})")
-    return f"<!-- neo:job={text} -->"
-
-
-def job_id_of(body: str) -> str | None:
-    """The job a comment belongs to: only a marker at the very start counts.
-
-    Model text never starts a comment and its `<!--` is neutralised, so a
-    summary cannot claim another job's comment.
-    """
-    match = _MARKER.match(body)
-    return match[1] if match else None
-
 
 # --- neutralising model text --------------------------------------------------
 

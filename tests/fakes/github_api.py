@@ -30,8 +30,10 @@ job publishes, held in memory per repository:
 - reactions on issue comments, review comments and issues: 201, or 200 when
   the bot already reacted so; `reactions()`;
 - pulls: list (`state`, `head=owner:branch`, `base`), create (422 when an open
-  PR has that head and base), get, update; `pulls()`; seed one with
-  `add_pull`. `GET .../pulls/{number}` with `Accept: application/vnd.github.diff`
+  PR has that head and base, its detail in `errors[].message` as GitHub puts
+  it; 422 for a draft on a repository marked with `refuse_drafts`), get,
+  update; `pulls()`; seed one with `add_pull`. `GET .../pulls/{number}` with
+  `Accept: application/vnd.github.diff`
   answers the diff given to `add_pull` (or `set_pull_diff`) as text, or GitHub's
   406 for a diff too large when that is None;
 - review comments (`add_review_comment`, with path, lines and diff hunk) and
@@ -157,6 +159,7 @@ class GitHubRequest:
     status: int
     body: Any  # the parsed JSON body, or None
     client_port: int | None  # which connection carried it
+    headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,16 +221,24 @@ class _Route:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, errors: list[dict[str, str]] | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.errors = errors  # a validation error's details, as GitHub lists them
+
+
+def _invalid(resource: str, message: str) -> _Refusal:
+    """GitHub's 422: "Validation Failed" on top, what failed in `errors[].message`."""
+    return _Refusal(
+        422, "Validation Failed", [{"resource": resource, "code": "custom", "message": message}]
+    )
 
 
 # --- wire shapes -----------------------------------------------------------------
 
 
-def error_json(status: int, message: str) -> dict[str, str]:
+def error_json(status: int, message: str) -> dict[str, Any]:
     """GitHub's JSON error body."""
     return {"message": message, "documentation_url": DOCS_URL, "status": str(status)}
 
@@ -507,6 +518,11 @@ class FakeGitHub:
         """
         with self._lock:
             self._routes.append(_Route(method, _pattern(template), auth, handler))
+
+    def refuse_drafts(self, repository: str) -> None:
+        """Answer a draft pull request for `repository` with 422, as a free private one."""
+        with self._lock:
+            self._repo(repository).drafts_allowed = False
 
     def set_default_branch(self, repository: str, branch: str) -> None:
         with self._lock:
@@ -811,6 +827,8 @@ class FakeGitHub:
                 extra = answer[2] if len(answer) == 3 else {}
         except _Refusal as refusal:
             status, payload = refusal.status, error_json(refusal.status, refusal.message)
+            if refusal.errors is not None:
+                payload["errors"] = refusal.errors
             extra = {}
         client = request.client
         self._record(
@@ -822,6 +840,7 @@ class FakeGitHub:
                 status,
                 body,
                 client.port if client else None,
+                {name.lower(): value for name, value in request.headers.items()},
             )
         )
         headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
@@ -1385,13 +1404,11 @@ class FakeGitHub:
             exists = number in self._state(call)[1].issues
         return self._react(call, "issue", number, exists)
 
-    def _list_pulls(self, call: Call) -> tuple[int, Any]:
+    def _list_pulls(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         wanted_state = call.query.get("state", "open")
         head, base = call.query.get("head"), call.query.get("base")
-        per_page = min(max(_int(call.query.get("per_page", "30"), 422), 1), 100)
-        page = max(_int(call.query.get("page", "1"), 422), 1)
         with self._lock:
-            _, state = self._state(call)
+            full, state = self._state(call)
             chosen = []
             # GitHub's default order: newest first.
             for pull in sorted(state.pulls.values(), key=_number, reverse=True):
@@ -1405,7 +1422,7 @@ class FakeGitHub:
                 if base is not None and base != pull["base"]:
                     continue
                 chosen.append(self._pull_json(state, pull))
-        return 200, chosen[(page - 1) * per_page : page * per_page]
+        return _page(call, chosen, f"{self._base()}/repos/{full}/pulls")
 
     def _create_pull(self, call: Call) -> tuple[int, Any]:
         _need(call, "pull_requests")
@@ -1428,7 +1445,10 @@ class FakeGitHub:
                     and pull["base"] == base
                 ):
                     label = f"{head_repo.split('/', 1)[0]}:{branch}"
-                    raise _Refusal(422, f"A pull request already exists for {label}.")
+                    raise _invalid("PullRequest", f"A pull request already exists for {label}.")
+            if draft and not state.drafts_allowed:
+                # What GitHub answers for a private repository on a free plan.
+                raise _Refusal(422, "Draft pull requests are not supported in this repository.")
             number = state.next_number
             state.next_number += 1
             stamp = _stamp()
@@ -1481,19 +1501,21 @@ class FakeGitHub:
                 raise _Refusal(404, "Not Found")
             return 200, self._review_comment_json(state, comment)
 
-    def _list_review_comments(self, call: Call) -> tuple[int, Any]:
+    def _list_review_comments(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         number = _int(call.params["number"])
         review_id = _int(call.params["review_id"])
         with self._lock:
-            _, state = self._state(call)
+            full, state = self._state(call)
             review = state.reviews.get(review_id)
             if review is None or review["pull_number"] != number:
                 raise _Refusal(404, "Not Found")
-            return 200, [
+            listed = [
                 self._review_comment_json(state, c)
                 for c in sorted(state.review_comments.values(), key=lambda c: int(c["id"]))
                 if c["review_id"] == review_id
             ]
+        url = f"{self._base()}/repos/{full}/pulls/{number}/reviews/{review_id}/comments"
+        return _page(call, listed, url)
 
     def _review_comment_json(self, state: _RepoState, comment: Mapping[str, Any]) -> Any:
         # Caller holds the lock. Both the single comment's shape and the one a
@@ -1750,6 +1772,7 @@ class _RepoState:
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     reactions: list[dict[str, Any]] = field(default_factory=list)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes
+    drafts_allowed: bool = True  # False: a private repository on a free plan
 
 
 def _stamp() -> str:

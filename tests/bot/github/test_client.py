@@ -279,7 +279,7 @@ async def test_a_create_that_loses_a_race_updates_the_winner(
     # The next list misses the PR (say, a lagging replica): the create answers 422.
     lists = 0
 
-    def lagging(call: Call) -> tuple[int, Any]:
+    def lagging(call: Call) -> Any:
         nonlocal lists
         lists += 1
         return (200, []) if lists == 1 else github._list_pulls(call)

@@ -1,0 +1,99 @@
+"""What Neo reads from GitHub, as frozen values: githubkit's models stop in bot/github/."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "Comment",
+    "FileRead",
+    "Issue",
+    "PullRequest",
+    "PullRequestRef",
+    "Review",
+    "ReviewComment",
+    "Thread",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A comment on an issue or pull request (or a review's body, as `Review` gives it)."""
+
+    id: int
+    author: str  # "ghost" when GitHub has no user for it (a deleted account)
+    author_id: int | None
+    author_is_bot: bool
+    association: str  # GitHub's author_association: OWNER, MEMBER, NONE, ...
+    body: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """An issue or pull request's opening post."""
+
+    number: int
+    title: str
+    author: str
+    association: str
+    body: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    number: int
+    head_ref: str
+    head_repository: str | None  # "owner/name"; None when the fork is gone
+    html_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """An issue or pull request with every comment, oldest first; `pull` for a PR."""
+
+    issue: Issue
+    comments: tuple[Comment, ...]
+    pull: PullRequest | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    id: int
+    author: str
+    association: str
+    body: str
+    submitted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewComment:
+    """An inline comment on a pull request's diff, and where it points."""
+
+    comment: Comment
+    path: str
+    # An outdated comment has no line in the current diff, only its original one.
+    line: int | None
+    start_line: int | None
+    side: str | None
+    diff_hunk: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """A conditional read of a file: its text unless unchanged since `etag`."""
+
+    text: str | None  # None: no such file (or unchanged: see `modified`)
+    etag: str | None
+    modified: bool = True  # False: GitHub answered 304 to the ETag given
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequestRef:
+    number: int
+    url: str  # html_url
+    created: bool  # False: an open PR with this head existed and was updated
+    # False when a draft was asked for and the repository allows none
+    # (a private repository on a free plan): a regular PR was opened instead.
+    draft: bool = False
