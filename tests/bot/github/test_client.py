@@ -506,3 +506,89 @@ async def test_a_diff_github_finds_too_large_is_one_line(
     assert caught.value.status == 406
     assert str(caught.value) == f"github 406 GET /repos/{REPO}/pulls/{number}: {message}"
     assert fake_time.sleeps == []
+
+
+# --- faithful to GitHub ---------------------------------------------------------------
+
+
+async def test_a_thread_of_more_than_a_hundred_comments_is_read_to_its_newest(
+    github: FakeGitHub, publisher: Publisher, issue: int
+) -> None:
+    for n in range(230):
+        github.add_comment(REPO, issue, f"comment {n}", user="alice")
+    trigger = github.add_comment(REPO, issue, "@neo please", user="bob")
+
+    thread = await publisher.read_thread(pull_request=False)
+
+    assert thread.issue.title == "Export needs --json"
+    assert [c.body for c in thread.comments[:2]] == ["comment 0", "comment 1"]
+    assert (thread.comments[-1].id, thread.comments[-1].author) == (trigger, "bob")
+    assert len(thread.comments) == 231
+    pages = [r.path for r in github.requests if r.route.endswith(f"/issues/{issue}/comments")]
+    assert len(pages) == 3  # followed Link: rel="next" twice
+
+
+async def test_a_pull_requests_thread_carries_the_pull(
+    github: FakeGitHub, app: GitHubApp, fake_time: FakeTime, spacers: Spacers
+) -> None:
+    number = github.add_pull(REPO, "Fix", "b", head="neo/x")
+    client = await _publisher(app, number, fake_time, spacers)
+
+    thread = await client.read_thread(pull_request=True)
+
+    assert thread.pull is not None
+    assert (thread.pull.number, thread.pull.head_ref) == (number, "neo/x")
+    assert thread.pull.head_repository == REPO
+
+
+async def test_a_repository_without_drafts_gets_a_regular_pr_and_says_so(
+    github: FakeGitHub, publisher: Publisher
+) -> None:
+    github.refuse_drafts(REPO)
+
+    pr = await publisher.open_or_update_pr("neo/x", "main", "T", "body")
+
+    assert (pr.created, pr.draft) == (True, False)
+    assert [p["draft"] for p in github.pulls(REPO)] == [False]
+    assert [c[2] for c in _calls(github) if c[0] == "POST"] == [422, 201]
+    again = await publisher.open_or_update_pr("neo/x", "main", "T", "body 2")
+    assert (again.number, again.created, again.draft) == (pr.number, False, False)
+
+
+async def test_a_draft_where_drafts_are_allowed_is_a_draft(
+    github: FakeGitHub, publisher: Publisher
+) -> None:
+    pr = await publisher.open_or_update_pr("neo/x", "main", "T", "body")
+
+    assert (pr.created, pr.draft) == (True, True)
+
+
+async def test_a_race_is_recognised_from_a_validation_errors_detail(
+    github: FakeGitHub, publisher: Publisher
+) -> None:
+    await publisher.open_or_update_pr("neo/x", "main", "T", "one")
+    github.add_route("GET", "/repos/{owner}/{repo}/pulls", lambda call: (200, []))
+
+    with pytest.raises(GitHubError) as raised:
+        await publisher.open_or_update_pr("neo/x", "main", "T", "two")
+
+    # GitHub puts "Validation Failed" on top and what failed in errors[].message.
+    assert str(raised.value) == (
+        "github 422 POST /repos/octo/hello/pulls: Validation Failed: "
+        "A pull request already exists for octo:neo/x."
+    )
+
+
+async def test_enterprise_server_gets_the_api_version_it_documents(
+    fake_time: FakeTime, spacers: Spacers
+) -> None:
+    fake = FakeGitHub(path_prefix="/api/v3")
+    fake.install(INSTALLATION, "octo", ["hello"])
+    with fake:
+        number = fake.add_issue(REPO, "T", "b", user="alice")
+        async with GitHubApp(fake.app_id, fake.private_key_pem, fake.base_url) as app:
+            client = await _publisher(app, number, fake_time, spacers)
+            await client.read_thread(pull_request=False)
+            await client.react("issue", number)
+    versions = {r.headers.get("x-github-api-version") for r in fake.requests}
+    assert versions == {"2022-11-28"}
