@@ -1,15 +1,31 @@
 """What the intake hands the workers: job requests, and jobs as the queue keeps them.
 
 Values only. `bot.intake.triggers` makes `JobRequest`s from webhook payloads, a
-`JobQueue` stores them durably as `Job`s, the worker (a later issue) runs
-them.
+`JobQueue` stores them durably as `Job`s, the worker runs them and records a
+`JobOutcome`: what the job achieved, in the one vocabulary of `Conclusion`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from runner.job import JobResult
+
+__all__ = [
+    "FINAL_STATES",
+    "Conclusion",
+    "Job",
+    "JobOutcome",
+    "JobRequest",
+    "JobState",
+    "RequestKind",
+    "Thread",
+    "conclusion_of",
+]
 
 RequestKind = Literal["run", "cancel"]
 
@@ -23,6 +39,139 @@ class JobState(StrEnum):
 
 
 FINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+
+class Conclusion(StrEnum):
+    """What a job achieved; its `JobState` is only where the queue has it."""
+
+    SUCCESS = "success"
+    NO_CHANGES = "no_changes"
+    # A budget (turns, time, cost, the window) stopped the work; what was
+    # done is in a draft pull request.
+    INCOMPLETE = "incomplete"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    # The author may not ask Neo for this here; nothing ran.
+    UNAUTHORISED = "unauthorised"
+    # A stop request did what it asked (it may have found nothing to stop).
+    STOPPED = "stopped"
+
+    @property
+    def state(self) -> JobState:
+        """The queue state a job that concluded so ends in."""
+        return _STATE_OF[self]
+
+
+_STATE_OF = {
+    Conclusion.SUCCESS: JobState.SUCCEEDED,
+    Conclusion.NO_CHANGES: JobState.SUCCEEDED,
+    # Not done: `neo jobs retry` goes on with the same branch and session.
+    Conclusion.INCOMPLETE: JobState.FAILED,
+    Conclusion.FAILED: JobState.FAILED,
+    Conclusion.CANCELLED: JobState.CANCELLED,
+    Conclusion.UNAUTHORISED: JobState.FAILED,
+    Conclusion.STOPPED: JobState.SUCCEEDED,
+}
+
+# The runner's word for how a run ended, when its work was not cut short.
+_RUN_CONCLUSIONS = {
+    "changed": Conclusion.SUCCESS,
+    "no_changes": Conclusion.NO_CHANGES,
+    "failed": Conclusion.FAILED,
+    "cancelled": Conclusion.CANCELLED,
+}
+
+
+def conclusion_of(result: JobResult) -> Conclusion:
+    """The one mapping from the runner's result to what the job achieved."""
+    if result.incomplete:
+        return Conclusion.INCOMPLETE
+    return _RUN_CONCLUSIONS[result.conclusion]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobOutcome:
+    """What the queue keeps of a finished job; `neo jobs` and `neo action` read it."""
+
+    conclusion: Conclusion
+    # One line: why it failed, was cancelled or stopped early.
+    error: str | None = None
+    pr_url: str | None = None
+    branch: str | None = None
+    session_id: str | None = None
+    cost_usd: float | None = None
+    # The final report's Markdown, as the progress comment ends.
+    report: str | None = None
+    # Login of who stopped it.
+    cancelled_by: str | None = None
+    # A stop request's: the queued runs it cancelled, the running ones it asked to stop.
+    cancelled: tuple[int, ...] = ()
+    cancel_requested: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form: a stop request's lists and `cancelled_by` only when they apply."""
+        data: dict[str, Any] = {
+            "conclusion": self.conclusion.value,
+            "error": self.error,
+            "pr_url": self.pr_url,
+            "branch": self.branch,
+            "session_id": self.session_id,
+            "cost_usd": self.cost_usd,
+            "report": self.report,
+        }
+        if self.cancelled_by:
+            data["cancelled_by"] = self.cancelled_by
+        if self.conclusion is Conclusion.STOPPED:
+            data["cancelled"] = list(self.cancelled)
+            data["cancel_requested"] = list(self.cancel_requested)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], state: JobState) -> JobOutcome:
+        """An outcome as stored, or as rows written before it existed (loose dicts)."""
+        error = _text(data.get("error"))
+        return cls(
+            conclusion=_stored_conclusion(data, state, error),
+            error=error,
+            pr_url=_text(data.get("pr_url")),
+            branch=_text(data.get("branch")),
+            session_id=_text(data.get("session_id")),
+            cost_usd=_number(data.get("cost_usd")),
+            report=_text(data.get("report")),
+            cancelled_by=_text(data.get("cancelled_by")),
+            cancelled=_ids(data.get("cancelled")),
+            cancel_requested=_ids(data.get("cancel_requested")),
+        )
+
+
+def _stored_conclusion(data: Mapping[str, Any], state: JobState, error: str | None) -> Conclusion:
+    if data.get("conclusion") == "failed" and error == "unauthorised":
+        return Conclusion.UNAUTHORISED  # how rows said it before the enum had it
+    try:
+        return Conclusion(str(data.get("conclusion")))
+    except ValueError:
+        pass
+    if "cancelled" in data or "cancel_requested" in data:
+        return Conclusion.STOPPED  # a stop request's, written as it applied
+    if state is JobState.CANCELLED:
+        return Conclusion.CANCELLED
+    return Conclusion.SUCCESS if state is JobState.SUCCEEDED else Conclusion.FAILED
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _ids(value: object) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(item for item in value if isinstance(item, int) and not isinstance(item, bool))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +238,12 @@ class Job:
     lease_expires_at: float | None = None
     # Someone asked to stop it (`@neo stop`, `neo jobs cancel`) while it ran.
     cancel_requested: bool = False
-    # What the worker reported when it finished (summary, error line, PR URL).
-    result: dict[str, Any] | None = None
+    # What the job achieved, once it finished (a stop request's as soon as it applied).
+    result: JobOutcome | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["state"] = self.state.value
         data["request"] = self.request.to_json()
+        data["result"] = None if self.result is None else self.result.to_json()
         return data

@@ -50,9 +50,10 @@ from bot.action.plan import Run, Skip, plan
 from bot.cli.common import log_to_stderr
 from bot.config.settings import Settings
 from bot.github.token_auth import TokenAuth
-from bot.jobs import FINAL_STATES, Job, JobRequest
+from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
 from bot.queue import SqliteQueue
-from bot.worker.loop import Worker
+from bot.worker.config import ConfigSource
+from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.errors import ConfigError, NeoError
 from runner.text import one_line
 
@@ -73,15 +74,18 @@ _HEARTBEAT: Final = 1.0
 _GRACE: Final = 5.0
 # Job ids: the run id, times this, plus a number for the workflow's job.
 _JOBS_PER_RUN: Final = 1000
-_UNAUTHORISED: Final = "unauthorised"
 # The service's default sandbox image; NEO_SANDBOX_IMAGE names another.
 DEFAULT_SANDBOX_IMAGE: Final[str] = Settings.model_fields["sandbox_image"].default
-_CONCLUSIONS: Final[Mapping[str, ActionConclusion]] = {
-    "success": "success",
-    "no_changes": "no_changes",
-    "incomplete": "incomplete",
-    "failed": "failed",
-    "cancelled": "cancelled",
+# The step's conclusion for each of a job's: the same word, but for a refused
+# author (nothing ran: skipped) and a stop request (no step runs one).
+_CONCLUSIONS: Final[Mapping[Conclusion, ActionConclusion]] = {
+    Conclusion.SUCCESS: "success",
+    Conclusion.NO_CHANGES: "no_changes",
+    Conclusion.INCOMPLETE: "incomplete",
+    Conclusion.FAILED: "failed",
+    Conclusion.CANCELLED: "cancelled",
+    Conclusion.UNAUTHORISED: "skipped",
+    Conclusion.STOPPED: "failed",
 }
 
 
@@ -224,17 +228,19 @@ async def _run(
     async with SqliteQueue(data_dir / "queue.db", first_job_id=job_number(context)) as queue:
         job_id = (await queue.enqueue(request.delivery_id, [request])).job_ids[0]
         worker = Worker(
-            queue,
-            auth,
-            settings,
-            name=f"actions-{context.run_id}-{context.run_attempt}",
-            concurrency=1,
-            heartbeat_every=_HEARTBEAT,
-            poll_every=_POLL,
-            grace=_GRACE,
-            config_path=inputs.config_path,
-            config_overrides=inputs.overrides,
-            overrides_source="the workflow's inputs",
+            WorkerDeps(queue=queue, app=auth, settings=settings),
+            WorkerOptions(
+                name=f"actions-{context.run_id}-{context.run_attempt}",
+                concurrency=1,
+                heartbeat_every=_HEARTBEAT,
+                poll_every=_POLL,
+                grace=_GRACE,
+            ),
+            ConfigSource(
+                path=inputs.config_path,
+                overrides=inputs.overrides,
+                overrides_source="the workflow's inputs",
+            ),
         )
         stop = asyncio.Event()
         running = asyncio.create_task(worker.run(stop), name="neo-action-worker")
@@ -259,9 +265,8 @@ async def _run(
 def _outcome(job: Job) -> ActionOutcome:
     if job.state not in FINAL_STATES:  # a second signal: the worker let go of it
         return ActionOutcome(conclusion="cancelled", reason="the run was cancelled mid-job")
-    result = job.result or {}
-    error = result.get("error")
-    if error == _UNAUTHORISED:
+    outcome = job.result or JobOutcome(conclusion=Conclusion.FAILED)
+    if outcome.conclusion is Conclusion.UNAUTHORISED:
         request = job.request
         replied = "" if request.thread.number == 0 else f"; {_where(request)} got a short reply"
         return ActionOutcome(
@@ -271,21 +276,17 @@ def _outcome(job: Job) -> ActionOutcome:
                 f"(allowed_users decides who may){replied}"
             ),
         )
-    conclusion = _CONCLUSIONS.get(str(result.get("conclusion")), "failed")
-    cost = result.get("cost_usd")
+    conclusion = _CONCLUSIONS[outcome.conclusion]
+    stopped = conclusion in ("failed", "cancelled", "incomplete")
     return ActionOutcome(
         conclusion=conclusion,
-        branch=_text(result.get("branch")),
-        pr_url=_text(result.get("pr_url")),
-        session_id=_text(result.get("session_id")),
-        cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        reason=_text(error) if conclusion in ("failed", "cancelled", "incomplete") else None,
-        report=_text(result.get("report")),
+        branch=outcome.branch,
+        pr_url=outcome.pr_url,
+        session_id=outcome.session_id,
+        cost_usd=outcome.cost_usd,
+        reason=outcome.error if stopped else None,
+        report=outcome.report,
     )
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
 
 
 def _where(request: JobRequest) -> str:

@@ -186,6 +186,7 @@ def _details(job: Job) -> str:
         ("job", f"{job.id} ({request.kind})"),
         ("state", job.state.value + (", cancellation requested" if job.cancel_requested else "")),
         ("attempts", str(job.attempts)),
+        *([("conclusion", job.result.conclusion.value)] if job.result is not None else []),
         ("thread", _printable(f"{thread.repository}#{thread.number} ({kind})")),
         ("event", _printable(request.event)),
         ("author", _printable(f"{request.author} ({request.author_association})")),
@@ -204,7 +205,7 @@ def _details(job: Job) -> str:
     lines.extend(f"  {_printable(line)}" for line in request.instruction.splitlines() or [""])
     if job.result is not None:
         lines.append("result")
-        text = json.dumps(job.result, indent=2, sort_keys=True)
+        text = json.dumps(job.result.to_json(), indent=2, sort_keys=True)
         lines.extend(f"  {_printable(line)}" for line in text.splitlines())
     return "\n".join(lines)
 

@@ -7,11 +7,11 @@ thread, leases) are in docs/architecture.md, "The queue".
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from bot.jobs import Job, JobRequest, JobState, RequestKind
+from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
 
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -52,7 +52,7 @@ class CancelApplied:
     cancel_requested: tuple[int, ...] = ()
 
     def as_result(self) -> dict[str, list[int]]:
-        """The cancel request's result, as the queue stores and `neo jobs` shows it."""
+        """What was stopped, as the worker logs it."""
         return {"cancelled": list(self.cancelled), "cancel_requested": list(self.cancel_requested)}
 
 
@@ -109,10 +109,8 @@ class JobQueue(Protocol):
         """
         ...
 
-    async def finish(
-        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
-    ) -> None:
-        """Record the outcome (`succeeded`, `failed` or `cancelled`).
+    async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
+        """Record the outcome; the job ends in the state its conclusion goes with.
 
         Raises LeaseLost if `worker` no longer holds the job.
         """

@@ -14,14 +14,14 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import orjson
 
-from bot.jobs import FINAL_STATES, Job, JobRequest, JobState, RequestKind
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
     CancelApplied,
@@ -223,7 +223,12 @@ class SqliteQueue:
                 "UPDATE jobs SET state = 'cancelled', result = ?, updated_at = ?"
                 " WHERE thread_key = ? AND kind = 'run' AND state = 'queued' AND id < ?"
                 " RETURNING id",
-                (json.dumps({"error": reason}), now, thread_key, request_id),
+                (
+                    _encode(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
+                    now,
+                    thread_key,
+                    request_id,
+                ),
             ).fetchall()
             requested = conn.execute(
                 "UPDATE jobs SET cancel_requested = 1"
@@ -239,7 +244,7 @@ class SqliteQueue:
             # here for who stopped it as soon as its heartbeat tells it to.
             conn.execute(
                 "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ?",
-                (json.dumps(applied.as_result()), now, request_id),
+                (_encode(_stopped(applied)), now, request_id),
             )
             return applied
 
@@ -259,12 +264,9 @@ class SqliteQueue:
 
         return await self._write(operation)
 
-    async def finish(
-        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
-    ) -> None:
-        if state not in FINAL_STATES:
-            raise ValueError(f"a job finishes as succeeded, failed or cancelled, not {state}")
-        encoded = json.dumps(dict(result))
+    async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
+        state = outcome.conclusion.state
+        encoded = _encode(outcome)
 
         def operation(conn: sqlite3.Connection) -> None:
             updated = conn.execute(
@@ -498,11 +500,24 @@ def _insert_job(
 
 def _end(conn: sqlite3.Connection, job_id: int, state: JobState, reason: str, now: float) -> None:
     """Finish a job on the queue's own authority, saying why in its result."""
+    conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
     conn.execute(
         "UPDATE jobs SET state = ?, result = ?, worker = NULL, lease_expires_at = NULL,"
         " updated_at = ? WHERE id = ?",
-        (state.value, json.dumps({"error": reason}), now, job_id),
+        (state.value, _encode(JobOutcome(conclusion=conclusion, error=reason)), now, job_id),
     )
+
+
+def _stopped(applied: CancelApplied) -> JobOutcome:
+    return JobOutcome(
+        conclusion=Conclusion.STOPPED,
+        cancelled=applied.cancelled,
+        cancel_requested=applied.cancel_requested,
+    )
+
+
+def _encode(outcome: JobOutcome) -> str:
+    return json.dumps(outcome.to_json())
 
 
 def _job(row: Sequence[Any]) -> Job:
@@ -518,17 +533,21 @@ def _job(row: Sequence[Any]) -> Job:
         cancel_requested,
         result,
     ) = row
+    job_state = JobState(state)
     return Job(
         id=job_id,
         request=JobRequest.from_json(json.loads(request)),
-        state=JobState(state),
+        state=job_state,
         attempts=attempts,
         created_at=created_at,
         updated_at=updated_at,
         worker=worker,
         lease_expires_at=lease_expires_at,
         cancel_requested=bool(cancel_requested),
-        result=None if result is None else json.loads(result),
+        # Rows written before `JobOutcome` hold loose dicts: read as one all the same.
+        result=None
+        if result is None
+        else JobOutcome.from_json(json.loads(result), JobState(state)),
     )
 
 

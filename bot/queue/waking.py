@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from bot.jobs import Job, JobRequest, JobState, RequestKind
+from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
 from bot.queue.base import CancelApplied, EnqueueResult, Heartbeat, JobQueue
 
 __all__ = ["WakingQueue"]
@@ -50,10 +49,8 @@ class WakingQueue:
     async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
         return await self.queue.heartbeat(job_id, worker, lease)
 
-    async def finish(
-        self, job_id: int, worker: str, state: JobState, result: Mapping[str, Any]
-    ) -> None:
-        await self.queue.finish(job_id, worker, state, result)
+    async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
+        await self.queue.finish(job_id, worker, outcome)
 
     async def release(self, job_id: int, worker: str) -> None:
         await self.queue.release(job_id, worker)

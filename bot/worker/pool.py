@@ -15,7 +15,7 @@ import socket
 from bot.config.settings import Settings
 from bot.github.app import signed_in_app
 from bot.queue import JobQueue
-from bot.worker.loop import Worker
+from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.git import MirrorCache
 from runner.text import one_line
 
@@ -59,16 +59,14 @@ async def run_workers(
             )
         )
         worker = Worker(
-            queue,
-            app,
-            settings,
-            name=name,
-            concurrency=concurrency,
-            grace=grace,
-            # Beats every lease/4, looks for expired leases every lease/2.
-            lease=float(settings.worker_lease),
-            wakeup=wakeup,
-            mirrors=mirrors,
+            WorkerDeps(queue=queue, app=app, settings=settings, wakeup=wakeup, mirrors=mirrors),
+            WorkerOptions(
+                name=name,
+                concurrency=concurrency,
+                grace=grace,
+                # Beats every lease/4, looks for expired leases every lease/2.
+                lease=float(settings.worker_lease),
+            ),
         )
         await worker.run(stop)
         log.info(json.dumps({"event": "workers_stopped", "worker": name}))

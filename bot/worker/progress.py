@@ -38,6 +38,7 @@ from typing import Literal
 from markdown_it import MarkdownIt
 
 from bot.github.markers import job_id_of, job_marker
+from bot.jobs import Conclusion
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.agent.events import (
     Compacted,
@@ -242,22 +243,14 @@ class Status(StrEnum):
 _FINAL = frozenset({Status.DONE, Status.FAILED, Status.CANCELLED})
 
 
-class Conclusion(StrEnum):
-    SUCCESS = "success"
-    NO_CHANGES = "no_changes"
-    # A budget (turns, time, cost, the window) stopped the work; what was
-    # done is in a draft pull request.
-    INCOMPLETE = "incomplete"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
 _STATUS_OF = {
     Conclusion.SUCCESS: Status.DONE,
     Conclusion.NO_CHANGES: Status.DONE,
     Conclusion.INCOMPLETE: Status.DONE,
     Conclusion.FAILED: Status.FAILED,
     Conclusion.CANCELLED: Status.CANCELLED,
+    Conclusion.UNAUTHORISED: Status.FAILED,
+    Conclusion.STOPPED: Status.DONE,
 }
 
 
@@ -609,8 +602,10 @@ def _heading(outcome: Outcome, duration: float | None) -> str:
         line = "⚠️ **Incomplete**"
         if outcome.pr_url:
             line += f" — the work so far: {_pull_request_link(outcome.pr_url)}"
-    elif outcome.conclusion is Conclusion.FAILED:
+    elif outcome.conclusion in (Conclusion.FAILED, Conclusion.UNAUTHORISED):
         line = "❌ **Failed**"
+    elif outcome.conclusion is Conclusion.STOPPED:
+        line = "✅ **Stopped**"
     else:
         line = "🛑 **Cancelled**"
         if outcome.cancelled_by:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from bot.jobs import JobState
+from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import SqliteQueue, sqlite_url
 from tests.bot.queue.factories import make_request
 
@@ -45,7 +45,9 @@ def jobs(db: Path) -> dict[str, int]:
                 job = await queue.claim("w1", 60)
                 assert job is not None
                 if job.id == ids["failed"]:
-                    await queue.finish(job.id, "w1", JobState.FAILED, {"error": "boom"})
+                    await queue.finish(
+                        job.id, "w1", JobOutcome(conclusion=Conclusion.FAILED, error="boom")
+                    )
             return ids
 
     return asyncio.run(fill())
@@ -124,7 +126,8 @@ def test_show(jobs: dict[str, int], capsys: pytest.CaptureFixture[str]) -> None:
     job_id = jobs["failed"]
     assert main(["jobs", "show", str(job_id), "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
-    assert (shown["id"], shown["state"], shown["result"]) == (job_id, "failed", {"error": "boom"})
+    assert (shown["id"], shown["state"]) == (job_id, "failed")
+    assert (shown["result"]["conclusion"], shown["result"]["error"]) == ("failed", "boom")
 
     assert main(["jobs", "show", str(job_id)]) == 0
     out = capsys.readouterr().out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import JobState
+from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import (
     CancelApplied,
     EnqueueResult,
@@ -93,11 +93,12 @@ async def test_enqueue_claim_finish(queue: SqliteQueue, clock: FakeClock) -> Non
     assert await queue.claim("w2", LEASE) is None
 
     clock.advance(5)
-    await queue.finish(job.id, "w1", JobState.SUCCEEDED, {"summary": "fixed", "pr": 7})
+    fixed = JobOutcome(conclusion=Conclusion.SUCCESS, pr_url="https://github.test/pull/7")
+    await queue.finish(job.id, "w1", fixed)
     done = await queue.get(job.id)
     assert done is not None
     assert done.state == JobState.SUCCEEDED
-    assert done.result == {"summary": "fixed", "pr": 7}
+    assert done.result == fixed
     assert (done.worker, done.lease_expires_at) == (None, None)
     assert done.updated_at == clock.now
     assert done.created_at == clock.now - 5
@@ -107,9 +108,7 @@ async def test_finish_by_another_worker_is_refused(queue: SqliteQueue) -> None:
     job_id = await enqueue_one(queue, "d1")
     await queue.claim("w1", LEASE)
     with pytest.raises(LeaseLost):
-        await queue.finish(job_id, "w2", JobState.SUCCEEDED, {})
-    with pytest.raises(ValueError, match="succeeded, failed or cancelled"):
-        await queue.finish(job_id, "w1", JobState.QUEUED, {})
+        await queue.finish(job_id, "w2", JobOutcome(conclusion=Conclusion.SUCCESS))
     job = await queue.get(job_id)
     assert job is not None
     assert job.state == JobState.RUNNING
@@ -156,7 +155,7 @@ async def test_one_thread_runs_one_job_at_a_time_in_order(queue: SqliteQueue) ->
     assert claimed.id == other
     assert await queue.claim("w3", LEASE) is None
 
-    await queue.finish(first, "w1", JobState.SUCCEEDED, {})
+    await queue.finish(first, "w1", JobOutcome(conclusion=Conclusion.SUCCESS))
     claimed = await queue.claim("w3", LEASE)
     assert claimed is not None
     assert claimed.id == second
@@ -204,10 +203,11 @@ async def test_past_max_attempts_the_job_fails(db: Path, clock: FakeClock) -> No
         job = await queue.get(job_id)
         assert job is not None
         assert (job.state, job.attempts) == (JobState.FAILED, 2)
-        assert job.result == {
-            "error": "gave up after 2 attempts: each time the worker's lease expired"
-            " before it finished"
-        }
+        assert job.result == JobOutcome(
+            conclusion=Conclusion.FAILED,
+            error="gave up after 2 attempts: each time the worker's lease expired"
+            " before it finished",
+        )
         assert await queue.claim("w1", LEASE) is None
 
 
@@ -226,7 +226,7 @@ async def test_heartbeat_extends_the_lease_and_reports_cancellation(
     assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(
         lease_lost=False, cancel_requested=True
     )
-    await queue.finish(job_id, "w1", JobState.CANCELLED, {"summary": "stopped"})
+    await queue.finish(job_id, "w1", JobOutcome(conclusion=Conclusion.CANCELLED))
     assert await queue.heartbeat(job_id, "w1", LEASE) == Heartbeat(lease_lost=True)
 
 
@@ -259,11 +259,16 @@ async def test_a_cancel_request_waits_for_its_worker_and_stops_its_thread_only(
     assert applied == CancelApplied(cancelled=(waiting,), cancel_requested=(running,))
     recorded = await queue.get(request_id)
     assert recorded is not None
-    assert recorded.result == {"cancelled": [waiting], "cancel_requested": [running]}
+    assert recorded.result == JobOutcome(
+        conclusion=Conclusion.STOPPED, cancelled=(waiting,), cancel_requested=(running,)
+    )
     cancelled = await queue.get(waiting)
     assert cancelled is not None
     assert cancelled.state == JobState.CANCELLED
-    assert cancelled.result == {"error": f"cancelled: @bob asked to stop (job {request_id})"}
+    assert cancelled.result == JobOutcome(
+        conclusion=Conclusion.CANCELLED,
+        error=f"cancelled: @bob asked to stop (job {request_id})",
+    )
     still_running = await queue.get(running)
     assert still_running is not None
     assert (still_running.state, still_running.cancel_requested) == (JobState.RUNNING, True)
@@ -339,12 +344,12 @@ async def test_retry_puts_failed_and_cancelled_jobs_back(queue: SqliteQueue) -> 
     for _ in range(3):
         job = await queue.claim("w1", LEASE)
         assert job is not None
-        outcome = {failed: JobState.FAILED, succeeded: JobState.SUCCEEDED}
+        outcome = {failed: Conclusion.FAILED, succeeded: Conclusion.SUCCESS}
         if job.id in outcome:
-            await queue.finish(job.id, "w1", outcome[job.id], {"error": "boom"})
+            await queue.finish(job.id, "w1", JobOutcome(conclusion=outcome[job.id], error="boom"))
         else:
             assert await queue.cancel(job.id)
-            await queue.finish(job.id, "w1", JobState.CANCELLED, {})
+            await queue.finish(job.id, "w1", JobOutcome(conclusion=Conclusion.CANCELLED))
 
     assert await queue.retry(failed)
     assert await queue.retry(cancelled)

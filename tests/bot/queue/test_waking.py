@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import JobState
+from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import JobQueue, SqliteQueue, WakingQueue
 from tests.bot.queue.factories import make_request
 
@@ -38,7 +38,7 @@ async def test_a_retried_job_sets_the_event(queue: WakingQueue) -> None:
     (job_id,) = (await queue.enqueue("d1", [make_request("d1")])).job_ids
     job = await queue.claim("w", 60)
     assert job is not None
-    await queue.finish(job_id, "w", JobState.FAILED, {"error": "boom"})
+    await queue.finish(job_id, "w", JobOutcome(conclusion=Conclusion.FAILED, error="boom"))
     queue.queued.clear()
 
     assert await queue.retry(job_id)

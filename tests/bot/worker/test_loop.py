@@ -27,9 +27,10 @@ from bot.github.app import (
     GitHubApp,
     InstallationToken,
 )
-from bot.jobs import Job, JobRequest, JobState, RequestKind, Thread
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind, Thread
 from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
-from bot.worker.loop import OWNER_CONFIG_TTL, Worker
+from bot.worker.config import OWNER_CONFIG_TTL, ConfigSource
+from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from bot.worker.progress import job_marker
 from runner import job as runner_job
 from runner.errors import ConfigError
@@ -181,8 +182,22 @@ def worker(
         "edit_every": 0.2,
         "grace": 5.0,
         "spacers": Spacers(0.0),
-    }
-    return Worker(queue, app, settings, name=name, **(chosen | options))
+    } | options
+    deps = {name: chosen.pop(name) for name in _DEPS if name in chosen}
+    config = {_CONFIG[name]: chosen.pop(name) for name in list(chosen) if name in _CONFIG}
+    return Worker(
+        WorkerDeps(queue=queue, app=app, settings=settings, **deps),
+        WorkerOptions(name=name, **chosen),
+        ConfigSource(**config),
+    )
+
+
+_DEPS = ("run_job", "clock", "sleep", "spacers", "publisher_options", "wakeup", "mirrors")
+_CONFIG = {
+    "config_path": "path",
+    "config_overrides": "overrides",
+    "overrides_source": "overrides_source",
+}
 
 
 async def run_until(w: Worker, done: Any, timeout: float = 60.0) -> None:
@@ -298,7 +313,7 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     assert pull["title"] == "Say hello in the README"
     assert f"Fixes #{number}" in pull["body"]
     assert "README.md" in pull["body"]
-    assert job.result["pr_url"] == pull["html_url"]
+    assert job.result.pr_url == pull["html_url"]
     # One comment of the bot's: the progress comment, edited into the report.
     mine = bot_comments(github, number)
     assert len(mine) == 1
@@ -353,7 +368,7 @@ async def test_out_of_turns_with_work_done_it_opens_an_incomplete_draft_pr(
     job = await get(queue, job_id)
     assert job.state is JobState.FAILED, job.result
     assert job.result is not None
-    assert job.result["conclusion"] == "incomplete"
+    assert job.result.conclusion == "incomplete"
     (pull,) = github.pulls(REPO)
     assert pull["draft"] is True
     assert "**Incomplete.**" in pull["body"]
@@ -365,7 +380,7 @@ async def test_out_of_turns_with_work_done_it_opens_an_incomplete_draft_pr(
     assert "⚠️ **Incomplete**" in report["body"]
     assert pull["html_url"] in report["body"]
     assert "**Stopped before the end:**" in report["body"]
-    assert job.result["pr_url"] == pull["html_url"]
+    assert job.result.pr_url == pull["html_url"]
     # One call of work, then the last word with no tool to call.
     assert len(fake_anthropic.requests) == 2
     assert fake_anthropic.requests[1].body["tool_choice"] == {"type": "none"}
@@ -394,8 +409,8 @@ async def test_an_unauthorised_commenter_gets_one_short_reply_and_nothing_runs(
         job = await get(queue, job_id)
         assert job.state is JobState.FAILED
         assert job.result is not None
-        assert job.result["conclusion"] == "failed"
-        assert job.result["error"] == "unauthorised"
+        assert job.result.conclusion is Conclusion.UNAUTHORISED
+        assert job.result.error == "unauthorised"
     mine = bot_comments(github, number)
     assert len(mine) == 1
     assert "@eve" in mine[0]["body"]
@@ -435,7 +450,7 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
     job = await get(queue, job_id)
     assert job.state is JobState.FAILED
     assert job.result is not None
-    error = job.result["error"]
+    error = str(job.result.error)
     assert error.startswith(f".github/neo.yml: {field}: ")
     assert "\n" not in error
     assert "internal error" not in error
@@ -465,7 +480,7 @@ async def test_a_sandbox_image_missing_on_the_host_fails_the_job_with_one_line(
     job = await get(queue, job_id)
     assert job.state is JobState.FAILED
     assert job.result is not None
-    assert job.result["error"] == (
+    assert job.result.error == (
         "config_error: sandbox image neo-no-such-image:never not found locally (build it "
         "with scripts/build-images, or choose another with sandbox_image in .github/neo.yml "
         "or NEO_SANDBOX_IMAGE)"
@@ -555,7 +570,7 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
     job = await get(queue, job_id)
     assert job.state is JobState.CANCELLED, job.result
     assert job.result is not None
-    assert job.result["cancelled_by"] == "mona"
+    assert job.result.cancelled_by == "mona"
     mine = bot_comments(github, number)
     assert len(mine) == 1
     assert "Cancelled" in mine[0]["body"]
@@ -614,12 +629,12 @@ async def test_a_stop_request_from_someone_who_may_not_run_neo_is_refused_and_th
     assert stop_id is not None
     refused = await get(queue, stop_id)
     assert refused.state is JobState.FAILED
-    assert refused.result == {"conclusion": "failed", "error": "unauthorised"}
+    assert refused.result == JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised")
     job = await get(queue, job_id)
     assert job.state is JobState.SUCCEEDED, job.result
     assert job.cancel_requested is False
     assert job.result is not None
-    assert "cancelled_by" not in job.result
+    assert job.result.cancelled_by is None
     mine = bot_comments(github, number)
     replies = [c for c in mine if f"@{stopper}" in c["body"]]
     assert len(replies) == 1
@@ -660,7 +675,7 @@ async def test_a_stop_request_is_decided_while_every_run_slot_is_taken(
     job = await get(queue, job_id)
     assert job.state is JobState.CANCELLED, job.result
     assert job.result is not None
-    assert job.result["cancelled_by"] == "mona"
+    assert job.result.cancelled_by == "mona"
 
 
 # --- in-process workers of `neo serve`
@@ -1137,7 +1152,7 @@ async def test_an_allowed_users_override_decides_who_may_run_neo(
         assert job.state is JobState.SUCCEEDED, job.result
         assert "**Done**" in mine["body"]
     else:
-        assert job.result["error"] == "unauthorised"
+        assert job.result.error == "unauthorised"
         assert fake_anthropic.requests == []
         assert "Neo only works for people with admin access" in mine["body"]
         assert "set by `allowed_users` in the workflow's inputs" in mine["body"]
@@ -1155,7 +1170,7 @@ def test_a_bad_override_is_one_line_naming_it(
     settings: Settings, overrides: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(ConfigError) as raised:
-        Worker(cast("Any", None), cast("Any", None), settings, name="w", config_overrides=overrides)
+        ConfigSource(overrides=overrides)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
 
@@ -1304,7 +1319,7 @@ async def test_a_follow_up_mention_continues_the_session_on_the_same_branch_and_
     assert len(pulls) == 1
     assert pulls[0]["head"]["ref"] == f"neo/issue-{number}"
     assert job.result is not None
-    assert job.result["pr_url"] == pulls[0]["html_url"]
+    assert job.result.pr_url == pulls[0]["html_url"]
     branch = f"refs/heads/neo/issue-{number}"
     assert len(git(origin, "log", "--format=%s", branch).splitlines()) == 3
     assert git(origin, "show", f"{branch}:README.md") == "# fixture\n\nEdited by Neo.\nGoodbye."
@@ -1436,17 +1451,17 @@ async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
     for job in jobs:
         assert job.state is JobState.SUCCEEDED, job.result
         assert job.result is not None
-        assert set(job.result) >= RESULT_KEYS
-        assert job.result["conclusion"] == "success"
-        assert job.result["branch"] == "neo/schedule-docs"
-        assert job.result["error"] is None
-        assert "**Done**" in job.result["report"]
-        assert job.result["pr_url"] in job.result["report"]
+        assert set(job.result.to_json()) >= RESULT_KEYS
+        assert job.result.conclusion == "success"
+        assert job.result.branch == "neo/schedule-docs"
+        assert job.result.error is None
+        assert "**Done**" in str(job.result.report)
+        assert str(job.result.pr_url) in str(job.result.report)
     # One pull request for the schedule, from its branch, told by the latest run.
     [pull] = github.pulls(REPO)
     assert jobs[0].result is not None
     assert jobs[1].result is not None
-    assert jobs[0].result["pr_url"] == jobs[1].result["pr_url"] == pull["html_url"]
+    assert jobs[0].result.pr_url == jobs[1].result.pr_url == pull["html_url"]
     assert pull["head"]["ref"] == "neo/schedule-docs"
     assert pull["base"]["ref"] == "main"
     assert pull["draft"] is True
@@ -1472,7 +1487,7 @@ async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
     assert "on branch neo/schedule-docs" in prompt
     assert "#0" not in prompt
     assert len(fake_anthropic.requests[asked].body["messages"]) == 1
-    assert jobs[0].result["session_id"] != jobs[1].result["session_id"]
+    assert jobs[0].result.session_id != jobs[1].result.session_id
 
 
 async def test_a_threadless_job_that_names_a_user_checks_their_permission(
@@ -1499,9 +1514,9 @@ async def test_a_threadless_job_that_names_a_user_checks_their_permission(
     job = await get(queue, refused)
     assert job.state is JobState.FAILED
     assert job.result is not None
-    assert job.result["error"] == "unauthorised"
-    assert set(job.result) >= RESULT_KEYS
-    assert "**Failed**" in job.result["report"]
+    assert job.result.error == "unauthorised"
+    assert set(job.result.to_json()) >= RESULT_KEYS
+    assert "**Failed**" in str(job.result.report)
     assert fake_anthropic.requests == []
     assert github.comments(REPO) == []
 
@@ -1545,10 +1560,10 @@ async def test_a_threadless_job_without_a_branch_of_its_own_fails_with_one_line(
     job = await get(queue, job_id)
     assert job.state is JobState.FAILED
     assert job.result is not None
-    assert job.result["error"].startswith("config_error: ")
-    assert error in job.result["error"]
-    assert "\n" not in job.result["error"]
-    assert error in job.result["report"]
+    assert str(job.result.error).startswith("config_error: ")
+    assert error in str(job.result.error)
+    assert "\n" not in str(job.result.error)
+    assert error in str(job.result.report)
     assert fake_anthropic.requests == []
     assert github.pulls(REPO) == []
 
@@ -1594,7 +1609,7 @@ async def test_a_workflow_token_in_place_of_the_app_runs_a_job_to_its_pr(
     assert job.state is JobState.SUCCEEDED, job.result
     assert job.result is not None
     [pull] = github.pulls(REPO)
-    assert job.result["pr_url"] == pull["html_url"]
+    assert job.result.pr_url == pull["html_url"]
     assert len(github.token_requests) == minted
 
 
@@ -1617,12 +1632,12 @@ async def test_a_mentions_result_holds_its_branch_session_cost_and_the_comments_
 
     job = await get(queue, job_id)
     assert job.result is not None
-    assert set(job.result) >= RESULT_KEYS
-    assert job.result["branch"] == f"neo/issue-{number}"
-    assert job.result["session_id"].startswith("octo-hello-")
-    assert isinstance(job.result["cost_usd"], float)
+    assert set(job.result.to_json()) >= RESULT_KEYS
+    assert job.result.branch == f"neo/issue-{number}"
+    assert str(job.result.session_id).startswith("octo-hello-")
+    assert isinstance(job.result.cost_usd, float)
     [mine] = bot_comments(github, number)
-    assert job.result["report"] == mine["body"]
+    assert job.result.report == mine["body"]
     # The comment came before the reaction, which waits behind it for its turn.
     posts = [r.path for r in github.requests if r.method == "POST" and "/repos/" in r.path]
     assert posts[:2] == [
@@ -1669,7 +1684,7 @@ async def test_workflow_edits_the_installation_does_not_grant_fail_with_a_line_n
 
     assert job.state is JobState.FAILED
     assert job.result is not None
-    assert "workflows write" in job.result["error"]
+    assert "workflows write" in str(job.result.error)
     assert fake_anthropic.requests == []
     [mine] = bot_comments(github, number)
     assert "workflows write" in mine["body"]

@@ -1,0 +1,91 @@
+"""Who may run Neo, or stop it: the requester's role, allow-listed bots, and the replies.
+
+`authorised` is the rule, pure; `Access` asks GitHub what the rule needs
+(Neo's bot login, the author's role on the repository).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.github.app import AppAuth
+from bot.github.client import Publisher
+from bot.jobs import JobRequest
+
+__all__ = ["Access", "authorised", "is_unchecked", "unauthorised_run", "unauthorised_stop"]
+
+
+def is_unchecked(request: JobRequest, bot: str) -> bool:
+    """A thread-less job by Neo itself or nobody: the repository's own files asked."""
+    if request.thread.number != 0:
+        return False
+    return not request.author or request.author.lower() == bot.lower()
+
+
+def authorised(
+    request: JobRequest,
+    *,
+    level: str | None,
+    allowed: Sequence[str],
+    bots: Sequence[str],
+    bot: str,
+) -> bool:
+    """Whether the request's author may have Neo work here.
+
+    A user needs a role in `allowed`; a bot must be listed in `bots` (the
+    config's and the worker's together) and never be Neo itself.
+    """
+    if is_unchecked(request, bot):
+        return True
+    author = request.author
+    if author.lower().endswith("[bot]"):
+        listed = {name.lower() for name in bots}
+        return author.lower() in listed and author != bot
+    return level in allowed
+
+
+def unauthorised_run(request: JobRequest, allowed: Sequence[str], source: str) -> str:
+    roles = ", ".join(allowed)
+    return (
+        f"Sorry @{request.author}, Neo only works for people with {roles} access to this "
+        f"repository (set by `allowed_users` in {source}). Nothing was run."
+    )
+
+
+def unauthorised_stop(request: JobRequest, allowed: Sequence[str], source: str) -> str:
+    roles = ", ".join(allowed)
+    return (
+        f"Sorry @{request.author}, only people with {roles} access to this repository can"
+        f" stop Neo's work (set by `allowed_users` in {source}). The work goes on."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The rule with what it reads from GitHub; `allowed_bots` are the worker's own."""
+
+    app: AppAuth
+    allowed_bots: frozenset[str] = frozenset()
+
+    async def unchecked(self, request: JobRequest) -> bool:
+        if request.thread.number != 0:
+            return False
+        return is_unchecked(request, await self.app.bot_login())
+
+    async def permission(self, publisher: Publisher, request: JobRequest) -> str | None:
+        """The author's role on the repository, when a role decides (a user's request)."""
+        if await self.unchecked(request) or request.author.lower().endswith("[bot]"):
+            return None
+        return await publisher.permission(request.author)
+
+    async def authorised(
+        self, request: JobRequest, level: str | None, allowed: Sequence[str], bots: Sequence[str]
+    ) -> bool:
+        return authorised(
+            request,
+            level=level,
+            allowed=allowed,
+            bots=(*bots, *self.allowed_bots),
+            bot=await self.app.bot_login(),
+        )

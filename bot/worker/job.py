@@ -1,0 +1,560 @@
+"""One claimed job, from its config to its report, in the order it happens.
+
+`JobSteps.process` reads as the steps: the config and the requester's role
+(together), who may run, the progress comment and a 👀 reaction, the thread,
+the spec, `runner.job.run` with the comment edited live, the pull request,
+the report. A stop request is `JobSteps.stop_request`. The GitHub reads the
+`Publisher` does not own yet are the small `_read_*` functions at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from bot.config.repo import RepoConfig
+from bot.config.repo import render_config_error as render_config_comment
+from bot.github.app import WORKFLOW_JOB_PERMISSIONS, AppAuth
+from bot.github.client import DEFAULT_SPACERS, GitHubError, Publisher, Spacers, trigger_kind
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, conclusion_of
+from bot.queue import JobQueue, LeaseLost, QueueError
+from bot.worker.access import Access, unauthorised_run, unauthorised_stop
+from bot.worker.config import ConfigResolver
+from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
+from bot.worker.prompt import InlineComment, Post, ReviewLocation
+from bot.worker.spec import Identity, ThreadContext, WorkerSettings, job_spec, task_title
+from bot.worker.texts import (
+    error_line,
+    pr_body,
+    run_outcome,
+    stored_outcome,
+    threadless_pr_body,
+)
+from runner import job as runner_job
+from runner.errors import NeoError
+from runner.git import MirrorCache
+from runner.job import JobResult
+from runner.text import one_line
+
+if TYPE_CHECKING:
+    from githubkit import GitHub
+
+__all__ = ["JobSteps", "RunJob", "Running", "Stopped", "first", "log_event"]
+
+log = logging.getLogger("neo.worker")
+
+RunJob = Callable[..., Awaitable[JobResult]]
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+_C = TypeVar("_C")
+
+_REVIEW_COMMENT = "pull_request_review_comment."
+_REVIEW = "pull_request_review."
+
+
+class Stopped(Exception):
+    """The job's lease was lost or the worker is shutting down: publish nothing more."""
+
+
+@dataclass
+class Running:
+    """What the worker and a job's heartbeat share while the job runs."""
+
+    job: Job
+    # The runner's stop: set by a cancel, a lost lease or the end of the grace period.
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    lease_lost: bool = False
+    cancel_requested: bool = False
+    shutting_down: bool = False
+    # What the job's result reports beside its outcome, once known.
+    branch: str | None = None
+    session_id: str | None = None
+
+
+def log_event(worker: str, event: str, **fields: Any) -> None:
+    """One JSON log line; `ts` is the unix time."""
+    line = {"event": event, "ts": round(time.time(), 3), "worker": worker, **fields}
+    log.info(json.dumps(line, default=str))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobSteps:
+    """Runs one job at a time for the worker `name`; the worker holds the lease."""
+
+    name: str
+    queue: JobQueue
+    app: AppAuth
+    settings: WorkerSettings
+    config: ConfigResolver
+    access: Access
+    clock: Callable[[], float]
+    chore: Callable[[Awaitable[None]], None]
+    edit_every: float = 3.0
+    spacers: Spacers = DEFAULT_SPACERS
+    run_job: RunJob = runner_job.run
+    publisher_options: Mapping[str, Any] = field(default_factory=dict)
+    mirrors: MirrorCache | None = None
+
+    async def process(self, running: Running) -> None:
+        """Run one claimed job to its end and record the outcome in the queue."""
+        job = running.job
+        request = job.request
+        progress = Progress(job.id, clock=self.clock)
+        progress.start()
+        if request.kind == "cancel":
+            await self.stop_request(running)
+            return
+        threadless = request.thread.number == 0
+        self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
+        publisher: Publisher | None = None
+        comment: int | None = None
+        try:
+            publisher = await self.publisher(request)
+            # Reads only, and independent: together, so the comment comes sooner.
+            default_branch, (config, config_error), level = await _together(
+                publisher.default_branch(),
+                self.config.resolve(publisher, request),
+                self.access.permission(publisher, request),
+            )
+            allowed = (config or self.config.source.fallback()).allowed_users
+            bots = (config or self.config.source.fallback()).allowed_bots
+            if not await self.access.authorised(request, level, allowed, bots):
+                if not threadless:
+                    where = self.config.source.allowed_users_source()
+                    await publisher.reply_once(
+                        request.thread.number,
+                        "unauthorised",
+                        unauthorised_run(request, allowed, where),
+                    )
+                outcome = Outcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised")
+            elif config is None:
+                assert config_error is not None
+                if not threadless:
+                    await publisher.reply_once(
+                        request.thread.number, "config-error", render_config_comment(config_error)
+                    )
+                    self.chore(self._react(publisher, request))
+                outcome = Outcome(conclusion=Conclusion.FAILED, error=str(config_error))
+            else:
+                if not threadless:
+                    # The comment first: mutating calls are spaced a second apart,
+                    # and the reaction can wait for its turn in the background.
+                    comment = await publisher.progress_comment(
+                        job.id, render_progress(progress.state, now=self.clock())
+                    )
+                    self.chore(self._react(publisher, request))
+                outcome = await self._run(
+                    running, publisher, config, default_branch, progress, comment
+                )
+        except Stopped:
+            raise
+        except NeoError as error:
+            outcome = Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
+        except Exception as error:
+            log.exception("job %s failed unexpectedly", job.id)
+            outcome = Outcome(
+                conclusion=Conclusion.FAILED,
+                error=f"internal error ({type(error).__name__}); the service log has details",
+            )
+        self._check_alive(running)
+        progress.finish(outcome.conclusion)
+        report = render_report(progress.state, outcome)
+        if publisher is not None and comment is not None:
+            try:
+                await publisher.update_progress(comment, report)
+            except GitHubError as error:
+                self._log("report_failed", job=job.id, error=str(error))
+        stored = stored_outcome(
+            outcome, report, branch=running.branch, session_id=running.session_id
+        )
+        await self._finish(running, stored)
+        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+    async def stop_request(self, running: Running) -> None:
+        """`@neo stop`: stop the thread's work if its author may start a run there.
+
+        The same rule as for a run (`allowed_users`, allow-listed bots); an
+        invalid config still has its defaults. Anyone else gets the one short
+        reply, and the work goes on.
+        """
+        job = running.job
+        request = job.request
+        outcome = JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised")
+        try:
+            publisher = await self.publisher(request)
+            (config, _), level = await asyncio.gather(
+                self.config.resolve(publisher, request), self.access.permission(publisher, request)
+            )
+            settings = config or self.config.source.fallback()
+            allowed = settings.allowed_users
+            if await self.access.authorised(request, level, allowed, settings.allowed_bots):
+                applied = await self.queue.apply_cancel(job.id)
+                outcome = JobOutcome(
+                    conclusion=Conclusion.STOPPED,
+                    cancelled=applied.cancelled,
+                    cancel_requested=applied.cancel_requested,
+                )
+                self._log("stop_applied", job=job.id, **applied.as_result())
+            else:
+                self._log("stop_refused", job=job.id, author=request.author)
+                if request.thread.number != 0:
+                    where = self.config.source.allowed_users_source()
+                    await publisher.reply_once(
+                        request.thread.number,
+                        "unauthorised",
+                        unauthorised_stop(request, allowed, where),
+                    )
+        except (NeoError, QueueError) as error:
+            outcome = JobOutcome(conclusion=Conclusion.FAILED, error=one_line(error, None))
+            self._log("stop_failed", job=job.id, error=outcome.error)
+        self._check_alive(running)
+        await self._finish(running, outcome)
+
+    async def publisher(self, request: JobRequest) -> Publisher:
+        """The job's publisher: every effect on its thread goes through it."""
+        if request.installation_id is None:
+            raise GitHubError("github: the delivery named no App installation")
+        return await Publisher.for_installation(
+            self.app,
+            request.installation_id,
+            request.thread.repository,
+            request.thread.number,
+            spacers=self.spacers,
+            **self.publisher_options,
+        )
+
+    async def _run(
+        self,
+        running: Running,
+        publisher: Publisher,
+        config: RepoConfig,
+        default_branch: str,
+        progress: Progress,
+        comment: int | None,
+    ) -> Outcome:
+        request = running.job.request
+        thread: ThreadContext | None = None
+        if request.thread.number != 0:
+            thread = await self._read_thread(request, publisher)
+        assert request.installation_id is not None
+        # Pushing under .github/workflows/ takes the `workflows` permission.
+        permissions = WORKFLOW_JOB_PERMISSIONS if config.allow_workflow_edits else None
+        token = await self.app.installation_token(
+            request.installation_id, request.thread.repository, permissions
+        )
+        who = Identity(
+            bot=await self.app.bot_login(),
+            token=token.token,
+            unchecked=await self.access.unchecked(request),
+        )
+        spec, own_branch = job_spec(
+            running.job,
+            config,
+            self.settings,
+            default_branch=default_branch,
+            thread=thread,
+            who=who,
+        )
+        running.branch = spec.work_branch
+        self._log("spec_ready", job=running.job.id, branch=spec.work_branch)
+        project_context = None
+        if request.thread.is_pull_request:
+            # The PR's own AGENTS.md could rewrite Neo's instructions: the default branch's.
+            agents = await publisher.read_file("AGENTS.md", ref=default_branch)
+            project_context = agents or ""
+        result = await self._run_live(running, spec, publisher, progress, comment, project_context)
+        running.session_id = result.session_id
+        self._check_alive(running)
+        cancelled_by = None
+        if conclusion_of(result) is Conclusion.CANCELLED:
+            cancelled_by = await self._cancelled_by(running.job)
+        pr_url: str | None = None
+        if result.changed:
+            progress.note("opening the pull request")
+            if own_branch:
+                assert thread is not None
+                pr_url = thread.pr_url
+            else:
+                pr = await publisher.open_or_update_pr(
+                    head=spec.work_branch,
+                    base=default_branch,
+                    title=thread.title if thread else task_title(request.instruction),
+                    body=pr_body(result, request)
+                    if thread
+                    else threadless_pr_body(result, request),
+                    # Work a budget cut short is never ready for review.
+                    draft=config.draft or result.incomplete,
+                )
+                pr_url = pr.url
+        return run_outcome(
+            result, pr_url=pr_url, cancelled_by=cancelled_by, config_path=self.config.source.path
+        )
+
+    async def _run_live(
+        self,
+        running: Running,
+        spec: runner_job.JobSpec,
+        publisher: Publisher,
+        progress: Progress,
+        comment: int | None,
+        project_context: str | None,
+    ) -> JobResult:
+        """`runner.job.run`, with the progress comment edited while it works."""
+        changed = asyncio.Event()
+
+        def on_event(event: Any) -> None:
+            progress.apply(event)
+            changed.set()
+
+        done = asyncio.Event()
+        live = None
+        if comment is not None:
+            live = asyncio.create_task(self._live(publisher, comment, progress, changed, done))
+        options: dict[str, Any] = {}
+        if self.mirrors is not None:
+            options["cache"] = self.mirrors
+        try:
+            return await self.run_job(
+                spec,
+                on_event=on_event,
+                stop=running.stop,
+                project_context=project_context,
+                **options,
+            )
+        finally:
+            done.set()
+            if live is not None:
+                await live
+
+    async def _live(
+        self,
+        publisher: Publisher,
+        comment: int,
+        progress: Progress,
+        changed: asyncio.Event,
+        done: asyncio.Event,
+    ) -> None:
+        """Edit the progress comment while the job runs: throttled, only when it changed."""
+        throttle = Throttle(self.edit_every)
+        now = self.clock()
+        throttle.edited(render_progress(progress.state, now=now), now)
+        while not done.is_set():
+            now = self.clock()
+            text = render_progress(progress.state, now=now)
+            delay = throttle.delay(text, now)
+            if delay == 0.0:
+                try:
+                    await publisher.update_progress(comment, text)
+                except GitHubError as error:  # the report still gets written at the end
+                    self._log("progress_edit_failed", error=str(error))
+                throttle.edited(text, now)
+                delay = self.edit_every
+            changed.clear()
+            wait = self.edit_every if delay is None else max(delay, 0.05)
+            await first(done.wait(), asyncio.sleep(wait))
+
+    async def _react(self, publisher: Publisher, request: JobRequest) -> None:
+        kind = trigger_kind(request.event)
+        target = request.thread.number if kind == "issue" else request.trigger_id
+        try:
+            await publisher.react(kind, target)
+        except NeoError as error:  # an acknowledgement, not the work
+            self._log("react_failed", error=str(error))
+        except Exception:
+            log.exception("reacting to the trigger of %s failed", request.thread.key)
+
+    async def _cancelled_by(self, job: Job) -> str | None:
+        """The author of the cancel request that stopped `job`, when the queue shows one."""
+        try:
+            # Any state: the request that stopped it may not have finished yet.
+            jobs = await self.queue.list(repository=job.request.thread.repository, limit=100)
+        except QueueError:
+            return None
+        for other in jobs:
+            if other.request.kind != "cancel" or other.result is None:
+                continue
+            if job.id in other.result.cancel_requested:
+                return other.request.author
+        return None
+
+    def _check_alive(self, running: Running) -> None:
+        if running.lease_lost:
+            self._log("abandoned", job=running.job.id, reason="lease lost")
+            raise Stopped
+        if running.shutting_down:
+            raise Stopped
+
+    async def _finish(self, running: Running, outcome: JobOutcome) -> None:
+        try:
+            await self.queue.finish(running.job.id, self.name, outcome)
+        except LeaseLost:
+            self._log("finish_lost", job=running.job.id)
+
+    def _log(self, event: str, **fields: Any) -> None:
+        log_event(self.name, event, **fields)
+
+    # --- the thread, as GitHub gives it ---------------------------------------------
+
+    async def _read_thread(self, request: JobRequest, publisher: Publisher) -> ThreadContext:
+        assert request.installation_id is not None
+        client = await self.app.installation_client(
+            request.installation_id, request.thread.repository
+        )
+        thread = await _read_issue(client, request)
+        from_workflow = request.instruction_from_workflow
+        if from_workflow and request.event.startswith("issue_comment."):
+            thread.trigger_post = next(
+                (c for c in thread.comments if c.id == request.trigger_id), None
+            )
+        if thread.pr_url is not None:
+            try:
+                thread.diff = await publisher.pull_request_diff()
+            except GitHubError as error:
+                # Context, not the work: the model can still read the branch with git.
+                thread.diff_missing = f"GitHub did not give it ({error})"
+        if request.event.startswith(_REVIEW_COMMENT):
+            comment = await publisher.review_comment(request.trigger_id)
+            thread.review = _location(comment)
+            if comment.user is not None:
+                thread.requester_id = int(comment.user.id)
+            if from_workflow:
+                thread.trigger_post = _post(comment)
+        elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
+            if from_workflow:
+                thread.trigger_post = await self._review_post(client, request)
+            thread.inline = tuple(
+                InlineComment(post=_post(c), location=_location(c))
+                for c in await publisher.review_comments(request.trigger_id)
+            )
+        return thread
+
+    async def _review_post(self, client: GitHub[Any], request: JobRequest) -> Post | None:
+        """The review that started a workflow's run, or None when GitHub does not give it.
+
+        Context only (the workflow's prompt is the task), so a failure is logged, not fatal.
+        """
+        owner, _, name = request.thread.repository.partition("/")
+        try:
+            response = await client.rest.pulls.async_get_review(
+                owner, name, request.thread.number, request.trigger_id
+            )
+        except Exception as error:
+            self._log("review_read_failed", review=request.trigger_id, error=_describe(error))
+            return None
+        review = response.parsed_data
+        return Post(
+            author=review.user.login if review.user else "ghost",
+            association=str(review.author_association),
+            body=review.body or "",
+            created_at=str(review.submitted_at or ""),
+            id=int(review.id),
+        )
+
+
+async def _read_issue(client: GitHub[Any], request: JobRequest) -> ThreadContext:
+    """The issue or pull request with its comments, as raw githubkit reads."""
+    repository = request.thread.repository
+    owner, _, name = repository.partition("/")
+    number = request.thread.number
+    path = f"/repos/{repository}/issues/{number}"
+    try:
+        issue = (await client.rest.issues.async_get(owner, name, number)).parsed_data
+        path += "/comments"
+        listed = await client.rest.issues.async_list_comments(owner, name, number, per_page=100)
+        raw_comments = cast("list[Any]", listed.parsed_data)
+        pull = None
+        if request.thread.is_pull_request:
+            path = f"/repos/{repository}/pulls/{number}"
+            pull = (await client.rest.pulls.async_get(owner, name, number)).parsed_data
+    except Exception as error:
+        raise GitHubError(f"github: GET {path}: {_describe(error)}") from None
+    opening = Post(
+        author=issue.user.login if issue.user else "ghost",
+        association=str(issue.author_association),
+        body=issue.body if isinstance(issue.body, str) else "",
+        created_at=str(issue.created_at),
+    )
+    comments: list[Post] = []
+    requester_id: int | None = None
+    for item in raw_comments:
+        login = item.user.login if item.user else "ghost"
+        if item.id == request.trigger_id and item.user:
+            requester_id = int(item.user.id)
+        comments.append(
+            Post(
+                author=login,
+                association=str(item.author_association),
+                body=item.body if isinstance(item.body, str) else "",
+                created_at=str(item.created_at),
+                is_bot=bool(item.user and item.user.type == "Bot"),
+                id=int(item.id),
+            )
+        )
+    thread = ThreadContext(issue.title, opening, tuple(comments), requester_id)
+    if pull is not None:
+        head_repo = pull.head.repo.full_name if pull.head.repo else None
+        thread.head_ref = pull.head.ref
+        thread.same_repository = (head_repo or "").lower() == repository.lower()
+        thread.pr_url = pull.html_url
+    return thread
+
+
+def _post(comment: Any) -> Post:
+    """A review comment (either of githubkit's two shapes) as a post."""
+    return Post(
+        author=comment.user.login if comment.user else "ghost",
+        association=str(comment.author_association),
+        body=comment.body,
+        created_at=str(comment.created_at),
+        id=int(comment.id),
+    )
+
+
+def _location(comment: Any) -> ReviewLocation:
+    """Where a review comment (either of githubkit's two shapes) points."""
+
+    def number(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    side = comment.side if isinstance(comment.side, str) else None
+    return ReviewLocation(
+        path=comment.path,
+        # An outdated comment has no line in the current diff, only its original one.
+        line=number(comment.line) or number(comment.original_line),
+        start_line=number(comment.start_line) or number(comment.original_start_line),
+        side=side,
+        diff_hunk=comment.diff_hunk,
+    )
+
+
+def _describe(error: Exception) -> str:
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None)
+    return f"{status} {type(error).__name__}" if status else type(error).__name__
+
+
+async def _together(
+    one: Awaitable[_A], two: Awaitable[_B], three: Awaitable[_C]
+) -> tuple[_A, _B, _C]:
+    """Await the three at once; the first failure is raised once all have ended."""
+    results = await asyncio.gather(one, two, three, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return cast("tuple[_A, _B, _C]", tuple(results))
+
+
+async def first(*waits: Awaitable[Any]) -> None:
+    """Wait until the first of `waits` is done; cancel the others."""
+    tasks = [asyncio.ensure_future(wait) for wait in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

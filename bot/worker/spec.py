@@ -1,0 +1,235 @@
+"""What the runner is asked to do for a job: branch, prompt, commit message, the spec.
+
+Pure: the worker reads the thread, the config and a token, then these turn
+them into a `runner.job.JobSpec`. No queue, no GitHub, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from bot.config.repo import RepoConfig
+from bot.jobs import Job, JobRequest
+from bot.worker.prompt import (
+    InlineComment,
+    Post,
+    ReviewLocation,
+    Trigger,
+    build_instruction_prompt,
+    build_task_prompt,
+)
+from runner.errors import ConfigError
+from runner.job import JobSpec
+
+__all__ = [
+    "COMMENT_EVENTS",
+    "Identity",
+    "ThreadContext",
+    "WorkerSettings",
+    "commit_message",
+    "job_spec",
+    "noreply_email",
+    "task_title",
+    "threadless_branch",
+    "work_branch",
+]
+
+# Events whose trigger is a comment or review, whose text is the instruction.
+COMMENT_EVENTS = ("issue_comment.", "pull_request_review_comment.", "pull_request_review.")
+
+
+class WorkerSettings(Protocol):
+    """What the worker reads of `bot.config.settings.Settings`; `neo action` may pass its own."""
+
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def sandbox(self) -> str: ...
+    @property
+    def sandbox_image(self) -> str: ...
+    @property
+    def allowed_bots(self) -> frozenset[str]: ...
+    @property
+    def git_url(self) -> str: ...
+
+
+@dataclass
+class ThreadContext:
+    """What the worker read about the thread before the run."""
+
+    title: str
+    opening: Post
+    comments: tuple[Post, ...]
+    requester_id: int | None
+    # A pull request's head: its branch, and whether it lives in the repository.
+    head_ref: str | None = None
+    same_repository: bool = True
+    pr_url: str | None = None
+    # A pull request's diff against its base, or why it is missing.
+    diff: str | None = None
+    diff_missing: str | None = None
+    # A review comment's place in the diff; a review's inline comments.
+    review: ReviewLocation | None = None
+    inline: tuple[InlineComment, ...] = ()
+    # For a workflow's task: the comment or review that started the run, as read.
+    trigger_post: Post | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who pushes: Neo's bot login, the job's token, and whether the author was checked."""
+
+    bot: str
+    token: str
+    # A thread-less job the repository's own files asked for: no requester to name.
+    unchecked: bool = False
+
+
+def noreply_email(login: str, user_id: int | None = None) -> str:
+    """GitHub's no-reply address of `login`, the form that links commits to the account."""
+    if user_id is not None:
+        return f"{user_id}+{login}@users.noreply.github.com"
+    return f"{login}@users.noreply.github.com"
+
+
+def threadless_branch(request: JobRequest, default_branch: str) -> str:
+    """The branch a job without a thread works on: the one it names, never the default."""
+    branch = (request.branch or "").strip()
+    if not branch:
+        raise ConfigError(
+            "a job on no issue or pull request must name the branch to work on; none was given"
+        )
+    if branch == default_branch:
+        raise ConfigError(
+            f"the job's branch {branch!r} is the default branch; Neo works on a branch of its"
+            " own and opens a pull request from it"
+        )
+    return branch
+
+
+def work_branch(
+    request: JobRequest, thread: ThreadContext, prefix: str
+) -> tuple[str, bool, int | None]:
+    """A thread's branch; whether it is the pull request's own; the PR to start from."""
+    number = request.thread.number
+    if request.thread.is_pull_request and thread.head_ref and thread.same_repository:
+        return thread.head_ref, True, None
+    if request.thread.is_pull_request:
+        # A fork's branch cannot be pushed to: a branch of ours, from its head.
+        return f"{prefix}pr-{number}", False, number
+    return f"{prefix}issue-{number}", False, None
+
+
+def task_title(instruction: str) -> str:
+    """A title for the work of a job without a thread: its instruction's first line."""
+    line = next((line for line in instruction.splitlines() if line.strip()), "")
+    line = " ".join(line.split())
+    return line if len(line) <= 72 else line[:71].rstrip() + "…"
+
+
+def commit_message(title: str, number: int) -> str:
+    subject = " ".join(title.split())[:60] or f"issue #{number}"
+    return f"Neo: {subject} (#{number})"
+
+
+def job_spec(
+    job: Job,
+    config: RepoConfig,
+    settings: WorkerSettings,
+    *,
+    default_branch: str,
+    thread: ThreadContext | None,
+    who: Identity,
+) -> tuple[JobSpec, bool]:
+    """The runner's spec; and whether the job works on a pull request's own branch.
+
+    `thread` is None for a job without one.
+    """
+    request = job.request
+    repository = request.thread.repository
+    number = request.thread.number
+    own_branch = False
+    pull_request: int | None = None
+    co_author: tuple[str, str] | None = None
+    if thread is None:
+        branch = threadless_branch(request, default_branch)
+        prompt = build_instruction_prompt(
+            repository,
+            instruction=request.instruction,
+            event=request.event,
+            branch=branch,
+            requester=None if who.unchecked else request.author,
+            from_workflow=request.instruction_from_workflow,
+        )
+        if request.author and request.author.lower() != who.bot.lower():
+            co_author = (request.author, noreply_email(request.author))
+        session_key = None  # each run of a schedule starts afresh
+        message = f"Neo: {task_title(request.instruction)}"
+    else:
+        branch, own_branch, pull_request = work_branch(request, thread, config.branch_prefix)
+        prompt = _thread_prompt(request, thread, who.bot)
+        co_author = (request.author, noreply_email(request.author, thread.requester_id))
+        session_key = request.thread.key
+        message = commit_message(thread.title, number)
+    docker = settings.sandbox == "docker"
+    spec = JobSpec(
+        job_id=f"job-{job.id}",
+        repo_url=f"{settings.git_url}/{repository}.git",
+        token=who.token,
+        base_branch=default_branch,
+        work_branch=branch,
+        prompt=prompt,
+        data_dir=settings.data_dir,
+        pull_request=pull_request,
+        provider=config.provider,
+        model=config.model,
+        max_turns=config.max_turns,
+        time_limit=config.time_limit * 60.0,
+        max_cost_usd=config.max_cost_usd,
+        effort=config.effort if config.thinking else None,
+        sandbox=settings.sandbox,
+        image=(config.sandbox_image or settings.sandbox_image) if docker else None,
+        setup=config.setup,
+        setup_network=config.setup_network,
+        allow_workflow_edits=config.allow_workflow_edits,
+        co_author=co_author,
+        bot_name=who.bot,
+        bot_email=noreply_email(who.bot),
+        session_key=session_key,
+        commit_message=message,
+    )
+    return spec, own_branch
+
+
+def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
+    post = None
+    workflow_prompt = None
+    if request.instruction_from_workflow:
+        # The workflow's prompt is the task; what started the run is context.
+        post, workflow_prompt = thread.trigger_post, request.instruction
+    elif request.event.startswith(COMMENT_EVENTS):
+        post = Post(
+            author=request.author,
+            association=request.author_association,
+            body=request.instruction,
+            id=request.trigger_id,
+        )
+    return build_task_prompt(
+        request.thread,
+        title=thread.title,
+        opening=thread.opening,
+        trigger=Trigger(
+            requester=request.author,
+            event=request.event,
+            post=post,
+            review=thread.review,
+            inline=thread.inline,
+            workflow_prompt=workflow_prompt,
+        ),
+        comments=thread.comments,
+        diff=thread.diff,
+        diff_missing=thread.diff_missing,
+        neo_login=bot,
+    )

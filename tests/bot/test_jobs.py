@@ -1,0 +1,127 @@
+"""The job outcome: one mapping from the runner's result, and rows old and new."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.jobs import Conclusion, JobOutcome, JobState, conclusion_of
+from runner.job import JobResult
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "error_kind", "expected"),
+    [
+        ("changed", None, Conclusion.SUCCESS),
+        ("changed", "max_turns", Conclusion.INCOMPLETE),
+        ("no_changes", None, Conclusion.NO_CHANGES),
+        ("failed", "sandbox_error", Conclusion.FAILED),
+        ("cancelled", None, Conclusion.CANCELLED),
+    ],
+)
+def test_the_runners_result_has_one_conclusion(
+    conclusion: Any, error_kind: str | None, expected: Conclusion
+) -> None:
+    result = JobResult(conclusion=conclusion, branch="neo/issue-1", error_kind=error_kind)
+    assert conclusion_of(result) is expected
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "state"),
+    [
+        (Conclusion.SUCCESS, JobState.SUCCEEDED),
+        (Conclusion.NO_CHANGES, JobState.SUCCEEDED),
+        # Not done: `neo jobs retry` goes on with it.
+        (Conclusion.INCOMPLETE, JobState.FAILED),
+        (Conclusion.FAILED, JobState.FAILED),
+        (Conclusion.CANCELLED, JobState.CANCELLED),
+        (Conclusion.UNAUTHORISED, JobState.FAILED),
+        (Conclusion.STOPPED, JobState.SUCCEEDED),
+    ],
+)
+def test_each_conclusion_ends_in_its_queue_state(conclusion: Conclusion, state: JobState) -> None:
+    assert conclusion.state is state
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        JobOutcome(
+            conclusion=Conclusion.SUCCESS,
+            pr_url="https://github.test/o/r/pull/3",
+            branch="neo/issue-1",
+            session_id="s",
+            cost_usd=0.25,
+            report="✅ **Done**",
+        ),
+        JobOutcome(conclusion=Conclusion.CANCELLED, error="stopped", cancelled_by="mona"),
+        JobOutcome(conclusion=Conclusion.STOPPED, cancelled=(2,), cancel_requested=(1, 3)),
+        JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised"),
+    ],
+)
+def test_an_outcome_reads_back_as_written(outcome: JobOutcome) -> None:
+    assert JobOutcome.from_json(outcome.to_json(), outcome.conclusion.state) == outcome
+
+
+# Rows as the worker and the queue wrote them before `JobOutcome`.
+@pytest.mark.parametrize(
+    ("row", "state", "expected"),
+    [
+        (
+            {
+                "conclusion": "success",
+                "pr_url": "https://github.test/o/r/pull/3",
+                "error": None,
+                "branch": "neo/issue-1",
+                "session_id": "s",
+                "cost_usd": 1,
+                "report": "r",
+            },
+            JobState.SUCCEEDED,
+            JobOutcome(
+                conclusion=Conclusion.SUCCESS,
+                pr_url="https://github.test/o/r/pull/3",
+                branch="neo/issue-1",
+                session_id="s",
+                cost_usd=1.0,
+                report="r",
+            ),
+        ),
+        (
+            {"conclusion": "failed", "error": "unauthorised"},
+            JobState.FAILED,
+            JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised"),
+        ),
+        (
+            {"conclusion": "stopped", "cancelled": [4], "cancel_requested": []},
+            JobState.SUCCEEDED,
+            JobOutcome(conclusion=Conclusion.STOPPED, cancelled=(4,)),
+        ),
+        (
+            {"cancelled": [], "cancel_requested": [5]},
+            JobState.RUNNING,
+            JobOutcome(conclusion=Conclusion.STOPPED, cancel_requested=(5,)),
+        ),
+        (
+            {"error": "gave up after 3 attempts"},
+            JobState.FAILED,
+            JobOutcome(conclusion=Conclusion.FAILED, error="gave up after 3 attempts"),
+        ),
+        (
+            {"error": "cancelled on request before it ran"},
+            JobState.CANCELLED,
+            JobOutcome(conclusion=Conclusion.CANCELLED, error="cancelled on request before it ran"),
+        ),
+        ({}, JobState.SUCCEEDED, JobOutcome(conclusion=Conclusion.SUCCESS)),
+        (
+            {"conclusion": "changed", "cost_usd": True},
+            JobState.FAILED,
+            JobOutcome(conclusion=Conclusion.FAILED),
+        ),
+    ],
+)
+def test_rows_written_as_dicts_read_as_outcomes(
+    row: dict[str, Any], state: JobState, expected: JobOutcome
+) -> None:
+    assert JobOutcome.from_json(row, state) == expected
