@@ -7,7 +7,7 @@ temporary directory and runs the real `bot.worker.loop.Worker` on it, one job at
 time, until the queue is drained. The worker is the App's: it checks the
 requester's write access, reads `.github/neo.yml`, reacts, posts the progress
 comment, runs `runner.job.run`, pushes, opens the draft pull request and
-writes the report, all through `bot.github.client.Publisher`. Only its credentials
+writes the report, all through `bot.github.client.RepoClient`. Only its credentials
 differ: the workflow's token (`bot.github.token_auth.TokenAuth`) instead of an App,
 and GitHub at `GITHUB_API_URL`, git at `GITHUB_SERVER_URL`; and what it is
 told: the settings file at the `config_path` input, with the inputs that

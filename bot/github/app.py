@@ -18,7 +18,7 @@ client it hands out shares one HTTP connection pool, which `aclose` closes.
 
 Use it from one event loop: the pool and the in-flight calls belong to it.
 
-`AppAuth` is what the worker and the publisher need of it, as a Protocol, so
+`AppAuth` is what the worker and the repository client need of it, as a Protocol, so
 `neo action` can hand them an object that authenticates with a workflow's
 token instead.
 """
@@ -141,7 +141,7 @@ class InstallationToken:
 
 
 class AppAuth(Protocol):
-    """What the worker and the publisher ask of the App: tokens, clients, its login.
+    """What the worker and the repository client ask of the App: tokens, clients, its login.
 
     `GitHubApp` is the App's; `neo action` passes one that authenticates
     with the workflow's token, which may ignore `installation_id` and

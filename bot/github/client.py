@@ -77,7 +77,6 @@ __all__ = [
     "PERMISSION_LEVELS",
     "GitHubError",
     "MutationSpacer",
-    "Publisher",
     "PullRequestRef",
     "Reaction",
     "RepoClient",
@@ -358,7 +357,7 @@ class RepoClient:
         )
         return response.content.decode("utf-8", errors="replace")
 
-    async def review_comment(self, comment_id: int) -> PullRequestReviewComment:
+    async def _review_comment(self, comment_id: int) -> PullRequestReviewComment:
         """A pull request review comment: its file, lines and diff hunk."""
         response = await self._retrying(
             lambda: self._call(
@@ -371,7 +370,7 @@ class RepoClient:
         )
         return response.parsed_data
 
-    async def review_comments(self, review_id: int) -> list[ReviewComment]:
+    async def _review_comments(self, review_id: int) -> list[ReviewComment]:
         """The inline comments of review `review_id` on this pull request, every page."""
         return await self._pages(
             f"/repos/{self.repository}/pulls/{self.number}/reviews/{review_id}/comments",
@@ -457,11 +456,11 @@ class RepoClient:
 
     async def read_review_comment(self, comment_id: int) -> InlineComment:
         """A pull request review comment, and where in the diff it points."""
-        return _inline(await self.review_comment(comment_id))
+        return _inline(await self._review_comment(comment_id))
 
     async def read_review_comments(self, review_id: int) -> tuple[InlineComment, ...]:
         """The inline comments of review `review_id` on this pull request, every page."""
-        return tuple(_inline(c) for c in await self.review_comments(review_id))
+        return tuple(_inline(c) for c in await self._review_comments(review_id))
 
     # -- reactions --
 
@@ -652,7 +651,7 @@ class RepoClient:
                     except GitHubError as error:
                         if not (draft and _drafts_refused(error)):
                             raise
-                        return await create(False)
+                        return dataclasses.replace(await create(False), draft_refused=True)
                 except GitHubError as error:
                     # Raced with another attempt: it exists now, so update it below.
                     if error.status != 422 or "already exists" not in str(error):
@@ -743,7 +742,6 @@ class RepoClient:
 
 
 # The name the worker knows it by, until it is rewired to RepoClient.
-Publisher = RepoClient
 
 
 def _comment(item: Any) -> Comment:

@@ -94,6 +94,7 @@ class PullRequestRef:
     number: int
     url: str  # html_url
     created: bool  # False: an open PR with this head existed and was updated
-    # False when a draft was asked for and the repository allows none
-    # (a private repository on a free plan): a regular PR was opened instead.
     draft: bool = False
+    # A draft was asked for and the repository allows none (a private
+    # repository on a free plan): this regular PR was opened instead.
+    draft_refused: bool = False

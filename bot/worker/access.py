@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.github.app import AppAuth
-from bot.github.client import Publisher
+from bot.github.client import RepoClient
 from bot.jobs import JobRequest
 
 __all__ = ["Access", "authorised", "is_unchecked", "unauthorised_run", "unauthorised_stop"]
@@ -73,11 +73,11 @@ class Access:
             return False
         return is_unchecked(request, await self.app.bot_login())
 
-    async def permission(self, publisher: Publisher, request: JobRequest) -> str | None:
+    async def permission(self, github: RepoClient, request: JobRequest) -> str | None:
         """The author's role on the repository, when a role decides (a user's request)."""
         if await self.unchecked(request) or request.author.lower().endswith("[bot]"):
             return None
-        return await publisher.permission(request.author)
+        return await github.permission(request.author)
 
     async def authorised(
         self, request: JobRequest, level: str | None, allowed: Sequence[str], bots: Sequence[str]

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from bot.config.repo import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from bot.github.app import CONFIG_PERMISSIONS, AppAuth, GitHubAuthError
-from bot.github.client import GitHubError, Publisher
+from bot.github.client import GitHubError, RepoClient
 from bot.jobs import JobRequest
 from runner.errors import ConfigError
 from runner.text import one_line
@@ -83,12 +83,12 @@ class ConfigResolver:
     app: AppAuth
     source: ConfigSource
     clock: Callable[[], float]
-    publisher_options: Mapping[str, Any] = field(default_factory=dict)
+    client_options: Mapping[str, Any] = field(default_factory=dict)
     # Owners whose `.github` repository the App cannot read: until when.
     _unreadable: dict[tuple[int, str], float] = field(default_factory=dict)
 
     async def resolve(
-        self, publisher: Publisher, request: JobRequest
+        self, github: RepoClient, request: JobRequest
     ) -> tuple[RepoConfig | None, RepoConfigError | None]:
         """The repository's config; without one, the owner's; without either, defaults.
 
@@ -97,7 +97,7 @@ class ConfigResolver:
         merged.
         """
         path = self.source.path
-        text = await publisher.read_file(path)
+        text = await github.read_file(path)
         where = path
         if text is None:
             owner = await self._owner_file(request)
@@ -141,8 +141,8 @@ class ConfigResolver:
         only when the App is installed on the owner's `.github` too.
         """
         client = await self.app.installation_client(installation_id, repository, CONFIG_PERMISSIONS)
-        reader = Publisher(
-            client, repository, 0, bot_login=await self.app.bot_login(), **self.publisher_options
+        reader = RepoClient(
+            client, repository, 0, bot_login=await self.app.bot_login(), **self.client_options
         )
         return await reader.read_file(self.source.path)
 

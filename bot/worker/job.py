@@ -4,7 +4,7 @@
 (together), who may run, the progress comment and a 👀 reaction, the thread,
 the spec, `runner.job.run` with the comment edited live, the pull request,
 the report. A stop request is `JobSteps.stop_request`. The GitHub reads the
-`Publisher` does not own yet are the small `_read_*` functions at the end.
+`RepoClient` does not own yet are the small `_read_*` functions at the end.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from bot.config.repo import RepoConfig
 from bot.config.repo import render_config_error as render_config_comment
 from bot.github.app import WORKFLOW_JOB_PERMISSIONS, AppAuth
-from bot.github.client import DEFAULT_SPACERS, GitHubError, Publisher, Spacers, trigger_kind
+from bot.github.client import DEFAULT_SPACERS, GitHubError, RepoClient, Spacers, trigger_kind
+from bot.github.models import Comment, ReviewComment, Thread
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, conclusion_of
 from bot.queue import JobQueue, LeaseLost, QueueError
 from bot.worker.access import Access, unauthorised_run, unauthorised_stop
@@ -40,9 +41,6 @@ from runner.errors import NeoError
 from runner.git import MirrorCache
 from runner.job import JobResult
 from runner.text import one_line
-
-if TYPE_CHECKING:
-    from githubkit import GitHub
 
 __all__ = ["JobSteps", "RunJob", "Running", "Stopped", "first", "log_event"]
 
@@ -97,7 +95,7 @@ class JobSteps:
     edit_every: float = 3.0
     spacers: Spacers = DEFAULT_SPACERS
     run_job: RunJob = runner_job.run
-    publisher_options: Mapping[str, Any] = field(default_factory=dict)
+    client_options: Mapping[str, Any] = field(default_factory=dict)
     mirrors: MirrorCache | None = None
 
     async def process(self, running: Running) -> None:
@@ -111,22 +109,22 @@ class JobSteps:
             return
         threadless = request.thread.number == 0
         self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
-        publisher: Publisher | None = None
+        github: RepoClient | None = None
         comment: int | None = None
         try:
-            publisher = await self.publisher(request)
+            github = await self.repo_client(request)
             # Reads only, and independent: together, so the comment comes sooner.
             default_branch, (config, config_error), level = await _together(
-                publisher.default_branch(),
-                self.config.resolve(publisher, request),
-                self.access.permission(publisher, request),
+                github.default_branch(),
+                self.config.resolve(github, request),
+                self.access.permission(github, request),
             )
             allowed = (config or self.config.source.fallback()).allowed_users
             bots = (config or self.config.source.fallback()).allowed_bots
             if not await self.access.authorised(request, level, allowed, bots):
                 if not threadless:
                     where = self.config.source.allowed_users_source()
-                    await publisher.reply_once(
+                    await github.reply_once(
                         request.thread.number,
                         "unauthorised",
                         unauthorised_run(request, allowed, where),
@@ -135,21 +133,21 @@ class JobSteps:
             elif config is None:
                 assert config_error is not None
                 if not threadless:
-                    await publisher.reply_once(
+                    await github.reply_once(
                         request.thread.number, "config-error", render_config_comment(config_error)
                     )
-                    self.chore(self._react(publisher, request))
+                    self.chore(self._react(github, request))
                 outcome = Outcome(conclusion=Conclusion.FAILED, error=str(config_error))
             else:
                 if not threadless:
                     # The comment first: mutating calls are spaced a second apart,
                     # and the reaction can wait for its turn in the background.
-                    comment = await publisher.progress_comment(
+                    comment = await github.progress_comment(
                         job.id, render_progress(progress.state, now=self.clock())
                     )
-                    self.chore(self._react(publisher, request))
+                    self.chore(self._react(github, request))
                 outcome = await self._run(
-                    running, publisher, config, default_branch, progress, comment
+                    running, github, config, default_branch, progress, comment
                 )
         except Stopped:
             raise
@@ -164,9 +162,9 @@ class JobSteps:
         self._check_alive(running)
         progress.finish(outcome.conclusion)
         report = render_report(progress.state, outcome)
-        if publisher is not None and comment is not None:
+        if github is not None and comment is not None:
             try:
-                await publisher.update_progress(comment, report)
+                await github.update_progress(comment, report)
             except GitHubError as error:
                 self._log("report_failed", job=job.id, error=str(error))
         stored = stored_outcome(
@@ -186,9 +184,9 @@ class JobSteps:
         request = job.request
         outcome = JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised")
         try:
-            publisher = await self.publisher(request)
+            github = await self.repo_client(request)
             (config, _), level = await asyncio.gather(
-                self.config.resolve(publisher, request), self.access.permission(publisher, request)
+                self.config.resolve(github, request), self.access.permission(github, request)
             )
             settings = config or self.config.source.fallback()
             allowed = settings.allowed_users
@@ -204,7 +202,7 @@ class JobSteps:
                 self._log("stop_refused", job=job.id, author=request.author)
                 if request.thread.number != 0:
                     where = self.config.source.allowed_users_source()
-                    await publisher.reply_once(
+                    await github.reply_once(
                         request.thread.number,
                         "unauthorised",
                         unauthorised_stop(request, allowed, where),
@@ -215,23 +213,23 @@ class JobSteps:
         self._check_alive(running)
         await self._finish(running, outcome)
 
-    async def publisher(self, request: JobRequest) -> Publisher:
-        """The job's publisher: every effect on its thread goes through it."""
+    async def repo_client(self, request: JobRequest) -> RepoClient:
+        """The job's github: every effect on its thread goes through it."""
         if request.installation_id is None:
             raise GitHubError("github: the delivery named no App installation")
-        return await Publisher.for_installation(
+        return await RepoClient.for_installation(
             self.app,
             request.installation_id,
             request.thread.repository,
             request.thread.number,
             spacers=self.spacers,
-            **self.publisher_options,
+            **self.client_options,
         )
 
     async def _run(
         self,
         running: Running,
-        publisher: Publisher,
+        github: RepoClient,
         config: RepoConfig,
         default_branch: str,
         progress: Progress,
@@ -240,7 +238,7 @@ class JobSteps:
         request = running.job.request
         thread: ThreadContext | None = None
         if request.thread.number != 0:
-            thread = await self._read_thread(request, publisher)
+            thread = await self._read_thread(request, github)
         assert request.installation_id is not None
         # Pushing under .github/workflows/ takes the `workflows` permission.
         permissions = WORKFLOW_JOB_PERMISSIONS if config.allow_workflow_edits else None
@@ -265,22 +263,23 @@ class JobSteps:
         project_context = None
         if request.thread.is_pull_request:
             # The PR's own AGENTS.md could rewrite Neo's instructions: the default branch's.
-            agents = await publisher.read_file("AGENTS.md", ref=default_branch)
+            agents = await github.read_file("AGENTS.md", ref=default_branch)
             project_context = agents or ""
-        result = await self._run_live(running, spec, publisher, progress, comment, project_context)
+        result = await self._run_live(running, spec, github, progress, comment, project_context)
         running.session_id = result.session_id
         self._check_alive(running)
         cancelled_by = None
         if conclusion_of(result) is Conclusion.CANCELLED:
             cancelled_by = await self._cancelled_by(running.job)
         pr_url: str | None = None
+        draft_refused = False
         if result.changed:
             progress.note("opening the pull request")
             if own_branch:
                 assert thread is not None
                 pr_url = thread.pr_url
             else:
-                pr = await publisher.open_or_update_pr(
+                pr = await github.open_or_update_pr(
                     head=spec.work_branch,
                     base=default_branch,
                     title=thread.title if thread else task_title(request.instruction),
@@ -291,15 +290,20 @@ class JobSteps:
                     draft=config.draft or result.incomplete,
                 )
                 pr_url = pr.url
+                draft_refused = pr.draft_refused
         return run_outcome(
-            result, pr_url=pr_url, cancelled_by=cancelled_by, config_path=self.config.source.path
+            result,
+            pr_url=pr_url,
+            draft_refused=draft_refused,
+            cancelled_by=cancelled_by,
+            config_path=self.config.source.path,
         )
 
     async def _run_live(
         self,
         running: Running,
         spec: runner_job.JobSpec,
-        publisher: Publisher,
+        github: RepoClient,
         progress: Progress,
         comment: int | None,
         project_context: str | None,
@@ -314,7 +318,7 @@ class JobSteps:
         done = asyncio.Event()
         live = None
         if comment is not None:
-            live = asyncio.create_task(self._live(publisher, comment, progress, changed, done))
+            live = asyncio.create_task(self._live(github, comment, progress, changed, done))
         options: dict[str, Any] = {}
         if self.mirrors is not None:
             options["cache"] = self.mirrors
@@ -333,7 +337,7 @@ class JobSteps:
 
     async def _live(
         self,
-        publisher: Publisher,
+        github: RepoClient,
         comment: int,
         progress: Progress,
         changed: asyncio.Event,
@@ -349,7 +353,7 @@ class JobSteps:
             delay = throttle.delay(text, now)
             if delay == 0.0:
                 try:
-                    await publisher.update_progress(comment, text)
+                    await github.update_progress(comment, text)
                 except GitHubError as error:  # the report still gets written at the end
                     self._log("progress_edit_failed", error=str(error))
                 throttle.edited(text, now)
@@ -358,11 +362,11 @@ class JobSteps:
             wait = self.edit_every if delay is None else max(delay, 0.05)
             await first(done.wait(), asyncio.sleep(wait))
 
-    async def _react(self, publisher: Publisher, request: JobRequest) -> None:
+    async def _react(self, github: RepoClient, request: JobRequest) -> None:
         kind = trigger_kind(request.event)
         target = request.thread.number if kind == "issue" else request.trigger_id
         try:
-            await publisher.react(kind, target)
+            await github.react(kind, target)
         except NeoError as error:  # an acknowledgement, not the work
             self._log("react_failed", error=str(error))
         except Exception:
@@ -400,12 +404,9 @@ class JobSteps:
 
     # --- the thread, as GitHub gives it ---------------------------------------------
 
-    async def _read_thread(self, request: JobRequest, publisher: Publisher) -> ThreadContext:
-        assert request.installation_id is not None
-        client = await self.app.installation_client(
-            request.installation_id, request.thread.repository
-        )
-        thread = await _read_issue(client, request)
+    async def _read_thread(self, request: JobRequest, github: RepoClient) -> ThreadContext:
+        read = await github.read_thread(pull_request=request.thread.is_pull_request)
+        thread = thread_context(read, request)
         from_workflow = request.instruction_from_workflow
         if from_workflow and request.event.startswith("issue_comment."):
             thread.trigger_post = next(
@@ -413,129 +414,84 @@ class JobSteps:
             )
         if thread.pr_url is not None:
             try:
-                thread.diff = await publisher.pull_request_diff()
+                thread.diff = await github.pull_request_diff()
             except GitHubError as error:
                 # Context, not the work: the model can still read the branch with git.
                 thread.diff_missing = f"GitHub did not give it ({error})"
         if request.event.startswith(_REVIEW_COMMENT):
-            comment = await publisher.review_comment(request.trigger_id)
-            thread.review = _location(comment)
-            if comment.user is not None:
-                thread.requester_id = int(comment.user.id)
+            inline = await github.read_review_comment(request.trigger_id)
+            thread.review = _location(inline)
+            if inline.comment.author_id is not None:
+                thread.requester_id = inline.comment.author_id
             if from_workflow:
-                thread.trigger_post = _post(comment)
+                thread.trigger_post = _post(inline.comment)
         elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
             if from_workflow:
-                thread.trigger_post = await self._review_post(client, request)
+                thread.trigger_post = await self._review_post(github, request)
             thread.inline = tuple(
-                InlineComment(post=_post(c), location=_location(c))
-                for c in await publisher.review_comments(request.trigger_id)
+                InlineComment(post=_post(c.comment), location=_location(c))
+                for c in await github.read_review_comments(request.trigger_id)
             )
         return thread
 
-    async def _review_post(self, client: GitHub[Any], request: JobRequest) -> Post | None:
+    async def _review_post(self, github: RepoClient, request: JobRequest) -> Post | None:
         """The review that started a workflow's run, or None when GitHub does not give it.
 
         Context only (the workflow's prompt is the task), so a failure is logged, not fatal.
         """
-        owner, _, name = request.thread.repository.partition("/")
         try:
-            response = await client.rest.pulls.async_get_review(
-                owner, name, request.thread.number, request.trigger_id
-            )
-        except Exception as error:
-            self._log("review_read_failed", review=request.trigger_id, error=_describe(error))
+            review = await github.read_review(request.trigger_id)
+        except GitHubError as error:
+            self._log("review_read_failed", review=request.trigger_id, error=str(error))
             return None
-        review = response.parsed_data
         return Post(
-            author=review.user.login if review.user else "ghost",
-            association=str(review.author_association),
-            body=review.body or "",
-            created_at=str(review.submitted_at or ""),
-            id=int(review.id),
+            author=review.author,
+            association=review.association,
+            body=review.body,
+            created_at=review.submitted_at,
+            id=review.id,
         )
 
 
-async def _read_issue(client: GitHub[Any], request: JobRequest) -> ThreadContext:
-    """The issue or pull request with its comments, as raw githubkit reads."""
-    repository = request.thread.repository
-    owner, _, name = repository.partition("/")
-    number = request.thread.number
-    path = f"/repos/{repository}/issues/{number}"
-    try:
-        issue = (await client.rest.issues.async_get(owner, name, number)).parsed_data
-        path += "/comments"
-        listed = await client.rest.issues.async_list_comments(owner, name, number, per_page=100)
-        raw_comments = cast("list[Any]", listed.parsed_data)
-        pull = None
-        if request.thread.is_pull_request:
-            path = f"/repos/{repository}/pulls/{number}"
-            pull = (await client.rest.pulls.async_get(owner, name, number)).parsed_data
-    except Exception as error:
-        raise GitHubError(f"github: GET {path}: {_describe(error)}") from None
+def thread_context(read: Thread, request: JobRequest) -> ThreadContext:
+    """What the prompt needs of a thread as GitHub gave it; `request` names the trigger."""
+    issue = read.issue
     opening = Post(
-        author=issue.user.login if issue.user else "ghost",
-        association=str(issue.author_association),
-        body=issue.body if isinstance(issue.body, str) else "",
-        created_at=str(issue.created_at),
+        author=issue.author,
+        association=issue.association,
+        body=issue.body,
+        created_at=issue.created_at,
     )
-    comments: list[Post] = []
-    requester_id: int | None = None
-    for item in raw_comments:
-        login = item.user.login if item.user else "ghost"
-        if item.id == request.trigger_id and item.user:
-            requester_id = int(item.user.id)
-        comments.append(
-            Post(
-                author=login,
-                association=str(item.author_association),
-                body=item.body if isinstance(item.body, str) else "",
-                created_at=str(item.created_at),
-                is_bot=bool(item.user and item.user.type == "Bot"),
-                id=int(item.id),
-            )
-        )
-    thread = ThreadContext(issue.title, opening, tuple(comments), requester_id)
-    if pull is not None:
-        head_repo = pull.head.repo.full_name if pull.head.repo else None
-        thread.head_ref = pull.head.ref
-        thread.same_repository = (head_repo or "").lower() == repository.lower()
-        thread.pr_url = pull.html_url
+    comments = tuple(_post(c) for c in read.comments)
+    requester_id = next((c.author_id for c in read.comments if c.id == request.trigger_id), None)
+    thread = ThreadContext(issue.title, opening, comments, requester_id)
+    if read.pull is not None:
+        head_repo = read.pull.head_repository
+        thread.head_ref = read.pull.head_ref
+        thread.same_repository = (head_repo or "").lower() == request.thread.repository.lower()
+        thread.pr_url = read.pull.html_url
     return thread
 
 
-def _post(comment: Any) -> Post:
-    """A review comment (either of githubkit's two shapes) as a post."""
+def _post(comment: Comment) -> Post:
     return Post(
-        author=comment.user.login if comment.user else "ghost",
-        association=str(comment.author_association),
+        author=comment.author,
+        association=comment.association,
         body=comment.body,
-        created_at=str(comment.created_at),
-        id=int(comment.id),
+        created_at=comment.created_at,
+        is_bot=comment.author_is_bot,
+        id=comment.id,
     )
 
 
-def _location(comment: Any) -> ReviewLocation:
-    """Where a review comment (either of githubkit's two shapes) points."""
-
-    def number(value: object) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-    side = comment.side if isinstance(comment.side, str) else None
+def _location(inline: ReviewComment) -> ReviewLocation:
     return ReviewLocation(
-        path=comment.path,
-        # An outdated comment has no line in the current diff, only its original one.
-        line=number(comment.line) or number(comment.original_line),
-        start_line=number(comment.start_line) or number(comment.original_start_line),
-        side=side,
-        diff_hunk=comment.diff_hunk,
+        path=inline.path,
+        line=inline.line,
+        start_line=inline.start_line,
+        side=inline.side,
+        diff_hunk=inline.diff_hunk,
     )
-
-
-def _describe(error: Exception) -> str:
-    response = getattr(error, "response", None)
-    status = getattr(response, "status_code", None)
-    return f"{status} {type(error).__name__}" if status else type(error).__name__
 
 
 async def _together(

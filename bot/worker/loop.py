@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.github.app import AppAuth
-from bot.github.client import DEFAULT_SPACERS, Publisher, Spacers
+from bot.github.client import DEFAULT_SPACERS, RepoClient, Spacers
 from bot.jobs import Job, JobState, RequestKind
 from bot.queue import JobQueue, QueueError
 from bot.worker.access import Access
@@ -52,8 +52,8 @@ class WorkerDeps:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     spacers: Spacers = DEFAULT_SPACERS
-    # Passed to each `Publisher` (its retry policy, in tests).
-    publisher_options: Mapping[str, Any] = field(default_factory=dict)
+    # Passed to each `RepoClient` (its retry policy, in tests).
+    client_options: Mapping[str, Any] = field(default_factory=dict)
     # Set by whoever queues a job in this process (`neo serve`'s intake): claim at once.
     wakeup: asyncio.Event | None = None
     # The process's mirror cache, kept across jobs so each clone finds a spare tree.
@@ -114,7 +114,7 @@ class Worker:
                 deps.app,
                 config or ConfigSource(),
                 deps.clock,
-                publisher_options=deps.publisher_options,
+                client_options=deps.client_options,
             ),
             access=Access(deps.app, deps.settings.allowed_bots),
             clock=deps.clock,
@@ -122,7 +122,7 @@ class Worker:
             edit_every=options.edit_every,
             spacers=deps.spacers,
             run_job=deps.run_job,
-            publisher_options=deps.publisher_options,
+            client_options=deps.client_options,
             mirrors=deps.mirrors,
         )
 
@@ -239,10 +239,10 @@ class Worker:
         if request.installation_id is None or request.thread.number == 0:
             return  # no thread: no comment to turn into the report
         try:
-            publisher: Publisher = await self.steps.publisher(request)
-            comment = await publisher.find_progress_comment(job.id)
+            github: RepoClient = await self.steps.repo_client(request)
+            comment = await github.find_progress_comment(job.id)
             if comment is not None:
-                await publisher.update_progress(comment, given_up_report(job))
+                await github.update_progress(comment, given_up_report(job))
         except NeoError as error:
             self._log("report_failed", job=job.id, error=str(error))
         except Exception:

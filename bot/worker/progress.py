@@ -15,7 +15,7 @@ reaches a comment, `neutralise` makes sure it cannot
 - close or link-close an issue: the closing keywords (`fixes #12`,
   `closes owner/repo#3`, ...) get the same invisible break inside the word,
   so a pull request body built from the summary closes only what the
-  publisher writes itself; plain `#12` references stay links;
+  github writes itself; plain `#12` references stay links;
 - hide text or fake structure with HTML: every `<` that would open a tag or
   a comment (`<!-- neo:job=... -->`, `<details>`, `<img>`) gets the break, so
   it shows as text; autolinks (`<https://...>`) stay.
@@ -535,6 +535,8 @@ class Outcome:
     # The model's final answer: untrusted, neutralised when rendered.
     summary: str = ""
     pr_url: str | None = None
+    # The repository allows no draft pull requests: `pr_url` is a regular one.
+    draft_refused: bool = False
     # One line: why it failed.
     error: str | None = None
     # Login of who stopped it.
@@ -694,9 +696,16 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append(f"**Error:** {_code(one_line(outcome.error or 'unknown error', 1_000))}")
     elif outcome.conclusion is Conclusion.INCOMPLETE:
         stopped = _code(one_line(outcome.error or "a budget ran out", 1_000))
+        kind = "pull request" if outcome.draft_refused else "draft pull request"
         sections.append(
-            f"**Stopped before the end:** {stopped}. The draft pull request holds the work"
+            f"**Stopped before the end:** {stopped}. The {kind} holds the work"
             " so far; the summary says what is left. Mention Neo on it to go on."
+        )
+    if outcome.draft_refused and outcome.pr_url:
+        sections.append(
+            "ℹ️ This repository does not allow draft pull requests (GitHub allows them on"
+            " public repositories and on paid plans), so this one is a regular pull request:"
+            " it is ready for review as soon as it is opened."
         )
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)

@@ -31,6 +31,7 @@ def run_outcome(
     pr_url: str | None,
     cancelled_by: str | None,
     config_path: str,
+    draft_refused: bool = False,
 ) -> Outcome:
     """What the report tells of a run the runner finished."""
     summary = result.summary
@@ -47,6 +48,7 @@ def run_outcome(
         conclusion=conclusion_of(result),
         summary=summary,
         pr_url=pr_url,
+        draft_refused=draft_refused,
         error=error,
         cancelled_by=cancelled_by,
         left_out=result.left_out,

@@ -10,7 +10,7 @@ import pytest
 from bot.github.app import GitHubApp
 from bot.github.client import (
     GitHubError,
-    Publisher,
+    RepoClient,
     RetryPolicy,
     Spacers,
     job_marker,
@@ -75,8 +75,8 @@ def spacers(fake_time: FakeTime) -> Spacers:
 
 async def _publisher(
     app: GitHubApp, number: int, fake_time: FakeTime, spacers: Spacers, **options: Any
-) -> Publisher:
-    return await Publisher.for_installation(
+) -> RepoClient:
+    return await RepoClient.for_installation(
         app,
         INSTALLATION,
         REPO,
@@ -90,7 +90,9 @@ async def _publisher(
 
 
 @pytest.fixture
-async def publisher(app: GitHubApp, issue: int, fake_time: FakeTime, spacers: Spacers) -> Publisher:
+async def publisher(
+    app: GitHubApp, issue: int, fake_time: FakeTime, spacers: Spacers
+) -> RepoClient:
     return await _publisher(app, issue, fake_time, spacers)
 
 
@@ -104,7 +106,7 @@ def _calls(github: FakeGitHub) -> list[tuple[str, str, int]]:
 async def test_progress_comment_is_found_again_for_the_same_job_and_edited(
     app: GitHubApp,
     github: FakeGitHub,
-    publisher: Publisher,
+    publisher: RepoClient,
     issue: int,
     fake_time: FakeTime,
     spacers: Spacers,
@@ -112,7 +114,7 @@ async def test_progress_comment_is_found_again_for_the_same_job_and_edited(
     github.add_comment(REPO, issue, f"quoting {job_marker(41)}", user="alice")  # not the bot's
 
     first = await publisher.progress_comment(41, f"{job_marker(41)}\nWorking…")
-    # A retried job: a new Publisher, nothing remembered in memory.
+    # A retried job: a new RepoClient, nothing remembered in memory.
     retried = await _publisher(app, issue, fake_time, spacers)
     again = await retried.progress_comment(41, f"{job_marker(41)}\nWorking…")
     other = await retried.progress_comment(42, "Working on job 42")
@@ -135,7 +137,7 @@ async def test_progress_comment_is_found_again_for_the_same_job_and_edited(
 async def test_find_progress_comment_finds_the_jobs_comment_and_never_creates_one(
     app: GitHubApp,
     github: FakeGitHub,
-    publisher: Publisher,
+    publisher: RepoClient,
     issue: int,
     fake_time: FakeTime,
     spacers: Spacers,
@@ -154,7 +156,7 @@ async def test_find_progress_comment_finds_the_jobs_comment_and_never_creates_on
 async def test_the_comment_list_is_paged_through(
     app: GitHubApp,
     github: FakeGitHub,
-    publisher: Publisher,
+    publisher: RepoClient,
     issue: int,
     fake_time: FakeTime,
     spacers: Spacers,
@@ -173,7 +175,7 @@ async def test_the_comment_list_is_paged_through(
 
 
 async def test_reply_once_posts_one_reply_per_thread_and_key(
-    github: FakeGitHub, publisher: Publisher, issue: int
+    github: FakeGitHub, publisher: RepoClient, issue: int
 ) -> None:
     other_issue = github.add_issue(REPO, "Another")
 
@@ -192,7 +194,7 @@ async def test_reply_once_posts_one_reply_per_thread_and_key(
 
 
 async def test_react_on_a_comment_a_review_comment_and_the_issue(
-    github: FakeGitHub, publisher: Publisher, issue: int
+    github: FakeGitHub, publisher: RepoClient, issue: int
 ) -> None:
     comment = github.add_comment(REPO, issue, "@neo fix it")
     review = github.add_review_comment(REPO, issue, "@neo rename this")
@@ -214,7 +216,7 @@ async def test_react_on_a_comment_a_review_comment_and_the_issue(
 
 
 async def test_permission_levels_are_cached_briefly(
-    github: FakeGitHub, publisher: Publisher, fake_time: FakeTime
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime
 ) -> None:
     for login, role in [("maia", "maintain"), ("tri", "triage"), ("root", "admin")]:
         github.set_permission(REPO, login, role)
@@ -230,7 +232,7 @@ async def test_permission_levels_are_cached_briefly(
     assert len([c for c in _calls(github) if "/permission" in c[1]]) == 6
 
 
-async def test_read_file_and_default_branch(github: FakeGitHub, publisher: Publisher) -> None:
+async def test_read_file_and_default_branch(github: FakeGitHub, publisher: RepoClient) -> None:
     github.set_default_branch(REPO, "trunk")
     github.put_file(REPO, ".github/neo.yml", "max_turns: 12\né\n")
     github.put_file(REPO, ".github/neo.yml", "max_turns: 99\n", ref="feature")
@@ -247,7 +249,7 @@ async def test_read_file_and_default_branch(github: FakeGitHub, publisher: Publi
 
 
 async def test_open_or_update_pr_creates_a_draft_once_then_updates_its_body(
-    github: FakeGitHub, publisher: Publisher, issue: int
+    github: FakeGitHub, publisher: RepoClient, issue: int
 ) -> None:
     created = await publisher.open_or_update_pr(
         f"neo/issue-{issue}", "main", "Add --json", f"Fixes #{issue}"
@@ -273,7 +275,7 @@ async def test_open_or_update_pr_creates_a_draft_once_then_updates_its_body(
 
 
 async def test_a_create_that_loses_a_race_updates_the_winner(
-    github: FakeGitHub, publisher: Publisher
+    github: FakeGitHub, publisher: RepoClient
 ) -> None:
     first = await publisher.open_or_update_pr("neo/x", "main", "T", "one")
     # The next list misses the PR (say, a lagging replica): the create answers 422.
@@ -297,7 +299,7 @@ async def test_a_create_that_loses_a_race_updates_the_winner(
 
 
 async def test_a_secondary_rate_limit_with_retry_after_is_waited_out_then_retried(
-    github: FakeGitHub, publisher: Publisher, fake_time: FakeTime, issue: int
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime, issue: int
 ) -> None:
     github.fail_next("POST", COMMENTS, 403, headers={"retry-after": "1"})
 
@@ -315,7 +317,7 @@ async def test_a_secondary_rate_limit_with_retry_after_is_waited_out_then_retrie
 
 
 async def test_a_rate_limit_waits_until_x_ratelimit_reset(
-    github: FakeGitHub, publisher: Publisher, fake_time: FakeTime
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime
 ) -> None:
     reset = int(fake_time.now) + 30
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
@@ -326,7 +328,7 @@ async def test_a_rate_limit_waits_until_x_ratelimit_reset(
 
 
 async def test_a_rate_limit_reset_beyond_the_cap_fails_without_waiting(
-    github: FakeGitHub, publisher: Publisher, fake_time: FakeTime
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime
 ) -> None:
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(fake_time.now) + 3600)}
     github.fail_next("GET", "/repos/{owner}/{repo}", 403, headers=headers, message="API rate limit")
@@ -341,7 +343,7 @@ async def test_a_rate_limit_reset_beyond_the_cap_fails_without_waiting(
 
 
 async def test_502_twice_then_success(
-    github: FakeGitHub, publisher: Publisher, fake_time: FakeTime
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime
 ) -> None:
     github.put_file(REPO, "AGENTS.md", "be brief")
     github.fail_next("GET", "/repos/{owner}/{repo}/contents/{path:path}", 502, times=2)
@@ -367,7 +369,7 @@ async def test_retries_are_capped(
 
 
 async def test_a_404_is_one_line_without_the_token(
-    app: GitHubApp, github: FakeGitHub, publisher: Publisher, fake_time: FakeTime
+    app: GitHubApp, github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime
 ) -> None:
     with pytest.raises(GitHubError) as raised:
         await publisher.update_progress(999, "nothing")
@@ -388,7 +390,7 @@ async def test_a_404_is_one_line_without_the_token(
 async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
     app: GitHubApp,
     github: FakeGitHub,
-    publisher: Publisher,
+    publisher: RepoClient,
     fake_time: FakeTime,
     spacers: Spacers,
     issue: int,
@@ -415,7 +417,7 @@ async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
 
 
 async def test_githubkit_parses_the_fakes_issue_pull_and_comment_bodies(
-    app: GitHubApp, github: FakeGitHub, publisher: Publisher, issue: int
+    app: GitHubApp, github: FakeGitHub, publisher: RepoClient, issue: int
 ) -> None:
     pr = await publisher.open_or_update_pr("neo/issue-1", "main", "T", "Fixes #1")
     comment = await publisher.progress_comment(3, "hi")
@@ -471,8 +473,8 @@ async def test_a_pull_requests_diff_review_comment_and_reviews_comments_parse(
     publisher = await _publisher(app, number, fake_time, spacers)
 
     assert await publisher.pull_request_diff() == diff
-    single = await publisher.review_comment(one)
-    listed = await publisher.review_comments(review)
+    single = await publisher.read_review_comment(one)
+    listed = await publisher.read_review_comments(review)
 
     assert (single.path, single.line, single.start_line, single.side) == (
         "src/x.py",
@@ -481,9 +483,8 @@ async def test_a_pull_requests_diff_review_comment_and_reviews_comments_parse(
         "RIGHT",
     )
     assert single.diff_hunk == "@@ -1,9 +1,9 @@"
-    assert single.user is not None
-    assert (single.user.login, single.body) == ("bob", "here")
-    assert [(c.id, c.body, c.line, c.start_line, c.side) for c in listed] == [
+    assert (single.comment.author, single.comment.body) == ("bob", "here")
+    assert [(c.comment.id, c.comment.body, c.line, c.start_line, c.side) for c in listed] == [
         (inline[0], "first", 3, None, "RIGHT"),
         (inline[1], "second", 6, 4, "LEFT"),
     ]
@@ -512,7 +513,7 @@ async def test_a_diff_github_finds_too_large_is_one_line(
 
 
 async def test_a_thread_of_more_than_a_hundred_comments_is_read_to_its_newest(
-    github: FakeGitHub, publisher: Publisher, issue: int
+    github: FakeGitHub, publisher: RepoClient, issue: int
 ) -> None:
     for n in range(230):
         github.add_comment(REPO, issue, f"comment {n}", user="alice")
@@ -542,7 +543,7 @@ async def test_a_pull_requests_thread_carries_the_pull(
 
 
 async def test_a_repository_without_drafts_gets_a_regular_pr_and_says_so(
-    github: FakeGitHub, publisher: Publisher
+    github: FakeGitHub, publisher: RepoClient
 ) -> None:
     github.refuse_drafts(REPO)
 
@@ -556,7 +557,7 @@ async def test_a_repository_without_drafts_gets_a_regular_pr_and_says_so(
 
 
 async def test_a_draft_where_drafts_are_allowed_is_a_draft(
-    github: FakeGitHub, publisher: Publisher
+    github: FakeGitHub, publisher: RepoClient
 ) -> None:
     pr = await publisher.open_or_update_pr("neo/x", "main", "T", "body")
 
@@ -564,7 +565,7 @@ async def test_a_draft_where_drafts_are_allowed_is_a_draft(
 
 
 async def test_a_race_is_recognised_from_a_validation_errors_detail(
-    github: FakeGitHub, publisher: Publisher
+    github: FakeGitHub, publisher: RepoClient
 ) -> None:
     await publisher.open_or_update_pr("neo/x", "main", "T", "one")
     github.add_route("GET", "/repos/{owner}/{repo}/pulls", lambda call: (200, []))

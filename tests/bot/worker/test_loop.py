@@ -192,7 +192,7 @@ def worker(
     )
 
 
-_DEPS = ("run_job", "clock", "sleep", "spacers", "publisher_options", "wakeup", "mirrors")
+_DEPS = ("run_job", "clock", "sleep", "spacers", "client_options", "wakeup", "mirrors")
 _CONFIG = {
     "config_path": "path",
     "config_overrides": "overrides",
@@ -338,6 +338,33 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     first = str(fake_anthropic.requests[0].body["messages"][0])
     assert "Say hello in the README" in first
     assert "add a line to the README" in first
+
+
+async def test_a_repository_without_drafts_gets_a_regular_pr_and_the_report_says_so(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    # A private repository on a free plan: GitHub answers a draft with 422.
+    github.refuse_drafts(REPO)
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    (pull,) = github.pulls(REPO)
+    assert pull["draft"] is False
+    (report,) = bot_comments(github, number)
+    assert pull["html_url"] in report["body"]
+    assert "does not allow draft pull requests" in report["body"]
+    assert "regular pull request" in report["body"]
 
 
 async def test_out_of_turns_with_work_done_it_opens_an_incomplete_draft_pr(
@@ -1333,7 +1360,7 @@ async def test_a_follow_up_mention_continues_the_session_on_the_same_branch_and_
 
 
 class _Waits:
-    """The Publisher's sleep: records how long it was asked to wait, and returns at once."""
+    """The RepoClient's sleep: records how long it was asked to wait, and returns at once."""
 
     def __init__(self) -> None:
         self.waits: list[float] = []
@@ -1366,7 +1393,7 @@ async def test_a_secondary_rate_limit_is_waited_out_and_the_job_still_makes_one_
     job_id = await enqueue(queue, request(number, comment))
     waits = _Waits()
 
-    w = worker(queue, app, settings, publisher_options={"sleep": waits})
+    w = worker(queue, app, settings, client_options={"sleep": waits})
     await run_until(w, finished(queue, job_id))
 
     job = await get(queue, job_id)
