@@ -32,9 +32,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bot.config import Cron
 from bot.github.app import GitHubApp
 from bot.intake.scheduler import TICK_SECONDS, Scheduler
-from bot.intake.schedules import Cron, decide, jitter_fraction
+from bot.intake.schedules import decide, jitter_fraction
 from bot.queue import SqliteQueue
 from tests.fakes import FakeGitHub
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bot.config.repo import parse_repo_config
+from bot.config import parse_repo_config
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ValidationError
 
-from bot.config.repo import CONFIG_PATH, RepoConfig
+from bot.config import CONFIG_PATH, RepoConfig
 from runner.errors import ConfigError
 from runner.llm.registry import PROVIDERS
 from runner.llm.types import EFFORTS

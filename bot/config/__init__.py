@@ -1,0 +1,16 @@
+"""Neo's configuration: `.github/neo.yml` per repository; `settings` holds the service's own."""
+
+from bot.config.cron import Cron
+from bot.config.error_comment import render_config_error
+from bot.config.loading import CONFIG_PATH, RepoConfigError, parse_repo_config
+from bot.config.model import RepoConfig, Schedule
+
+__all__ = [
+    "CONFIG_PATH",
+    "Cron",
+    "RepoConfig",
+    "RepoConfigError",
+    "Schedule",
+    "parse_repo_config",
+    "render_config_error",
+]

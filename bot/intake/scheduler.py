@@ -35,12 +35,11 @@ from githubkit import GitHub
 from githubkit.auth.app import AppInstallationAuthStrategy
 from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
 
-from bot.config.repo import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from bot.config import CONFIG_PATH, Cron, RepoConfig, RepoConfigError, parse_repo_config
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp, signed_in_app
 from bot.intake.schedules import (
     DEFAULT_MAX_JITTER,
-    Cron,
     decide,
     dedupe_prefix,
     jitter_fraction,

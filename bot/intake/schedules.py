@@ -1,4 +1,4 @@
-"""When a schedule fires: a pure core over cronsim, for `bot.intake.scheduler`.
+"""When a schedule fires: a pure core over `bot.config.Cron`, for `bot.intake.scheduler`.
 
 A schedule fires once per *slot*, a minute its cron expression names (UTC).
 A slot is *due* a little after it: each (repository, schedule) has a fixed
@@ -25,15 +25,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 from urllib.parse import quote
 
-from cronsim import CronSim, CronSimError
-
-from bot.config.repo import RepoConfig
+from bot.config import Cron, RepoConfig
 from bot.jobs import JobRequest, Thread
 
 __all__ = [
     "DEFAULT_MAX_JITTER",
     "SCHEDULE_EVENT",
-    "Cron",
     "Decision",
     "decide",
     "dedupe_key",
@@ -53,41 +50,9 @@ DEFAULT_MAX_JITTER: Final = timedelta(minutes=5)
 SCHEDULE_EVENT: Final = "schedule"
 
 _SECOND = timedelta(seconds=1)
-_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 # Slots in dedupe keys: fixed width and no ':' (the keys' separator), so the
 # greatest key of a schedule is its latest slot.
 _SLOT_FORMAT = "%Y%m%dT%H%MZ"
-
-
-class Cron:
-    """A 5-field cron expression, in UTC, as cronsim evaluates it (Debian cron's rules)."""
-
-    __slots__ = ("expression",)
-
-    def __init__(self, expression: str) -> None:
-        try:
-            CronSim(expression, _EPOCH)
-        except CronSimError as error:
-            raise ValueError(f"{expression!r}: {str(error).lower()}") from None
-        self.expression = expression
-
-    def __repr__(self) -> str:
-        return f"Cron({self.expression!r})"
-
-    def latest(self, at: datetime) -> datetime | None:
-        """The last slot at or before `at`; None if there is none in 50 years."""
-        return self._step(_whole_second(at) + _SECOND, reverse=True)
-
-    def after(self, at: datetime) -> datetime | None:
-        """The first slot after `at`; None if there is none in 50 years."""
-        return self._step(_whole_second(at), reverse=False)
-
-    def _step(self, start: datetime, *, reverse: bool) -> datetime | None:
-        # cronsim first moves one second from `start`, then searches.
-        try:
-            return next(CronSim(self.expression, start, reverse=reverse))
-        except StopIteration:
-            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,9 +182,3 @@ def scheduled_request(
         delivery_id=key,
         branch=config.schedule_branch(index),
     )
-
-
-def _whole_second(at: datetime) -> datetime:
-    if at.tzinfo is None:
-        raise ValueError("schedules need timezone-aware datetimes")
-    return at.astimezone(UTC).replace(microsecond=0)

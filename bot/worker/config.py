@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bot.config.repo import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
+from bot.config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from bot.github.app import CONFIG_PERMISSIONS, AppAuth, GitHubAuthError
 from bot.github.client import GitHubError, RepoClient
 from bot.jobs import JobRequest

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from bot.config.repo import RepoConfig
-from bot.config.repo import render_config_error as render_config_comment
+from bot.config import RepoConfig
+from bot.config import render_config_error as render_config_comment
 from bot.github.app import WORKFLOW_JOB_PERMISSIONS, AppAuth
 from bot.github.client import DEFAULT_SPACERS, GitHubError, RepoClient, Spacers, trigger_kind
 from bot.github.models import Comment, ReviewComment, Thread

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from bot.config.repo import RepoConfig
+from bot.config import RepoConfig
 from bot.jobs import Job, JobRequest
 from bot.worker.prompt import (
     InlineComment,

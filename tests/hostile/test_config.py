@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config.repo import RepoConfigError, parse_repo_config
+from bot.config import RepoConfigError, parse_repo_config
 from bot.config.settings import load_settings
 from runner.errors import ConfigError
 from runner.sandbox.factory import open_sandbox

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from bot.config.repo import parse_repo_config, reference_markdown
+from bot.config import parse_repo_config
+from bot.config.reference import reference_markdown
 from bot.github.app import GitHubApp
 from bot.intake.scheduler import REFRESH_SECONDS, Firing, Scheduler
 from bot.intake.schedules import (

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.config.repo import parse_repo_config
+from bot.config import Cron, parse_repo_config
 from bot.intake.schedules import (
     DEFAULT_MAX_JITTER,
     SCHEDULE_EVENT,
-    Cron,
     Decision,
     decide,
     dedupe_key,
@@ -192,47 +191,6 @@ def test_asking_only_at_wake_at_finds_every_firing(cron: str) -> None:
         for slot, _ in every_tick.fired
     ]
     assert asked <= 2 * len(jumping.fired) + 1
-
-
-def test_cron_follows_debian_day_rules() -> None:
-    # Both day fields restricted: a day matching either fires.
-    either = Cron("0 0 13 * FRI")
-    assert either.after(datetime(2025, 6, 5, tzinfo=UTC)) == datetime(2025, 6, 6, tzinfo=UTC)
-    assert either.after(datetime(2025, 6, 6, tzinfo=UTC)) == datetime(2025, 6, 13, tzinfo=UTC)
-    assert either.after(datetime(2025, 7, 12, tzinfo=UTC)) == datetime(2025, 7, 13, tzinfo=UTC)
-    # A day field starting with * is unrestricted: both must match (Sunday, odd day).
-    both = Cron("0 0 */2 * SUN")
-    assert both.after(datetime(2025, 6, 1, tzinfo=UTC)) == datetime(2025, 6, 15, tzinfo=UTC)
-    # Sunday is 0 and 7.
-    assert Cron("0 0 * * 7").after(at(0)) == Cron("0 0 * * 0").after(at(0)) == at(6)
-    # Feb 29 fires in leap years only.
-    assert Cron("0 0 29 2 *").after(at(0)) == datetime(2028, 2, 29, tzinfo=UTC)
-
-
-def test_cron_slots_are_inclusive_before_and_exclusive_after() -> None:
-    cron = Cron("0 6 * * *")
-
-    assert cron.latest(at(0, 6)) == at(0, 6)
-    assert cron.latest(at(0, 5, 59, 59)) == at(-1, 6)
-    assert cron.latest(at(0, 6) + timedelta(microseconds=500)) == at(0, 6)
-    assert cron.after(at(0, 6)) == at(1, 6)
-    assert cron.after(at(0, 6) + timedelta(microseconds=500)) == at(1, 6)
-    assert cron.after(at(0, 5, 59, 59)) == at(0, 6)
-
-
-def test_times_must_be_timezone_aware() -> None:
-    with pytest.raises(ValueError, match="timezone-aware"):
-        Cron("0 6 * * *").latest(datetime(2025, 6, 2))
-
-
-def test_other_time_zones_are_read_as_the_same_instant() -> None:
-    tokyo = datetime(2025, 6, 2, 15, 0, tzinfo=timezone(timedelta(hours=9)))
-    assert Cron("0 6 * * *").latest(tokyo) == at(0, 6)
-
-
-def test_an_expression_cronsim_rejects_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="bad minute"):
-        Cron("61 * * * *")
 
 
 # --- jitter ----------------------------------------------------------------------

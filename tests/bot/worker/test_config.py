@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.config.repo import RepoConfig
+from bot.config import RepoConfig
 from bot.worker.config import ConfigSource, overridden
 from runner.errors import ConfigError
 

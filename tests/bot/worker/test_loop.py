@@ -1426,7 +1426,7 @@ def scheduled(github: FakeGitHub, week: int) -> JobRequest:
     """What the scheduler queues for the Docs schedule's slot of `week`."""
     from datetime import UTC, datetime, timedelta
 
-    from bot.config.repo import parse_repo_config
+    from bot.config import parse_repo_config
     from bot.intake.schedules import scheduled_request
 
     slot = datetime(2024, 1, 1, 6, tzinfo=UTC) + timedelta(weeks=week)

@@ -1,0 +1,349 @@
+"""Reading `.github/neo.yml`: from text to a `RepoConfig`, or one `RepoConfigError` line.
+
+Pure: no I/O. The YAML is checked from parser events before it is loaded
+(size, depth, aliases, duplicate keys), and no scalar can raise outside the
+loader, so a hostile file costs bounded time and memory and says one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import typing
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from bot.config.model import RepoConfig, Schedule
+from runner.errors import ConfigError
+
+__all__ = ["CONFIG_PATH", "MAX_CONFIG_BYTES", "RepoConfigError", "parse_repo_config"]
+
+CONFIG_PATH = ".github/neo.yml"
+# A settings file is a few hundred bytes; the cap bounds parsing time and memory.
+MAX_CONFIG_BYTES = 64 * 1024
+# Bounds on the parsed document. Aliases can make a small file expand to
+# billions of values ("billion laughs"); nesting deeper than a few levels is
+# never a valid config and would otherwise recurse in the YAML composer.
+_MAX_DEPTH = 32
+_MAX_VALUES = 100_000
+
+
+class RepoConfigError(ConfigError):
+    """An unusable `.github/neo.yml`; `str()` is one line: file, field or line, problem."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str,
+        problem: str,
+        field: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.problem = problem
+        self.field = field  # dotted path, e.g. "schedules[0].cron"; None for the whole file
+        self.line = line  # 1-based, when the problem is in the YAML itself
+
+
+def _yaml_line(error: yaml.YAMLError) -> int | None:
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    return None if mark is None else int(mark.line) + 1
+
+
+def _events(text: str) -> Iterable[yaml.Event]:
+    """The document's parser events, from libyaml when it is there (ten times faster).
+
+    A syntax error is reported by the pure-Python parser, whose messages are
+    the ones `yaml.safe_load` gives, whether or not libyaml is installed.
+    """
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        with contextlib.suppress(yaml.YAMLError):
+            return list(yaml.parse(text, Loader=fast))
+    return yaml.parse(text, Loader=yaml.SafeLoader)
+
+
+@dataclass(slots=True)
+class _Node:
+    """An open mapping or sequence while events stream past."""
+
+    anchor: str | None
+    keys: set[str] | None  # a mapping's keys so far; None for a sequence
+    size: int = 1  # values once aliases are expanded, itself included
+    children: int = 0
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Reject what would make `yaml.safe_load` or validation blow up, from parser events.
+
+    Counts the values the document expands to (aliases included), bounds the
+    nesting, and rejects recursive aliases and duplicate keys, which the loader
+    would silently resolve to the last value.
+    """
+
+    def fail(problem: str, event: yaml.Event) -> RepoConfigError:
+        mark = event.start_mark  # always set by the parser
+        line = None if mark is None else int(mark.line) + 1
+        where = "" if line is None else f"line {line}: "
+        return RepoConfigError(
+            f"{source}: {where}{problem}", source=source, problem=problem, line=line
+        )
+
+    stack: list[_Node] = []
+    sizes: dict[str, int] = {}  # finished anchors
+    for event in _events(text):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            if len(stack) >= _MAX_DEPTH:
+                raise fail(f"nested more than {_MAX_DEPTH} levels deep", event)
+            mapping = isinstance(event, yaml.MappingStartEvent)
+            stack.append(_Node(event.anchor, set() if mapping else None))
+            continue
+        if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            node = stack.pop()
+            size = node.size
+            if node.anchor is not None:
+                sizes[node.anchor] = size
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in sizes:
+                if any(node.anchor == event.anchor for node in stack):
+                    raise fail(f"alias *{event.anchor} refers to itself", event)
+                raise fail(f"alias *{event.anchor} has no anchor before it", event)
+            size = sizes[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            size = 1
+            if event.anchor is not None:
+                sizes[event.anchor] = size
+        else:
+            continue  # stream and document boundaries
+        if not stack:
+            continue
+        parent = stack[-1]
+        keys = parent.keys if parent.children % 2 == 0 else None  # None: not a key
+        # "<<" merges another mapping in; its keys may be overridden.
+        if keys is not None and isinstance(event, yaml.ScalarEvent) and event.value != "<<":
+            if event.value in keys:
+                raise fail(f"duplicate key {event.value!r}", event)
+            keys.add(event.value)
+        parent.children += 1
+        parent.size += size
+        if parent.size > _MAX_VALUES:
+            raise fail(f"expands to more than {_MAX_VALUES} values (aliases?)", event)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unreadable:
+    """A scalar YAML reads but no setting can hold, left for `_check_values` to report
+    at its field: the constructors know the node but not where it is."""
+
+    text: str  # as written, shortened
+    problem: str
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Loader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader, but no scalar can raise outside YAMLError.
+
+    Python refuses to convert an integer of more than 4300 digits (ValueError)
+    and datetime a date such as 2001-02-30; binary data and sets are never a
+    setting, and a set would lose the order of `setup`.
+    """
+
+
+_Constructor = typing.Callable[[yaml.SafeLoader, yaml.Node], object]
+
+
+def _guarded(
+    construct: typing.Callable[[yaml.SafeLoader, yaml.ScalarNode], object],
+    problem: typing.Callable[[str], str],
+) -> _Constructor:
+    def run(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+        assert isinstance(node, yaml.ScalarNode)  # int and timestamp are scalars
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError):
+            value = str(node.value)
+            return _Unreadable(_shorten(value), problem(value))
+
+    return run
+
+
+def _refused(problem: str) -> _Constructor:
+    def run(loader: yaml.SafeLoader, node: yaml.Node) -> object:
+        return _Unreadable("!!" + str(node.tag).rpartition(":")[2], problem)
+
+    return run
+
+
+def _digits(value: str) -> str:
+    return f"the number is too large ({sum(c.isdigit() for c in value)} digits)"
+
+
+_Loader.add_constructor(
+    "tag:yaml.org,2002:int", _guarded(yaml.SafeLoader.construct_yaml_int, _digits)
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:timestamp",
+    _guarded(
+        yaml.SafeLoader.construct_yaml_timestamp,
+        lambda value: f"{_shorten(value)!r} is not a valid date or time",
+    ),
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:binary", _refused("binary data (!!binary) is not a valid value")
+)
+_Loader.add_constructor(
+    "tag:yaml.org,2002:set", _refused("a set (!!set) is not a valid value; use a list")
+)
+
+
+def _load_yaml(text: str, source: str) -> object:
+    try:
+        _check_shape(text, source)
+        loader = _Loader(text)
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as error:
+        line = _yaml_line(error)
+        problem = (
+            getattr(error, "problem", None)
+            or (str(error).splitlines() or [type(error).__name__])[0]
+        )
+        context = getattr(error, "context", None)
+        if context:
+            problem = f"{context}, {problem}"
+        problem = f"could not parse YAML: {problem}"
+        where = f"line {line}: " if line is not None else ""
+        raise RepoConfigError(
+            f"{source}: {where}{problem}", source=source, problem=problem, line=line
+        ) from None
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _fields_at(loc: Sequence[int | str]) -> list[str]:
+    """The field names valid where an unknown key at `loc` was found."""
+    model: type[BaseModel] = RepoConfig
+    for part in loc[:-1]:
+        if part == "schedules":
+            model = Schedule
+    return list(model.model_fields)
+
+
+def _from_validation(error: ValidationError, source: str) -> RepoConfigError:
+    errors = error.errors()
+    # A misspelt key is the likeliest cause of any other error beside it.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = [part for part in first["loc"] if isinstance(part, int | str)]
+    field = _path(loc) or None
+    if first["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problem = f"unknown field{hint}"
+        return RepoConfigError(
+            f"{source}: unknown field {field!r}{hint}", source=source, problem=problem, field=field
+        )
+    message = str(first["msg"]).removeprefix("Value error, ")
+    # Lists are tuples inside (the model is frozen); say what the user wrote.
+    message = message.replace("a valid tuple", "a list").replace("Tuple should", "List should")
+    if first["type"] == "model_type":
+        message = "Input should be a mapping"
+    if first["type"] == "string_pattern_mismatch" and loc and loc[0] == "allowed_bots":
+        message = "Input should be a GitHub login, e.g. renovate[bot]"
+    if field is None:
+        return RepoConfigError(f"{source}: {message}", source=source, problem=message)
+    return RepoConfigError(
+        f"{source}: {field}: {message}", source=source, problem=message, field=field
+    )
+
+
+def _key_text(key: object) -> str:
+    """A key that is not text, as the file wrote it, near enough."""
+    if isinstance(key, _Unreadable):
+        return key.text
+    if isinstance(key, date):
+        return key.isoformat()
+    if key is None:
+        return "null"
+    return repr(key)
+
+
+def _check_values(data: object, source: str, loc: tuple[int | str, ...] = ()) -> None:
+    """Reject a key that is not text, e.g. YAML 1.1 reading `on:` as True, and any
+    `_Unreadable` value, each at its field.
+
+    Pydantic would report such a key coerced (True as 1), which misleads.
+    The walk is bounded: `_check_shape` capped the expanded size and depth.
+    """
+    if isinstance(data, _Unreadable):
+        field = _path(loc) or None
+        where = f"{field}: " if field else ""
+        raise RepoConfigError(
+            f"{source}: {where}{data.problem}", source=source, problem=data.problem, field=field
+        )
+    if isinstance(data, list):
+        for index, item in enumerate(data):
+            _check_values(item, source, (*loc, index))
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                field = _path((*loc, _key_text(key)))
+                hint = ""
+                if isinstance(key, bool):
+                    hint = " (unquoted yes, no, on, off are booleans in YAML)"
+                raise RepoConfigError(
+                    f"{source}: unknown field {field}{hint}",
+                    source=source,
+                    problem=f"unknown field{hint}",
+                    field=field,
+                )
+            _check_values(value, source, (*loc, key))
+
+
+def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoConfig:
+    """Validate the contents of `.github/neo.yml`; an empty file means every default.
+
+    Pure: no I/O. Raises RepoConfigError with one line naming `source`, and the
+    field or YAML line, for anything that is not a valid config.
+    """
+
+    def fail(problem: str) -> RepoConfigError:
+        return RepoConfigError(f"{source}: {problem}", source=source, problem=problem)
+
+    size = len(text) if isinstance(text, bytes) else len(text.encode("utf-8", "replace"))
+    if size > MAX_CONFIG_BYTES:
+        raise fail(f"file is larger than {MAX_CONFIG_BYTES // 1024} KiB")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise fail("file is not valid UTF-8") from None
+    data = _load_yaml(text, source)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
+        raise fail(f"the top level must be a mapping of settings, not {kind}")
+    _check_values(data, source)
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as error:
+        raise _from_validation(error, source) from None

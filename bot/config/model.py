@@ -1,0 +1,321 @@
+"""The model of `.github/neo.yml`: `RepoConfig` and its `Schedule`s, with their validators.
+
+Strict pydantic models, frozen; `bot.config.loading` feeds them parsed YAML
+and `bot.config.reference` renders the user-facing reference from them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from bot.config.cron import Cron
+from runner.llm.types import Effort
+from runner.sandbox.image import image_problem
+
+__all__ = ["Permission", "Provider", "RepoConfig", "Schedule"]
+
+_MAX_SCHEDULES = 20
+
+Provider = Literal["anthropic", "openai", "chat-completions", "openrouter", "google"]
+Permission = Literal["admin", "maintain", "write", "triage", "read"]
+
+
+# --- git names --------------------------------------------------------------
+
+_REF_FORBIDDEN = frozenset(" ~^:?*[\\")
+
+
+def _ref_problem(name: str) -> str | None:
+    """Why `name` is not a safe branch name (git check-ref-format, and no option look-alike)."""
+    bad = sorted({c for c in name if c in _REF_FORBIDDEN or not " " < c < "\x7f"})
+    if bad:
+        shown = ", ".join("space" if c == " " else repr(c) for c in bad)
+        return f"must not contain {shown}"
+    if name.startswith("-"):
+        return "must not start with '-'"
+    if name.startswith("/"):
+        return "must not start with '/'"
+    if ".." in name:
+        return "must not contain '..'"
+    if "@{" in name or name == "@":
+        return "must not contain '@{' or be '@'"
+    if "//" in name:
+        return "must not contain '//'"
+    if name.endswith(("/", ".")):
+        return "must not end with '/' or '.'"
+    for part in name.split("/"):
+        if part.startswith("."):
+            return "no part between slashes may start with '.'"
+        if part.endswith(".lock"):
+            return "no part between slashes may end with '.lock'"
+    return None
+
+
+def _branch_name(value: str) -> str:
+    problem = _ref_problem(value)
+    if problem:
+        raise ValueError(f"not a valid branch name: {problem}")
+    return value
+
+
+# --- the model --------------------------------------------------------------
+
+_Text = Annotated[str, Field(min_length=1, max_length=200)]
+_BotLogin = Annotated[str, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")]
+_Command = Annotated[str, Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    # Numbers and switches are strict so `max_turns: "100"` or `draft: 1` is
+    # a mistake reported, not a guess; YAML already types them.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Schedule(_Strict):
+    """One scheduled maintenance job."""
+
+    cron: str = Field(
+        description=(
+            "When to run: a standard 5-field cron expression (minute hour day-of-month month "
+            "day-of-week), in UTC. Ranges, steps, lists and names such as `MON` or `JAN` work; "
+            "`@daily`-style nicknames do not."
+        ),
+    )
+    prompt: str = Field(
+        min_length=1,
+        description="What Neo should do, as you would write it after `@neo`.",
+    )
+    branch: str | None = Field(
+        default=None,
+        max_length=200,
+        description=(
+            "The branch the job works on; its open pull request is updated on each run "
+            "instead of a new one being opened. Unset: `<branch_prefix>schedule-<name>`, "
+            "the name in lower case with anything but letters and digits as `-` "
+            "(e.g. `neo/schedule-weekly-deps`), or `<branch_prefix>schedule-<n>` for the "
+            "n-th schedule, counting from 1, when it has no name. No two schedules may "
+            "share a branch."
+        ),
+    )
+    name: _Text | None = Field(
+        default=None,
+        description=(
+            "A label for the schedule in reports; unique within the file. It also tells "
+            "Neo which schedule is which when the file changes: an unnamed one is known "
+            "by its position."
+        ),
+    )
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        return Cron(" ".join(value.split())).expression
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, value: str | None) -> str | None:
+        return None if value is None else _branch_name(value)
+
+    @property
+    def when(self) -> Cron:
+        """The `cron` expression, to evaluate."""
+        return Cron(self.cron)
+
+
+class RepoConfig(_Strict):
+    """The settings in `.github/neo.yml`. Every field is optional."""
+
+    provider: Provider = Field(
+        default="anthropic",
+        description="The model provider. Its API key is the service's, never the repository's.",
+    )
+    model: _Text | None = Field(
+        default=None,
+        description="The model name, e.g. `claude-sonnet-4-5`. Unset: the service's default.",
+    )
+    max_turns: int = Field(
+        default=100,
+        ge=1,
+        le=500,
+        strict=True,
+        description="The most model turns one run may take before it stops.",
+    )
+    time_limit: int = Field(
+        default=30,
+        ge=1,
+        le=240,
+        strict=True,
+        description="Minutes one run may take before it is stopped.",
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=1_000,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "The most, in US dollars, the model calls of one run may cost. The call that"
+            " would pass it is not made; the work so far becomes an incomplete draft pull"
+            " request. Unset: no limit."
+        ),
+    )
+    thinking: bool = Field(
+        default=True,
+        strict=True,
+        description=(
+            "Whether the model thinks before it answers (extended thinking), on models that"
+            " can. `false` is cheaper and faster, and weaker on hard tasks."
+        ),
+    )
+    effort: Effort = Field(
+        default="medium",
+        description=(
+            "How hard the model thinks when `thinking` is on: `low`, `medium` or `high`."
+            " Higher costs more tokens."
+        ),
+    )
+    setup: tuple[_Command, ...] = Field(
+        default=(),
+        description=(
+            "Shell commands run in the sandbox, in order, before the agent starts "
+            "(e.g. `pip install -e .`). A failing command fails the run."
+        ),
+    )
+    setup_network: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Whether the setup commands get network access (to install dependencies). "
+            "The agent's own commands never do."
+        ),
+    )
+    sandbox_image: _Text | None = Field(
+        default=None,
+        description=(
+            "The container image jobs run in, a Docker image reference such as "
+            "`ghcr.io/acme/sandbox:1.2`; it must already be on the service's host, as Neo "
+            "never pulls one. Unset: the service's default image."
+        ),
+    )
+    trigger_label: str = Field(
+        default="neo",
+        min_length=1,
+        max_length=50,
+        description="Adding this label to an issue or pull request asks Neo to work on it.",
+    )
+    allowed_users: tuple[Permission, ...] = Field(
+        default=("admin", "maintain", "write"),
+        min_length=1,
+        description=(
+            "Who may trigger a run, by their permission on the repository: any of "
+            "`admin`, `maintain`, `write`, `triage`, `read`."
+        ),
+    )
+    allowed_bots: tuple[_BotLogin, ...] = Field(
+        default=(),
+        description=(
+            "Bot logins whose mentions may trigger a run, e.g. `renovate[bot]`. "
+            "Bots trigger nothing unless listed; Neo itself never does."
+        ),
+    )
+    branch_prefix: str = Field(
+        default="neo/",
+        min_length=1,
+        max_length=100,
+        description="Prefix of the branches Neo creates, e.g. `neo/issue-12`.",
+    )
+    draft: bool = Field(
+        default=True,
+        strict=True,
+        description="Whether Neo opens its pull requests as drafts.",
+    )
+    allow_workflow_edits: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Whether Neo may push changes to `.github/workflows/`. When false, such "
+            "changes are left out and the report says why."
+        ),
+    )
+    schedules: tuple[Schedule, ...] = Field(
+        default=(),
+        max_length=_MAX_SCHEDULES,
+        description=(
+            f"Maintenance jobs run on a schedule, at most {_MAX_SCHEDULES}; "
+            "see [Schedules](#schedules)."
+        ),
+    )
+
+    @field_validator("trigger_label")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("sandbox_image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        problem = None if value is None else image_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("branch_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        # The prefix is checked with a typical name appended, as git will see it.
+        problem = _ref_problem(value + "issue-1")
+        if problem:
+            raise ValueError(f"not a safe branch prefix: {problem}")
+        return value
+
+    @field_validator("schedules")
+    @classmethod
+    def _distinct_schedules(
+        cls, value: tuple[Schedule, ...], info: ValidationInfo
+    ) -> tuple[Schedule, ...]:
+        names = [schedule.name for schedule in value if schedule.name is not None]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"the name {name!r} is used by more than one schedule")
+        prefix = info.data.get("branch_prefix")
+        if prefix is None:  # itself invalid, and reported as such
+            return value
+        # Two schedules on one branch would take turns rewriting one pull request.
+        seen: dict[str, int] = {}
+        for index, schedule in enumerate(value):
+            branch = _schedule_branch(prefix, schedule, index)
+            if branch in seen:
+                raise ValueError(
+                    f"schedules {seen[branch] + 1} and {index + 1} both work on branch "
+                    f"{branch!r}; give one a branch or another name"
+                )
+            seen[branch] = index
+        return value
+
+    def schedule_branch(self, index: int) -> str:
+        """The branch `schedules[index]` works on: its own, or one derived from its name."""
+        return _schedule_branch(self.branch_prefix, self.schedules[index], index)
+
+
+_SLUG_LENGTH = 60
+
+
+def _schedule_branch(prefix: str, schedule: Schedule, index: int) -> str:
+    if schedule.branch is not None:
+        return schedule.branch
+    # Letters and digits only: whatever the name holds, the branch is a valid ref.
+    slug = re.sub(r"[^a-z0-9]+", "-", (schedule.name or "").lower())
+    slug = slug[:_SLUG_LENGTH].strip("-") or str(index + 1)
+    return f"{prefix}schedule-{slug}"

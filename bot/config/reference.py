@@ -1,0 +1,159 @@
+"""The `.github/neo.yml` reference, rendered from the model so the docs cannot drift.
+
+`uv run python -m bot.config.reference > docs/configuration.md` writes it;
+a test fails when the two differ.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+import typing
+from typing import Annotated, Any, Literal
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from bot.config.loading import MAX_CONFIG_BYTES
+from bot.config.model import RepoConfig, Schedule
+
+__all__ = ["EXAMPLE_YAML", "reference_markdown"]
+
+
+EXAMPLE_YAML = """\
+# .github/neo.yml: every setting is optional.
+provider: anthropic
+model: claude-sonnet-4-5
+max_turns: 150
+time_limit: 45  # minutes
+max_cost_usd: 5.00
+thinking: true
+effort: high
+setup:
+  - pip install -e '.[dev]'
+setup_network: true  # setup installs packages; the agent itself stays offline
+trigger_label: neo
+allowed_users: [admin, maintain, write]
+allowed_bots: ["renovate[bot]"]
+branch_prefix: neo/
+draft: true
+allow_workflow_edits: false
+schedules:
+  - name: weekly dependency update
+    cron: "0 6 * * MON"
+    prompt: Update the dependencies, run the tests and fix what breaks.
+    branch: neo/deps
+"""
+
+
+def _type_name(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is Annotated:
+        return _type_name(args[0])
+    if origin is Literal:
+        return "one of " + ", ".join(f"`{arg}`" for arg in args)
+    if origin in (typing.Union, types.UnionType):
+        kept = [arg for arg in args if arg is not type(None)]
+        return " or ".join(_type_name(arg) for arg in kept) + (
+            " or null" if len(kept) < len(args) else ""
+        )
+    if origin is tuple:
+        inner = _type_name(args[0])
+        if typing.get_origin(args[0]) is Literal:
+            return "list, each " + inner
+        return f"list of {inner}s"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"{annotation.__name__.lower()}"
+    names = {str: "string", int: "integer", bool: "boolean"}
+    return names.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _bounds(info: FieldInfo) -> str:
+    low = high = None
+    for item in info.metadata:
+        if isinstance(item, annotated_types.Ge):
+            low = item.ge
+        elif isinstance(item, annotated_types.Le):
+            high = item.le
+    if low is not None and high is not None:
+        return f", {low} to {high}"
+    return ""
+
+
+def _default(info: FieldInfo) -> str:
+    if info.default is PydanticUndefined:
+        return "required"
+    value = info.default
+    if isinstance(value, tuple):
+        value = list(value)
+    return f"`{json.dumps(value)}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(model: type[BaseModel]) -> list[str]:
+    rows = ["| Setting | Type | Default | Description |", "|---|---|---|---|"]
+    for name, info in model.model_fields.items():
+        kind = _type_name(info.annotation) + _bounds(info)
+        cells = [f"`{name}`", kind, _default(info), info.description or ""]
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return rows
+
+
+def reference_markdown() -> str:
+    """The `.github/neo.yml` reference, rendered from the model; deterministic."""
+    lines = [
+        "# `.github/neo.yml` reference",
+        "",
+        "_Generated from `bot/config/model.py` by "
+        "`uv run python -m bot.config.reference > docs/configuration.md`; "
+        "do not edit by hand (a test fails when the two differ)._",
+        "",
+        "Neo reads its per-repository settings from `.github/neo.yml` on the repository's "
+        "default branch only, so a pull request cannot change them. When the repository "
+        "has no such file, Neo reads `.github/neo.yml` from the default branch of the "
+        "owner's `.github` repository instead (e.g. `octo/.github` for `octo/hello`), "
+        "provided the App is installed on that repository too. Either file is used whole, "
+        "never merged with the other: a repository with a file of its own ignores the "
+        "owner's entirely, and a setting it leaves out takes Neo's default. Every setting is "
+        f"optional; the file may be empty or absent. It is YAML, at most "
+        f"{MAX_CONFIG_BYTES // 1024} KiB. An unknown setting or an invalid value makes Neo "
+        "post one comment naming the setting and the problem, and run nothing.",
+        "",
+        "## Example",
+        "",
+        "```yaml",
+        *EXAMPLE_YAML.splitlines(),
+        "```",
+        "",
+        "## Settings",
+        "",
+        *_table(RepoConfig),
+        "",
+        "## Schedules",
+        "",
+        "Each entry of `schedules` runs a job when its cron expression fires, "
+        "once per time slot, and updates the schedule's open pull request "
+        "instead of opening a new one each time.",
+        "",
+        "Times are UTC. A job is queued up to 5 minutes after its time, at an offset "
+        "fixed for each repository and schedule so that many repositories do not all "
+        "start at once (and never as late as the schedule's next time). If Neo was "
+        "down when a time passed, it runs the latest one it missed once when it is "
+        "back, not once for each. A new or edited schedule takes effect within "
+        "15 minutes.",
+        "",
+        *_table(Schedule),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference_markdown())
