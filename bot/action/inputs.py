@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from bot.config import CONFIG_PATH, RepoConfig
+from bot.config.handle import handle_problem
 from runner.errors import ConfigError
 from runner.llm.registry import PROVIDERS
 from runner.llm.types import EFFORTS
@@ -71,7 +72,6 @@ API_KEY_VARIABLES: Final[Mapping[str, str]] = {
 DEFAULT_API_URL: Final = "https://api.github.com"
 DEFAULT_SERVER_URL: Final = "https://github.com"
 
-_HANDLE = re.compile(r"@[\w-]+")
 _REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")
 _WORDS = re.compile(r"[\s,]+")
 _RUNS_IN_ACTIONS = "neo action runs as a step of a GitHub Actions workflow"
@@ -139,8 +139,9 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
 
     prompt = env.get(input_variable("prompt"), "")
     trigger_phrase = get("trigger_phrase") or "@neo"
-    if not _HANDLE.fullmatch(trigger_phrase):
-        raise InputError("input trigger_phrase: must be @ followed by a login, e.g. @neo")
+    problem = handle_problem(trigger_phrase)
+    if problem is not None:
+        raise InputError(f"input trigger_phrase: {problem}")
     label_trigger = get("label_trigger") or "neo"
     if len(label_trigger) > 50:
         raise InputError("input label_trigger: must be at most 50 characters")

@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
-from bot.intake.triggers import Rules
+from bot.config.handle import handle_problem
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
@@ -70,11 +70,9 @@ class Settings(BaseSettings):
     @field_validator("handle")
     @classmethod
     def _handle(cls, value: str) -> str:
-        # The triage rules' own check, so a handle they would refuse stops start-up.
-        try:
-            Rules(app_bot_login="neo[bot]", handle=value)
-        except ValueError as error:
-            raise ValueError(str(error)) from None
+        problem = handle_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("sandbox_image")

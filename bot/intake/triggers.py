@@ -30,6 +30,7 @@ from markdown_it.token import Token
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
+from bot.config.handle import handle_problem
 from bot.intake.webhooks import Delivery
 from bot.jobs import JobRequest, RequestKind, Thread
 
@@ -47,8 +48,9 @@ class Rules:
     allowed_bots: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"@[\w-]+", self.handle):
-            raise ValueError("handle must be @ followed by a login, e.g. @neo")
+        problem = handle_problem(self.handle)
+        if problem is not None:
+            raise ValueError(f"handle {problem}")
         if not self.app_bot_login:
             raise ValueError("app_bot_login must be the App's bot login, e.g. neo[bot]")
         if not self.trigger_label.strip():

@@ -10,6 +10,11 @@ Three tables, each a list of `pytest.param(..., id="readable-id")` rows:
   (`--image`, `sandbox_image`, `NEO_SANDBOX_IMAGE`, the job's sandbox).
 - `BAD_FLAGS`: `neo run` arguments that must exit 2 with one line naming
   the flag.
+- `BAD_HANDLES` and `GOOD_HANDLES`: a handle (what people type to ask Neo)
+  that every place one is set must refuse (`NEO_HANDLE`, the triage rules,
+  `neo action`'s `trigger_phrase`, exit 2 with one line), or accept
+  alike; `tests/hostile/test_service.py` starts `neo serve` and `neo worker`
+  with each bad one.
 
 The `neo` rows run the installed console script as a real process.
 """
@@ -23,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.action.inputs import input_variable, read_inputs
 from bot.config import RepoConfigError, parse_repo_config
 from bot.config.settings import load_settings
+from bot.intake.triggers import Rules
 from runner.errors import ConfigError
 from runner.sandbox.factory import open_sandbox
 
@@ -272,3 +279,74 @@ def test_a_bad_numeric_flag_exits_2_with_one_short_line(
     assert problem in line
     assert len(line) < 200
     assert not (tmp_path / "home").exists()  # refused before anything ran
+
+
+# --- handles ---------------------------------------------------------------------
+
+# (id, handle): refused everywhere.
+BAD_HANDLES = [
+    ("no-at", "neo"),
+    ("only-an-at", "@"),
+    ("two-ats", "@@neo"),
+    ("with-a-dot", "@neo.bot"),
+    ("with-a-space", "@neo bot"),
+    ("ending-in-a-hyphen", "@neo-"),
+    ("starting-with-a-hyphen", "@-neo"),
+    ("double-hyphen", "@neo--bot"),
+    ("ending-in-an-underscore", "@neo_"),
+    ("not-ascii", "@néo"),
+    ("bot-suffix", "@neo[bot]"),
+    ("40-characters", "@" + "n" * 40),
+    ("a-team", "@acme/neo"),
+]
+GOOD_HANDLES = ["@neo", "@Neo-Bot", "@mona_octo", "@n", "@" + "n" * 39, "@neo2-x_y"]
+_SERVICE_ENV = {"NEO_GITHUB_APP_ID": "1", "NEO_WEBHOOK_SECRET": "s", "NEO_GITHUB_PRIVATE_KEY": "k"}
+
+
+@pytest.mark.parametrize(
+    "handle", [handle for _, handle in BAD_HANDLES], ids=[i for i, _ in BAD_HANDLES]
+)
+def test_a_bad_handle_is_refused_alike_wherever_it_is_set(handle: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings({**_SERVICE_ENV, "NEO_HANDLE": handle})
+    assert str(raised.value).startswith("NEO_HANDLE: must be @ followed by a GitHub login")
+    with pytest.raises(ValueError, match=r"^handle must be @ followed by a GitHub login"):
+        Rules(app_bot_login="neo[bot]", handle=handle)
+    with pytest.raises(ConfigError, match=r"^input trigger_phrase: must be @ followed by a GitHub"):
+        read_inputs({input_variable("trigger_phrase"): handle, input_variable("github_token"): "t"})
+
+
+@pytest.mark.parametrize("handle", GOOD_HANDLES)
+def test_a_good_handle_is_accepted_alike_wherever_it_is_set(handle: str) -> None:
+    assert load_settings({**_SERVICE_ENV, "NEO_HANDLE": handle}).handle == handle
+    assert Rules(app_bot_login="neo[bot]", handle=handle).handle == handle
+    inputs = {input_variable("trigger_phrase"): handle, input_variable("github_token"): "t"}
+    assert read_inputs(inputs).trigger_phrase == handle
+
+
+@pytest.mark.parametrize(
+    "handle", [handle for _, handle in BAD_HANDLES], ids=[i for i, _ in BAD_HANDLES]
+)
+def test_neo_action_with_a_bad_trigger_phrase_exits_2_with_one_line(
+    handle: str, tmp_path: Path
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text("{}")
+    done = _neo(
+        "action",
+        env={
+            "GITHUB_EVENT_NAME": "issue_comment",
+            "GITHUB_EVENT_PATH": str(event),
+            "GITHUB_REPOSITORY": "octo/hello",
+            "GITHUB_RUN_ID": "7",
+            "GITHUB_API_URL": "http://127.0.0.1:9",  # never reached
+            "GITHUB_OUTPUT": str(tmp_path / "output"),
+            input_variable("trigger_phrase"): handle,
+            input_variable("github_token"): "ghs_unused",
+        },
+        cwd=tmp_path,
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = _one_error_line(done)
+    assert line.startswith("neo: error: input trigger_phrase: must be @ followed by a GitHub login")

@@ -57,6 +57,7 @@ from tests.bot.serving import (
     serve_env,
 )
 from tests.fakes import FakeGitHub
+from tests.hostile.test_config import BAD_HANDLES
 
 # --- start-up ----------------------------------------------------------------
 
@@ -85,7 +86,11 @@ BAD_START = [
     *both("local-sandbox-unacknowledged", SANDBOX_ACK, {SANDBOX_ACK: None}),
     *both("local-sandbox-acknowledgement-refused", SANDBOX_ACK, {SANDBOX_ACK: "0"}),
     *both("local-sandbox-acknowledgement-garbled", SANDBOX_ACK, {SANDBOX_ACK: "sure"}),
-    *both("handle-with-a-dot", "NEO_HANDLE", {"NEO_HANDLE": "@neo.bot"}),
+    *(
+        row
+        for id, handle in BAD_HANDLES
+        for row in both(f"handle-{id}", "NEO_HANDLE", {"NEO_HANDLE": handle})
+    ),
     *both("queue-under-a-file", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "sqlite:///{file}/neo.db"}),
     *both(
         "queue-with-a-password", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "mysql://neo:hunter2@db/neo"}

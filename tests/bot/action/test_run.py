@@ -201,7 +201,7 @@ def test_inputs_become_settings_and_keys_go_to_their_sdk_variables() -> None:
         ({"max_turns": "0"}, "input max_turns: Input should be greater than or equal to 1"),
         ({"time_limit": "999"}, "input time_limit: Input should be less than or equal to 240"),
         ({"provider": "acme"}, "input provider: must be one of anthropic, openai"),
-        ({"trigger_phrase": "neo"}, "input trigger_phrase: must be @ followed by a login"),
+        ({"trigger_phrase": "neo"}, "input trigger_phrase: must be @ followed by a GitHub login"),
         ({"sandbox": "vm"}, "input sandbox: must be local or docker"),
         ({"effort": "max"}, "input effort: must be one of none, low, medium, high"),
         ({"github_token": " "}, "input github_token is empty"),
