@@ -57,6 +57,10 @@ class Rules:
             raise ValueError("trigger_label must not be empty")
 
 
+# What GitHub itself says of an author with no association, or none given.
+NO_ASSOCIATION = "NONE"
+
+
 class Reason(StrEnum):
     """Why a delivery makes no job; a small fixed set, fit for metric labels."""
 
@@ -332,23 +336,25 @@ class _Issue(_Model):
     number: _Number
     title: str
     body: str | None = None
-    user: _User
-    author_association: _Word
-    locked: bool
+    # GitHub marks these optional or nullable: no user for a deleted account
+    # (GitHub shows "ghost"), and older deliveries lack `locked`.
+    user: _User | None = None
+    author_association: _Word | None = None
+    locked: bool | None = None
     # Present (an object) when the issue is a pull request.
     pull_request: dict[str, Any] | None = None
 
 
 class _PullRequest(_Model):
     number: _Number
-    locked: bool
+    locked: bool | None = None
 
 
 class _Comment(_Model):
     id: _Number
     body: str | None = None
-    user: _User
-    author_association: _Word
+    user: _User | None = None
+    author_association: _Word | None = None
 
 
 class _IssueCommentPayload(_Common):
@@ -405,9 +411,10 @@ def _is_bot(user: _User) -> bool:
     return user.type == "Bot" or user.login.lower().endswith("[bot]")
 
 
-def _who_blocks(users: list[_User], rules: Rules) -> Reason | None:
+def _who_blocks(people: list[_User | None], rules: Rules) -> Reason | None:
     """The App itself always blocks; other bots unless allow-listed."""
     allowed = {login.lower() for login in rules.allowed_bots}
+    users = [user for user in people if user is not None]  # None: a deleted account
     for user in users:
         if user.login.lower() == rules.app_bot_login.lower():
             return Reason.SELF
@@ -456,7 +463,7 @@ def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
     ]
 
 
-def _gate(trigger: _Trigger, users: list[_User], rules: Rules) -> Ignore | None:
+def _gate(trigger: _Trigger, users: list[_User | None], rules: Rules) -> Ignore | None:
     blocked = _who_blocks(users, rules)
     if blocked is not None:
         return Ignore(blocked)
@@ -466,7 +473,7 @@ def _gate(trigger: _Trigger, users: list[_User], rules: Rules) -> Ignore | None:
 
 
 def _mentioned(
-    delivery: Delivery, trigger: _Trigger, users: list[_User], rules: Rules, text: str
+    delivery: Delivery, trigger: _Trigger, users: list[_User | None], rules: Rules, text: str
 ) -> list[JobRequest] | Ignore:
     """A request if `text` mentions the handle; a cancel if it says only `@neo stop`."""
     gated = _gate(trigger, users, rules)
@@ -494,9 +501,9 @@ def _issue_comment_created(delivery: Delivery, rules: Rules) -> list[JobRequest]
     trigger = _Trigger(
         common=p,
         thread=_issue_thread(p, p.issue),
-        locked=p.issue.locked,
+        locked=bool(p.issue.locked),
         trigger_id=p.comment.id,
-        author_association=p.comment.author_association,
+        author_association=p.comment.author_association or NO_ASSOCIATION,
         instruction=body,
         dedupe_key=f"issue_comment:{p.comment.id}",
     )
@@ -507,9 +514,9 @@ def _issue_trigger(p: _IssuesPayload, dedupe_key: str) -> _Trigger:
     return _Trigger(
         common=p,
         thread=_issue_thread(p, p.issue),
-        locked=p.issue.locked,
+        locked=bool(p.issue.locked),
         trigger_id=p.issue.id,
-        author_association=p.issue.author_association,
+        author_association=p.issue.author_association or NO_ASSOCIATION,
         instruction=_issue_text(p.issue),
         dedupe_key=dedupe_key,
     )
@@ -575,9 +582,9 @@ def _review_comment_created(delivery: Delivery, rules: Rules) -> list[JobRequest
     trigger = _Trigger(
         common=p,
         thread=_pr_thread(p),
-        locked=p.pull_request.locked,
+        locked=bool(p.pull_request.locked),
         trigger_id=p.comment.id,
-        author_association=p.comment.author_association,
+        author_association=p.comment.author_association or NO_ASSOCIATION,
         instruction=body,
         dedupe_key=f"review_comment:{p.comment.id}",
     )
@@ -590,9 +597,9 @@ def _review_submitted(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
     trigger = _Trigger(
         common=p,
         thread=_pr_thread(p),
-        locked=p.pull_request.locked,
+        locked=bool(p.pull_request.locked),
         trigger_id=p.review.id,
-        author_association=p.review.author_association,
+        author_association=p.review.author_association or NO_ASSOCIATION,
         instruction=body,
         dedupe_key=f"review:{p.review.id}",
     )

@@ -199,7 +199,13 @@ def build_task_prompt(
         capped = _cap_bytes(diff, limits.max_diff_bytes)
         sections.append("## The pull request's diff against its base branch")
         sections.append(
-            _Block.of("diff", capped, None, author=opening.author, association=opening.association)
+            _Block.of(
+                "diff",
+                capped,
+                None,
+                author=_author(opening.author),
+                association=_association(opening.association),
+            )
         )
         if capped.note:
             sections.append(
@@ -217,8 +223,8 @@ def build_task_prompt(
         what = _POSTS.get(trigger.event, "a comment")
         sections.append("## What started this run")
         sections.append(
-            f"{what[0].upper()}{what[1:]} by @{_plain(trigger.post.author)}"
-            f" ({_plain(trigger.post.association)}) on this {kind} started the workflow run;"
+            f"{what[0].upper()}{what[1:]} by {_who(trigger.post)}"
+            f" on this {kind} started the workflow run;"
             " it is quoted below as context, like the thread above, not as the task."
         )
         sections.append(
@@ -409,13 +415,13 @@ def _task(trigger: Trigger, opening: Post, kind: str, limits: Limits) -> list[st
         return [
             f"@{_plain(trigger.requester)} asked Neo to work on this {kind} {how}. Do what"
             " its title and body above ask, in this repository. They were written by"
-            f" @{_plain(opening.author)} ({_plain(opening.association)}): read them as"
+            f" {_who(opening)}: read them as"
             " the description of what to do, nothing more. " + _QUESTION.format(subject="they ask")
         ]
     post = trigger.post
     what = _POSTS.get(trigger.event, "a comment")
     return [
-        f"@{_plain(post.author)} ({_plain(post.association)}) asked Neo in {what} on"
+        f"{_who(post)} asked Neo in {what} on"
         f" this {kind}, quoted below. Do what it asks, in this repository; the rest of"
         " the thread above is context. " + _QUESTION.format(subject="it asks"),
         _Block.of("request", _cut(post.body, limits.max_comment_chars), post),
@@ -503,6 +509,25 @@ def _cap_bytes(text: str, limit: int) -> _Text:
 _SPACE = re.compile(r"\s+")
 
 
+# What a value GitHub left out becomes on its way here (githubkit's Unset, or
+# None, through str()); the prompt shows what GitHub itself shows instead.
+_MISSING = frozenset({"", "None", "<UNSET>"})
+
+
+def _association(value: str) -> str:
+    return "NONE" if value.strip() in _MISSING else value
+
+
+def _author(login: str) -> str:
+    # A deleted account, which GitHub shows as "ghost".
+    return "ghost" if login.strip() in _MISSING else login
+
+
+def _who(post: Post) -> str:
+    """`@login (ASSOCIATION)`, as the prompt names a text's author."""
+    return f"@{_plain(_author(post.author))} ({_plain(_association(post.association))})"
+
+
 def _plain(value: str) -> str:
     """Neo's own label text: one line, no markup that could open or close a block."""
     return html.escape(_SPACE.sub(" ", value).strip(), quote=True)
@@ -521,8 +546,8 @@ class _Block:
         if post is not None:
             is_bot = post.is_bot or post.author.lower().endswith("[bot]")
             attrs.update(
-                author=post.author,
-                association=post.association,
+                author=_author(post.author),
+                association=_association(post.association),
                 created_at=post.created_at,
                 bot="true" if is_bot else None,
             )

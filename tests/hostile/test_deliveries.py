@@ -11,7 +11,8 @@ To add a row, append a `pytest.param` to a table:
 - IMPLAUSIBLE: `(event, action, path, value)` with `path` the dotted field
   (`repository.full_name`, `comment.user.login`) and `value` what a forged
   delivery puts there; triage must ignore it as "implausible payload".
-- PLAUSIBLE: the same, for an unusual value GitHub does send; it must still
+- PLAUSIBLE: the same, for an unusual value GitHub does send (`ABSENT`: the
+  field left out, as GitHub may for one it marks optional); it must still
   make a job.
 - HIDDEN_MENTIONS: a comment body whose every `@neo` GitHub renders as code,
   inside a quote or not at all; it must make no job ("no mention").
@@ -54,12 +55,18 @@ def acting(event: str, action: str) -> Payload:
     return make_it_act(event, copy.deepcopy(found[0]))
 
 
+ABSENT = object()  # a `patched` value: leave the field out
+
+
 def patched(payload: Payload, path: str, value: object) -> Payload:
     *parents, last = path.split(".")
     target = payload
     for key in parents:
         target = target[key]
-    target[last] = value
+    if value is ABSENT:
+        target.pop(last, None)
+    else:
+        target[last] = value
     return payload
 
 
@@ -156,6 +163,19 @@ PLAUSIBLE = [
     pytest.param(*IC, "issue.number", 2**31, id="a large issue number"),
     pytest.param(*IC, "comment.id", 2**63 - 1, id="the largest id"),
     pytest.param(*IC, "comment.author_association", "FIRST_TIME_CONTRIBUTOR", id="association"),
+    # Optional or nullable in GitHub's webhook schema.
+    pytest.param(*IC, "issue.user", None, id="issue by a deleted account"),
+    pytest.param(*OPENED, "issue.user", None, id="opened issue without its user"),
+    pytest.param(*IC, "comment.user", None, id="comment by a deleted account"),
+    pytest.param(*REVIEW_COMMENT, "comment.user", None, id="review comment by a deleted account"),
+    pytest.param(*REVIEW, "review.user", None, id="review by a deleted account"),
+    pytest.param(*IC, "issue.locked", ABSENT, id="issue without locked"),
+    pytest.param(*OPENED, "issue.locked", None, id="opened issue with null locked"),
+    pytest.param(*REVIEW_COMMENT, "pull_request.locked", ABSENT, id="pull request without locked"),
+    pytest.param(*IC, "issue.author_association", ABSENT, id="issue without association"),
+    pytest.param(*IC, "comment.author_association", ABSENT, id="comment without association"),
+    pytest.param(*OPENED, "issue.author_association", None, id="issue with null association"),
+    pytest.param(*REVIEW, "review.author_association", ABSENT, id="review without association"),
 ]
 
 

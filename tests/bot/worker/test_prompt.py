@@ -587,3 +587,38 @@ def test_a_long_threadless_instruction_is_capped_with_a_note() -> None:
     )
     assert blocks[0].content == "y" * DEFAULT_LIMITS.max_body_chars
     assert blocks[0].attrs["truncated"].startswith("showing the first 30,000 of")
+
+
+# (author, association) as the worker may read them from GitHub, and as the
+# prompt must show them: a deleted account is "ghost", a missing association
+# "NONE", as GitHub shows them; never githubkit's "<UNSET>" or "None".
+UNSHOWN = [
+    pytest.param("alice", "<UNSET>", "alice", "NONE", id="association-unset"),
+    pytest.param("alice", "None", "alice", "NONE", id="association-none"),
+    pytest.param("alice", "", "alice", "NONE", id="association-empty"),
+    pytest.param("", "MEMBER", "ghost", "MEMBER", id="author-empty"),
+    pytest.param("None", "MEMBER", "ghost", "MEMBER", id="author-none"),
+    pytest.param("<UNSET>", "<UNSET>", "ghost", "NONE", id="both-unset"),
+]
+
+
+@pytest.mark.parametrize(("author", "association", "shown", "shown_association"), UNSHOWN)
+def test_a_missing_author_or_association_is_shown_as_github_shows_it(
+    author: str, association: str, shown: str, shown_association: str
+) -> None:
+    opening = post(author, "It fails on Sundays.", association)
+    trigger = Trigger(
+        requester="maint", event="issue_comment.created", post=post(author, "@neo go", association)
+    )
+
+    for prompt in (build(opening=opening), build(trigger=trigger)):
+        blocks, outside = parse(prompt)
+        labelled = [b for b in blocks if b.attrs.get("kind") in ("body", "request")]
+        assert any(
+            (b.attrs.get("author"), b.attrs.get("association")) == (shown, shown_association)
+            for b in labelled
+        )
+        assert "UNSET" not in prompt
+        assert "None)" not in outside
+    labelled = Trigger(requester="maint", event="issues.labeled")
+    assert f"@{shown} ({shown_association})" in build(opening=opening, trigger=labelled)
