@@ -620,5 +620,5 @@ def test_a_missing_author_or_association_is_shown_as_github_shows_it(
         )
         assert "UNSET" not in prompt
         assert "None)" not in outside
-    labelled = Trigger(requester="maint", event="issues.labeled")
-    assert f"@{shown} ({shown_association})" in build(opening=opening, trigger=labelled)
+    by_label = Trigger(requester="maint", event="issues.labeled")
+    assert f"@{shown} ({shown_association})" in build(opening=opening, trigger=by_label)
