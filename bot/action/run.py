@@ -29,7 +29,6 @@ job is cancelled and its comment says so).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -57,7 +56,7 @@ from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.errors import ConfigError, NeoError
 from runner.text import one_line
 
-__all__ = ["EXIT_FAILED", "action_command", "add_action_parser", "run_action"]
+__all__ = ["EXIT_FAILED", "main", "run_action"]
 
 log = logging.getLogger("neo.action")
 
@@ -89,20 +88,8 @@ _CONCLUSIONS: Final[Mapping[Conclusion, ActionConclusion]] = {
 }
 
 
-def add_action_parser(commands: Any) -> None:
-    commands.add_parser(
-        "action",
-        help="run Neo as a GitHub Actions step (what action.yml calls)",
-        description=(
-            "Act on the workflow run's event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH) as the "
-            "App would, with the inputs action.yml passes as INPUT_* variables; set the "
-            "step's outputs and summary. See the README, 'Use Neo in GitHub Actions'."
-        ),
-    )
-
-
-def action_command(args: argparse.Namespace) -> int:
-    env = os.environ
+def main(env: Mapping[str, str]) -> int:
+    """`neo action` on the workflow run `env` describes; its exit status."""
     if env.get("RUNNER_DEBUG") == "1":
         log_to_stderr("neo", fmt="%(name)s %(levelname)s %(message)s")
     context: ActionContext | None = None

@@ -27,7 +27,6 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from bot.cli.main import main
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp, load_private_key
 from bot.setup.flow import (
@@ -431,27 +430,6 @@ def test_an_existing_env_file_stops_setup_before_it_starts(
     assert env_file.read_text() == "NEO_WEBHOOK_SECRET=keep-me\n"
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o640
     assert github.requests == []
-
-
-@pytest.mark.parametrize(
-    ("argv", "complaint"),
-    [
-        (["--webhook-url", "ftp://neo.example.com/hooks"], "expected an http(s) URL"),
-        (["--webhook-url", WEBHOOK_URL, "--org", "acme/../x"], "not an organization login"),
-        (["--webhook-url", WEBHOOK_URL, "--port", "70000"], "expected a port from 0 to 65535"),
-        (["--webhook-url", WEBHOOK_URL, "--name", "n" * 35], "1 to 34 characters"),
-        ([], "--webhook-url"),
-    ],
-)
-def test_bad_arguments_are_one_line_and_exit_2(
-    argv: list[str], complaint: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(["setup-app", *argv])
-    assert exited.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert complaint in err
 
 
 # --- the pure parts and the file -------------------------------------------------

@@ -1,0 +1,104 @@
+"""`neo run`: the agent headless on a working tree, its events on the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int
+from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
+from runner.errors import ConfigError
+from runner.headless import RunRequest, RunResult, failed, run_headless
+from runner.llm.registry import PROVIDERS
+from runner.llm.types import EFFORTS
+from runner.session import neo_home
+
+__all__ = ["add_run_parser", "run_command"]
+
+
+def add_run_parser(commands: Any) -> None:
+    run = commands.add_parser(
+        "run",
+        help="run the agent headless on a working tree",
+        description="Run the agent on a working tree until it finishes the task in PROMPT.",
+    )
+    run.add_argument("prompt", metavar="PROMPT", help="the task; '-' reads it from stdin")
+    run.add_argument("--repo", type=Path, help="working tree (default: current directory)")
+    run.add_argument("--sandbox", choices=("local", "docker"), default="local")
+    run.add_argument("--image", type=image_reference, help="sandbox image for --sandbox docker")
+    run.add_argument("--provider", choices=PROVIDERS, help="model provider (default: anthropic)")
+    run.add_argument("--model", help="model name (default: the provider's default)")
+    run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
+    run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
+    run.add_argument(
+        "--max-cost",
+        type=dollars,
+        metavar="USD",
+        help="stop before the model call that would cost the run more than this",
+    )
+    run.add_argument(
+        "--effort",
+        choices=EFFORTS,
+        help="how hard the model thinks before it answers (default: no extended thinking)",
+    )
+    run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
+    run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    output = make_output(args.output_format)
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    try:
+        if not prompt.strip():
+            raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
+        request = RunRequest(
+            prompt=prompt,
+            repo=args.repo,
+            sandbox=args.sandbox,
+            image=args.image,
+            provider=args.provider,
+            model=args.model,
+            max_turns=args.max_turns,
+            timeout=args.timeout,
+            resume=args.resume,
+            effort=args.effort,
+            max_cost_usd=args.max_cost,
+        )
+        result = asyncio.run(_run(request, output))
+    except ConfigError as error:
+        result = failed(error, started)
+        if args.output_format != "text":
+            output.finish(result)
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    output.finish(result)
+    if not result.is_error:
+        return EXIT_OK
+    return EXIT_INTERRUPTED if result.error_type == "interrupted" else EXIT_FAILED
+
+
+async def _run(request: RunRequest, output: Output) -> RunResult:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def interrupt() -> None:
+        if stop.is_set():
+            # A second Ctrl-C: the person wants out now.
+            os._exit(EXIT_INTERRUPTED)
+        stop.set()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, interrupt)
+    try:
+        return await run_headless(request, home=neo_home(), on_event=output.event, stop=stop)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
