@@ -427,7 +427,7 @@ class RepoClient:
             number=issue.number,
             title=issue.title,
             author=issue.user.login if issue.user else "ghost",
-            association=str(issue.author_association),
+            association=_association(issue.author_association),
             body=issue.body if isinstance(issue.body, str) else "",
             created_at=str(issue.created_at),
         )
@@ -449,7 +449,7 @@ class RepoClient:
         return Review(
             id=int(review.id),
             author=review.user.login if review.user else "ghost",
-            association=str(review.author_association),
+            association=_association(review.author_association),
             body=review.body or "",
             submitted_at=str(review.submitted_at or ""),
         )
@@ -744,6 +744,11 @@ class RepoClient:
 # The name the worker knows it by, until it is rewired to RepoClient.
 
 
+def _association(value: object) -> str:
+    """GitHub's author_association; absent from some answers, where GitHub shows NONE."""
+    return value if isinstance(value, str) and value else "NONE"
+
+
 def _comment(item: Any) -> Comment:
     user = item.user
     return Comment(
@@ -751,7 +756,7 @@ def _comment(item: Any) -> Comment:
         author=user.login if user else "ghost",
         author_id=int(user.id) if user else None,
         author_is_bot=bool(user and user.type == "Bot"),
-        association=str(item.author_association),
+        association=_association(item.author_association),
         body=item.body if isinstance(item.body, str) else "",
         created_at=str(item.created_at),
     )
