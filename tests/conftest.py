@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes import FakeAnthropicAPI
+from tests.fakes import FakeAnthropicAPI, openapi
 
 
 @pytest.fixture
@@ -12,3 +12,20 @@ def fake_anthropic() -> Iterator[FakeAnthropicAPI]:
     """A fake Anthropic Messages API on 127.0.0.1, with an empty script."""
     with FakeAnthropicAPI() as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _github_conformance() -> Iterator[None]:
+    """Fail a test whose exchanges with the fake GitHub disagree with GitHub's description.
+
+    Exchanges are checked after the test, so a violation fails the test that
+    caused it (one line each) without changing what the fake answered.
+    """
+    yield
+    problems = openapi.violations(openapi.drain())
+    if problems:
+        pytest.fail(
+            "the fake GitHub's exchanges disagree with GitHub's OpenAPI description:\n"
+            + "\n".join(dict.fromkeys(problems)),
+            pytrace=False,
+        )

@@ -1,5 +1,6 @@
 """Wire-level fakes of the services Neo talks to."""
 
+from tests.fakes import openapi
 from tests.fakes.anthropic_api import (
     BrokenStream,
     Disconnect,
@@ -68,6 +69,7 @@ __all__ = [
     "git_env",
     "make_pull_request",
     "make_repo",
+    "openapi",
     "rsa_private_key_pem",
     "sse_events",
     "text",

@@ -80,6 +80,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.fakes import openapi
 from tests.fakes.threaded import ThreadedServer
 
 __all__ = [
@@ -843,18 +844,23 @@ class FakeGitHub:
                 {name.lower(): value for name, value in request.headers.items()},
             )
         )
-        headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
-        if status in (204, 304):
-            return Response(status_code=status, headers=headers)
-        if isinstance(payload, RawBody):
-            headers["X-GitHub-Media-Type"] = "github.v3; param=diff"
-            return Response(
-                payload.text.encode(),
-                status_code=status,
-                headers=headers,
-                media_type=f"{payload.media_type}; charset=utf-8",
+        response = _response(status, payload, extra)
+        if route is not None:
+            # Outside the GHES prefix is not the API: nothing there to check.
+            openapi.record(
+                openapi.Exchange(
+                    request.method,
+                    route,
+                    tuple(request.query_params.multi_items()),
+                    request.headers.get("accept", ""),
+                    request.headers.get("content-type", ""),
+                    raw,
+                    status,
+                    response.headers.get("content-type", ""),
+                    bytes(response.body),
+                )
             )
-        return JSONResponse(payload, status_code=status, headers=headers)
+        return response
 
     def _record(self, request: GitHubRequest) -> None:
         with self._lock:
@@ -1705,6 +1711,21 @@ class FakeGitHub:
         if etag in wanted or "*" in wanted:
             return 304, None, {"ETag": etag}
         return status, answer, {"ETag": etag}
+
+
+def _response(status: int, payload: Any, extra: Mapping[str, str]) -> Response:
+    headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
+    if status in (204, 304):
+        return Response(status_code=status, headers=headers)
+    if isinstance(payload, RawBody):
+        headers["X-GitHub-Media-Type"] = "github.v3; param=diff"
+        return Response(
+            payload.text.encode(),
+            status_code=status,
+            headers=headers,
+            media_type=f"{payload.media_type}; charset=utf-8",
+        )
+    return JSONResponse(payload, status_code=status, headers=headers)
 
 
 def _page(call: Call, items: list[Any], url: str) -> tuple[int, list[Any], Mapping[str, str]]:
