@@ -30,9 +30,10 @@ __all__ = ["Description", "Exchange", "description", "drain", "record", "violati
 
 DESCRIPTION_PATH = Path(__file__).parent.parent / "fixtures" / "github-openapi.json.gz"
 _ROOT = "urn:github-openapi"
-# Statuses GitHub may answer any request with, documented for the API as a
-# whole rather than per operation: bad credentials, rate limits, outages.
-_ANY_OPERATION = frozenset({401, 403, 429, 500, 502, 503, 504})
+# Statuses GitHub may answer any request with, documented for the REST API as
+# a whole rather than per operation: invalid JSON, bad credentials, rate
+# limits, a resource hidden from the credentials (404), outages.
+_ANY_OPERATION = frozenset({400, 401, 403, 404, 429, 500, 502, 503, 504})
 _NOT_SCHEMA = frozenset({"examples", "x-github", "x-octokit"})
 # Path parameters that GitHub lets span slashes (a file path, a git ref).
 _SLASHED = frozenset({"path", "ref"})
@@ -195,9 +196,30 @@ class Description:
         if media not in spec.get("content", {}):
             yield f"content type {media!r} is not one of {sorted(spec.get('content', {}))}"
             return
-        yield from self._body_problems(
-            f"{pointer}/content/{_escape(media)}/schema", exchange.request_body, "body"
-        )
+        schema_pointer = f"{pointer}/content/{_escape(media)}/schema"
+        yield from self._body_problems(schema_pointer, exchange.request_body, "body")
+        yield from self._unknown_fields(schema_pointer, exchange.request_body)
+
+    def _unknown_fields(self, pointer: str, raw: bytes) -> Iterator[str]:
+        # GitHub ignores a field it does not know, so a misspelt one is lost
+        # silently; the description's schemas leave additional properties open.
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return
+        found = self._deref(self._at(pointer), pointer)
+        schema = found[1] if found is not None else {}
+        known = schema.get("properties")
+        if isinstance(value, dict) and isinstance(known, dict):
+            for name in value:
+                if name not in known and "additionalProperties" not in schema:
+                    yield f"body field {name!r} is not documented"
+
+    def _at(self, pointer: str) -> Mapping[str, Any]:
+        target: Any = self._doc
+        for part in pointer.removeprefix("/").split("/"):
+            target = target[_unescape(part)]
+        return target  # type: ignore[no-any-return]
 
     def _response_problems(self, operation: _Operation, exchange: Exchange) -> Iterator[str]:
         responses = operation.op["responses"]
@@ -273,10 +295,7 @@ class Description:
         ref = node.get("$ref")
         if not isinstance(ref, str):
             return pointer, node
-        target: Any = self._doc
-        for part in ref.removeprefix("#/").split("/"):
-            target = target[_unescape(part)]
-        return ref.removeprefix("#"), target
+        return ref.removeprefix("#"), self._at(ref.removeprefix("#"))
 
 
 @functools.cache

@@ -89,6 +89,14 @@ def test_a_wrong_response_from_the_fake_is_a_violation(
             "9 is not of type 'string'",
         ),
         (
+            lambda http: http.post(
+                "/repos/octo/hello/pulls",
+                json={"title": "T", "head": "b", "base": "main", "drafted": True},
+            ),
+            "POST /repos/{owner}/{repo}/pulls (pulls/create) → 201: request body field "
+            "'drafted' is not documented",
+        ),
+        (
             lambda http: http.get("/repos/octo/hello/pulls", params={"state": "merged"}),
             "GET /repos/{owner}/{repo}/pulls (pulls/list) → 200: request query parameter "
             "'state'='merged': 'merged' is not one of ['open', 'closed', 'all']",
@@ -113,7 +121,15 @@ def test_a_wrong_response_from_the_fake_is_a_violation(
             "GET /repos/octo/hello/frobnicate: no such operation in GitHub's API",
         ),
     ],
-    ids=["body", "enum", "unknown-query", "undocumented-query", "missing-body", "operation"],
+    ids=[
+        "body",
+        "unknown-field",
+        "enum",
+        "unknown-query",
+        "undocumented-query",
+        "missing-body",
+        "operation",
+    ],
 )
 def test_a_request_github_rejects_is_a_violation(
     http: httpx.Client, send: Any, expected: str
