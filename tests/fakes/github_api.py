@@ -53,6 +53,8 @@ Enterprise Server does, and nothing outside it.
 
 Every request, answered or refused, is appended to `requests`; token requests
 are also parsed into `token_requests`, and the tokens issued into `tokens`.
+Each exchange is also handed to `tests/fakes/openapi.py`, which checks it
+against GitHub's OpenAPI description after the test.
 """
 
 from __future__ import annotations

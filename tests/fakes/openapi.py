@@ -19,10 +19,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 import referencing
-from jsonschema import Draft4Validator
+from jsonschema import Draft4Validator, FormatChecker
 from jsonschema.exceptions import best_match
 from referencing.jsonschema import DRAFT4
 
@@ -282,7 +283,9 @@ class Description:
     def _validator(self, pointer: str) -> Draft4Validator:
         validator = self._validators.get(pointer)
         if validator is None:
-            validator = Draft4Validator({"$ref": f"{_ROOT}#{pointer}"}, registry=self._registry)
+            validator = Draft4Validator(
+                {"$ref": f"{_ROOT}#{pointer}"}, registry=self._registry, format_checker=_FORMATS
+            )
             self._validators[pointer] = validator
         return validator
 
@@ -328,6 +331,25 @@ def _nullable_to_types(node: Any) -> Any:
         return converted
     # A `$ref` or a composition: null, or what it says.
     return {"anyOf": [{"type": "null"}, converted]}
+
+
+# The formats GitHub's schemas use most, checked without more packages:
+# jsonschema's own date-time and uri checks need ones Neo does not install.
+_FORMATS = FormatChecker(["date", "email"])
+_DATE_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", re.I)
+
+
+@_FORMATS.checks("date-time")
+def _is_date_time(value: object) -> bool:
+    return not isinstance(value, str) or _DATE_TIME.fullmatch(value) is not None
+
+
+@_FORMATS.checks("uri")
+def _is_uri(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    parts = urlsplit(value)
+    return bool(parts.scheme) and bool(parts.netloc or parts.path) and " " not in value
 
 
 def _template_pattern(template: str) -> re.Pattern[str]:

@@ -60,7 +60,7 @@ def test_conforming_exchanges_have_no_violations(github: FakeGitHub, http: httpx
 
 
 def _broken_issue(call: Call) -> tuple[int, Any]:
-    return 200, {"number": "one", "state": "open"}
+    return 200, {"number": "one", "state": "open", "created_at": "yesterday", "url": "/x"}
 
 
 def test_a_wrong_response_from_the_fake_is_a_violation(
@@ -76,6 +76,8 @@ def test_a_wrong_response_from_the_fake_is_a_violation(
     where = "GET /repos/{owner}/{repo}/issues/{issue_number} (issues/get) → 200: response body"
     assert f"{where} at $.number: 'one' is not of type 'integer'" in problems
     assert f"{where} at $: 'title' is a required property" in problems
+    assert f"{where} at $.created_at: 'yesterday' is not a 'date-time'" in problems
+    assert f"{where} at $.url: '/x' is not a 'uri'" in problems
 
 
 @pytest.mark.parametrize(
