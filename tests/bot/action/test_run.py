@@ -901,7 +901,7 @@ def test_a_prompt_on_a_review_shows_the_review_as_what_started_it(
         return 200, {
             "id": review,
             "node_id": "R_1",
-            "user": user_json(REQUESTER, 5),
+            "user": user_json(REQUESTER, 5, base=github.base_url),
             "body": "Looks fine, one nit.",
             "state": "COMMENTED",
             "html_url": "https://github.com/octo/hello/pull/1#review",
