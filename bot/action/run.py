@@ -46,10 +46,10 @@ from typing import Any, Final
 from bot.action.inputs import ActionContext, ActionInputs, InputError, read_context, read_inputs
 from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
 from bot.action.plan import Run, Skip, plan
-from bot.cli.common import log_to_stderr
 from bot.config.settings import Settings
 from bot.github.token_auth import TokenAuth
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
+from bot.logs import log_to_stderr
 from bot.queue import SqliteQueue
 from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions

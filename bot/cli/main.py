@@ -8,12 +8,13 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from bot.cli.action import action_command, add_action_parser
-from bot.cli.common import EXIT_USAGE, debug_logging
+from bot.cli.common import EXIT_USAGE
 from bot.cli.jobs import add_jobs_parser, jobs_command
 from bot.cli.run import add_run_parser, run_command
 from bot.cli.serve import add_serve_parser, serve_command
 from bot.cli.setup_app import add_setup_app_parser, setup_app_command
 from bot.cli.worker import add_worker_parser, worker_command
+from bot.logs import debug_logging
 
 __all__ = ["build_parser", "main"]
 

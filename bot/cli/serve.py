@@ -10,8 +10,8 @@ from typing import Any
 import uvloop
 
 from bot.cli.argtypes import port
-from bot.cli.common import log_to_stderr
 from bot.config.settings import ensure_data_dir, load_settings
+from bot.logs import log_to_stderr
 from bot.service import serve
 from runner.errors import ConfigError
 

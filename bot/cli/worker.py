@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 from bot.cli.argtypes import positive_int
-from bot.cli.common import log_to_stderr
 from bot.config.settings import Settings, ensure_data_dir, load_settings
+from bot.logs import log_to_stderr
 from bot.queue import open_queue
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
 from runner.errors import ConfigError
