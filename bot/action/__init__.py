@@ -1,0 +1,1 @@
+"""`neo action`: Neo as a step of a GitHub Actions workflow."""

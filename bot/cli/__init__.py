@@ -1,0 +1,1 @@
+"""The `neo` command line: argument parsing, then a call into the product that does the work."""
