@@ -32,24 +32,16 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import dataclasses
 import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from githubkit import GitHub
-from githubkit.exception import RequestError, RequestFailed, RequestTimeout
 from githubkit_schemas.latest.models import IssueComment, PullRequestSimple, ReviewComment
 
-from bot.github.core import (
-    Retry,
-    RetryPolicy,
-    classify,
-    connection_failure,
-    next_link,
-    retry_wait,
-)
+from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
+from bot.github.core import RetryPolicy
 from bot.github.errors import GitHubError
 from bot.github.markers import job_marker, reply_marker
 from bot.github.models import (
@@ -92,15 +84,12 @@ T = TypeVar("T")
 R = TypeVar("R", bound="Response[Any, Any]")
 TriggerKind = Literal["issue_comment", "review_comment", "issue"]
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
-Sleep = Callable[[float], Awaitable[None]]
-Clock = Callable[[], float]
 
 PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "none")
 MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # GitHub answers a pull request as its diff against the base for this media type.
 DIFF_MEDIA_TYPE: Final = "application/vnd.github.diff"
 _PAGE = 100
-_DEFAULT_RETRY: Final = RetryPolicy()
 
 
 def trigger_kind(event: str) -> TriggerKind:
@@ -165,14 +154,6 @@ class Spacers:
 DEFAULT_SPACERS: Final = Spacers()
 
 
-class _Transient(Exception):
-    """A Retry on its way out of one attempt to `_retrying`."""
-
-    def __init__(self, retry: Retry) -> None:
-        super().__init__(str(retry.error))
-        self.retry = retry
-
-
 # --- the client ----------------------------------------------------------------------
 
 
@@ -194,7 +175,7 @@ class RepoClient:
         *,
         bot_login: str,
         spacer: MutationSpacer | None = None,
-        retry: RetryPolicy = _DEFAULT_RETRY,
+        retry: RetryPolicy = DEFAULT_RETRY,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
         now: Clock = time.time,
@@ -203,17 +184,14 @@ class RepoClient:
         owner, _, name = repository.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"repository must be 'owner/name', got {repository!r}")
-        config = dataclasses.replace(client.config, auto_retry=None)
-        self._github: GitHub[Any] = type(client)(client.auth, config=config)
+        self._caller = Caller(client, retry=retry, sleep=sleep, now=now)
+        self._github = self._caller.github
         self.repository = repository
         self.owner, self.name = owner, name
         self.number = number
         self.bot_login = bot_login
         self._spacer = spacer or MutationSpacer()
-        self._retry = retry
-        self._sleep = sleep
         self._clock = clock
-        self._now = now
         self._permission_ttl = permission_ttl
         self._permissions: dict[str, tuple[str, float]] = {}
         self._default_branch: str | None = None
@@ -673,28 +651,10 @@ class RepoClient:
     # -- one call, pages, and retrying --
 
     async def _call(self, method: str, path: str, request: Callable[[], Awaitable[R]]) -> R:
-        """One attempt: spaced if it mutates; a failure becomes GitHubError or _Transient."""
+        """One attempt: spaced if it mutates; a failure becomes GitHubError or Transient."""
         if method in MUTATING:
             await self._spacer.wait()
-        try:
-            return await request()
-        except RequestFailed as failed:
-            raw = failed.response.raw_response
-            decision = classify(
-                method,
-                path,
-                raw.status_code,
-                raw.headers,
-                raw.content,
-                now=self._now(),
-                reason=raw.reason_phrase,
-            )
-            raise (_Transient(decision) if isinstance(decision, Retry) else decision) from None
-        except RequestTimeout:
-            raise _Transient(connection_failure(method, path, None)) from None
-        except RequestError as error:
-            reason = type(error.exc).__name__
-            raise _Transient(connection_failure(method, path, reason)) from None
+        return await self._caller.call(method, path, request)
 
     async def _each_page(
         self,
@@ -704,41 +664,20 @@ class RepoClient:
         *,
         retried: bool = True,
     ) -> AsyncGenerator[list[T], None]:
-        """The pages of a list, following `Link: rel="next"` from the `first` one.
-
-        Each page is retried on its own when `retried`; otherwise the caller
-        retries the whole (a lookup retried together with its creation).
-        """
-        request = first
-        while True:
-
-            async def page(request: Callable[[], Awaitable[Response[Any]]] = request) -> Any:
-                return await self._call("GET", path, request)
-
-            response = await (self._retrying(page) if retried else page())
-            yield cast("list[T]", response.parsed_data)
-            url = next_link(response.headers.get("link"))
-            if url is None:
-                return
-            request = functools.partial(self._github.arequest, "GET", url, response_model=model)
+        """The pages of a list (see `Caller.each_page`), as lists."""
+        pages = self._caller.each_page(path, first, model, retried=retried)
+        async with contextlib.aclosing(pages):
+            async for response in pages:
+                yield cast("list[T]", response.parsed_data)
 
     async def _pages(
         self, path: str, first: Callable[[], Awaitable[Response[Any]]], model: type[list[T]]
     ) -> list[T]:
         """Every item of a list, each page retried on its own."""
-        return [item async for page in self._each_page(path, first, model) for item in page]
+        return await self._caller.pages(path, first, model)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        number = 1
-        while True:
-            try:
-                return await attempt()
-            except _Transient as transient:
-                wait = retry_wait(self._retry, number, transient.retry)
-                if isinstance(wait, GitHubError):
-                    raise wait from None
-                await self._sleep(wait)
-                number += 1
+        return await self._caller.retrying(attempt)
 
 
 # The name the worker knows it by, until it is rewired to RepoClient.
