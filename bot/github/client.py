@@ -32,6 +32,7 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import dataclasses
 import functools
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 __all__ = [
     "Comment",
     "FileRead",
+    "InstalledRepository",
     "Issue",
     "PullRequest",
     "PullRequestRef",
@@ -98,3 +99,11 @@ class PullRequestRef:
     # A draft was asked for and the repository allows none (a private
     # repository on a free plan): this regular PR was opened instead.
     draft_refused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledRepository:
+    """A repository an installation can see, and Neo could push to."""
+
+    full_name: str  # "owner/name", as GitHub spells it
+    default_branch: str

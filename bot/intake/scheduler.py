@@ -22,8 +22,6 @@ not answer for keeps its last known schedules until the next refresh.
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -31,13 +29,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from githubkit import GitHub
-from githubkit.auth.app import AppInstallationAuthStrategy
-from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
-
 from bot.config import CONFIG_PATH, Cron, RepoConfig, RepoConfigError, parse_repo_config
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp, signed_in_app
+from bot.github.errors import GitHubError
+from bot.github.installations import Installations
 from bot.intake.schedules import (
     DEFAULT_MAX_JITTER,
     decide,
@@ -71,7 +67,6 @@ TICK_SECONDS: Final = 30.0
 REFRESH_SECONDS: Final = 15 * 60.0
 # Config reads in flight at once.
 FETCH_CONCURRENCY: Final = 8
-_PAGE = 100
 # Beyond any slot: the schedule never fires again (cronsim found none in 50 years).
 _NEVER = datetime.max.replace(tzinfo=UTC)
 
@@ -112,20 +107,14 @@ class _Repo:
     entries: list[_Entry] = field(default_factory=list)
 
 
-class _ReadAuth(AppInstallationAuthStrategy):
-    """githubkit's installation auth, whose dataclass repr would print the App's key."""
-
-    def __repr__(self) -> str:
-        return f"InstallationAuth(installation_id={self.installation_id})"
-
-
 class Scheduler:
     """Schedules of every repository the App is installed on, queued as they fire.
 
     `refresh` reads installations, repositories and configs from GitHub;
     `tick` queues what is due at `now`. Both take the time as an argument, so
     tests drive them with a fake clock; `run` calls them on the real one.
-    `author` is the App's bot login, the author of scheduled jobs.
+    `author` is the App's bot login, the author of scheduled jobs. `sleep`
+    waits between retries of a GitHub read (tests replace it).
     """
 
     def __init__(
@@ -136,14 +125,14 @@ class Scheduler:
         author: str,
         max_jitter: timedelta = DEFAULT_MAX_JITTER,
         fetch_concurrency: int = FETCH_CONCURRENCY,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._app = app
+        self._github = Installations(app, bot_login=author, sleep=sleep)
         self._queue = queue
         self._author = author
         self._max_jitter = max_jitter
         self._fetching = asyncio.Semaphore(fetch_concurrency)
         self._repos: dict[str, _Repo] = {}  # by lower-case full name
-        self._clients: dict[int, GitHub[_ReadAuth]] = {}
 
     @property
     def repositories(self) -> dict[str, RepoConfig | None]:
@@ -155,121 +144,74 @@ class Scheduler:
     async def refresh(self, now: datetime) -> None:
         """Read installations, their repositories and each one's config; `now` is when."""
         try:
-            installations = await self._installations()
-        except GitHubException as error:
-            _log("scheduler_error", stage="list installations", error=_describe(error))
+            installations = await self._github.active()
+        except GitHubError as error:
+            _log("scheduler_error", stage="list installations", error=one_line(error))
             return
         listed: dict[str, _Repo] = {}
         kept: set[int] = set()  # installations GitHub would not list: keep what we knew
         for installation_id in installations:
             try:
-                found = await self._repositories(installation_id)
-            except GitHubException as error:
+                found = await self._github.repositories(installation_id)
+            except GitHubError as error:
                 _log(
                     "scheduler_error",
                     stage="list repositories",
                     installation=installation_id,
-                    error=_describe(error),
+                    error=one_line(error),
                 )
                 kept.add(installation_id)
                 continue
-            for full_name, default_branch in found:
-                repo = self._repos.get(full_name.lower())
+            for each in found:
+                key = each.full_name.lower()
+                repo = self._repos.get(key)
                 if repo is None or repo.installation_id != installation_id:
-                    repo = _Repo(full_name, installation_id, default_branch)
-                elif repo.default_branch != default_branch:
-                    repo.default_branch, repo.etag = default_branch, None
-                listed[full_name.lower()] = repo
+                    repo = _Repo(each.full_name, installation_id, each.default_branch)
+                elif repo.default_branch != each.default_branch:
+                    repo.default_branch, repo.etag = each.default_branch, None
+                listed[key] = repo
         for key, repo in self._repos.items():
             if repo.installation_id in kept:
                 listed.setdefault(key, repo)
         self._repos = listed
-        for installation_id in list(self._clients):
-            if installation_id not in installations:
-                del self._clients[installation_id]
+        self._github.forget(installations)
         await asyncio.gather(*(self._read_config(repo, now) for repo in listed.values()))
 
-    async def _installations(self) -> list[int]:
-        github = self._app.app_client
-        ids: list[int] = []
-        async for installation in github.rest.paginate(
-            github.rest.apps.async_list_installations, per_page=_PAGE
-        ):
-            # A suspended installation can mint no token.
-            if installation.suspended_at is None:
-                ids.append(installation.id)
-        return ids
-
-    async def _repositories(self, installation_id: int) -> list[tuple[str, str]]:
-        github = self._client(installation_id)
-        found: list[tuple[str, str]] = []
-        async for repo in github.rest.paginate(
-            github.rest.apps.async_list_repos_accessible_to_installation,
-            map_func=lambda response: response.parsed_data.repositories,
-            per_page=_PAGE,
-        ):
-            # Neo cannot push to an archived or disabled repository.
-            if not repo.archived and not repo.disabled:
-                found.append((repo.full_name, repo.default_branch))
-        return found
-
-    def _client(self, installation_id: int) -> GitHub[_ReadAuth]:
-        client = self._clients.get(installation_id)
-        if client is None:
-            app = self._app.app_client
-            # githubkit mints and caches this token in the App's own cache; the
-            # App's per-repository job tokens cannot list an installation.
-            auth = _ReadAuth(
-                app_id=app.auth.app_id,
-                private_key=app.auth.private_key,
-                installation_id=installation_id,
-                permissions={"contents": "read", "metadata": "read"},
-            )
-            client = app.with_auth(auth)
-            self._clients[installation_id] = client
-        return client
-
     async def _read_config(self, repo: _Repo, now: datetime) -> None:
-        owner, name = repo.full_name.split("/", 1)
-        github = self._client(repo.installation_id)
-        headers = {"If-None-Match": repo.etag} if repo.etag else {}
+        reader = self._github.reader(repo.installation_id, repo.full_name)
         async with self._fetching:
             try:
-                response = await github.rest.repos.async_get_content(
-                    owner, name, CONFIG_PATH, ref=repo.default_branch, headers=headers
+                read = await reader.read_file_if_changed(
+                    CONFIG_PATH, repo.default_branch, repo.etag
                 )
-            except GitHubException as error:
-                if isinstance(error, RequestFailed) and error.response.status_code == 404:
-                    self._configure(repo, None, None, now)  # no config: no schedules
-                    return
+            except GitHubError as error:
                 _log(
                     "scheduler_error",
                     stage="read config",
                     repository=repo.full_name,
-                    error=_describe(error),
+                    error=one_line(error),
                 )
                 return
-        if response.status_code == 304:  # unchanged: keep the parse, and the ticks' state
+        if not read.modified:  # unchanged: keep the parse, and the ticks' state
             return
-        etag = response.headers.get("etag")
+        if read.text is None and read.etag is None:
+            self._configure(repo, None, None, now)  # no config: no schedules
+            return
         try:
-            data = response.parsed_data
-            content = getattr(data, "content", None)
-            if getattr(data, "type", None) != "file" or not isinstance(content, str):
+            if read.text is None:  # a directory, symlink or submodule answered with an ETag
                 raise RepoConfigError(
                     f"{CONFIG_PATH}: not a file",
                     source=CONFIG_PATH,
                     problem="not a file",
                 )
-            config = parse_repo_config(base64.b64decode(content))
-        except (ValueError, binascii.Error, RepoConfigError) as error:
+            config = parse_repo_config(read.text)
+        except RepoConfigError as error:
             # Nobody to tell but the log: a schedule has no thread to comment on.
             # The worker reports a bad file on the next mention.
-            problem = str(error) if isinstance(error, RepoConfigError) else "undecodable content"
-            _log("schedule_config_invalid", repository=repo.full_name, error=problem)
-            self._configure(repo, None, etag, now)
+            _log("schedule_config_invalid", repository=repo.full_name, error=str(error))
+            self._configure(repo, None, read.etag, now)
             return
-        self._configure(repo, config, etag, now)
+        self._configure(repo, config, read.etag, now)
 
     def _configure(
         self, repo: _Repo, config: RepoConfig | None, etag: str | None, now: datetime
@@ -407,25 +349,7 @@ async def _guarded(stage: str, step: Awaitable[object]) -> None:
     try:
         await step
     except Exception as error:
-        _log("scheduler_error", stage=stage, error=_describe(error))
-
-
-def _describe(error: BaseException) -> str:
-    """One line about a failure, with no token and no body beyond GitHub's message."""
-    if isinstance(error, RequestFailed):
-        response = error.response.raw_response
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        message = body.get("message") if isinstance(body, dict) else None
-        text = one_line(str(message), 200) if message else response.reason_phrase
-        return f"github {response.status_code}: {text}"
-    if isinstance(error, RequestTimeout):
-        return "github: no answer in time"
-    if isinstance(error, GitHubException):
-        return f"github: {type(error).__name__}"
-    return one_line(error)
+        _log("scheduler_error", stage=stage, error=one_line(error))
 
 
 def _log(event: str, **fields: object) -> None:

@@ -353,7 +353,7 @@ async def test_a_failed_read_keeps_the_schedules_last_known(
     one = scheduler(app, queue)
     await one.refresh(T0)
 
-    # Errors githubkit does not retry (it retries 5xx and rate limits itself):
+    # Errors bot.github.core does not retry (it retries 5xx and rate limits):
     # the listing fails first, then, listed again, the config read.
     forbidden = "Resource not accessible by integration"
     github.fail_next("GET", CONFIG_ROUTE, 403, message=forbidden)
@@ -369,15 +369,38 @@ async def test_a_failed_read_keeps_the_schedules_last_known(
         {
             "event": "scheduler_error",
             "stage": "list installations",
-            "error": f"github 403: {forbidden}",
+            "error": f"github 403 GET /app/installations: {forbidden}",
         },
         {
             "event": "scheduler_error",
             "stage": "read config",
             "repository": REPO,
-            "error": f"github 403: {forbidden}",
+            "error": f"github 403 GET {CONFIG_ROUTE}: {forbidden}",
         },
     ]
+
+
+async def test_a_5xx_or_a_secondary_limit_is_retried_not_logged(
+    github: FakeGitHub, app: GitHubApp, queue: SqliteQueue, caplog: pytest.LogCaptureFixture
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", HOURLY)
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    one = Scheduler(app, queue, author="neo[bot]", sleep=sleep)
+    github.fail_next("GET", "/app/installations", 502)
+    github.fail_next("GET", "/installation/repositories", 403, headers={"retry-after": "3"})
+    github.fail_next("GET", CONFIG_ROUTE, 503, times=2)
+    with caplog.at_level(logging.INFO, logger="neo.scheduler"):
+        await one.refresh(T0)
+    await run([one], T0, at(9, 10))
+
+    assert [r.getMessage() for r in caplog.records if r.name == "neo.scheduler"] == []
+    assert config_reads(github) == [503, 503, 200]
+    assert waits == [1.0, 3.0, 1.0, 2.0]
+    assert slots(await scheduled_jobs(queue)) == [at(9)]
 
 
 async def test_an_uninstalled_repository_stops_being_scheduled(
