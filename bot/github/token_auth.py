@@ -9,24 +9,29 @@ repository, and for its bot login. Here every answer comes from the one
 token the workflow gave (its `GITHUB_TOKEN`, or a personal or App token):
 the installation id and the permissions asked for are ignored, since the
 workflow's `permissions:` decided them. Clients share one connection pool,
-closed by `aclose`.
+closed by `aclose`. `GET /user` is retried under `bot.github.core`'s policy.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import httpx
 from githubkit import GitHub, TokenAuthStrategy
-from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
 
 from bot.action.inputs import InputError
 from bot.github.app import Borrowed, InstallationToken, connection_pool
-from bot.github.core import api_version
-from bot.github.errors import GitHubAuthError
+from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
+from bot.github.core import RetryPolicy, api_version
+from bot.github.errors import GitHubAuthError, GitHubError
+
+if TYPE_CHECKING:
+    from githubkit_schemas.latest.models import PrivateUser, PublicUser
 
 __all__ = ["WORKFLOW_BOT", "TokenAuth"]
 
@@ -42,6 +47,7 @@ class TokenAuth:
     """What the worker needs from a GitHub App, answered with one token.
 
     `api_url` is GITHUB_API_URL (`https://HOST/api/v3` on GitHub Enterprise Server).
+    `retry`, `sleep` and `now` are the retry policy and its clocks (tests replace them).
     """
 
     def __init__(
@@ -51,6 +57,9 @@ class TokenAuth:
         api_url: str = "https://api.github.com",
         timeout: float = 30.0,
         user_agent: str = "neo-action",
+        retry: RetryPolicy = DEFAULT_RETRY,
+        sleep: Sleep = asyncio.sleep,
+        now: Clock = time.time,
     ) -> None:
         url = httpx.URL(api_url)
         self.api_url = str(url)
@@ -67,6 +76,7 @@ class TokenAuth:
             # One retry policy, bot.github.core's (RepoClient's): githubkit's is off.
             auto_retry=False,
         )
+        self._caller = Caller(self._github, retry=retry, sleep=sleep, now=now)
         self._login: str | None = None
 
     def __repr__(self) -> str:
@@ -94,33 +104,36 @@ class TokenAuth:
         by github-actions[bot].
         """
         if self._login is None:
+            caller = self._caller
+
+            async def ask() -> PrivateUser | PublicUser | None:
+                try:
+                    response = await caller.call(
+                        "GET", "/user", caller.github.rest.users.async_get_authenticated
+                    )
+                except GitHubError as error:
+                    # Refused for good, not a rate limit given up on: not a user's token.
+                    if error.status in _NOT_A_USER:
+                        return None
+                    raise
+                return response.parsed_data
+
             try:
-                response = await self._github.rest.users.async_get_authenticated()
-                login = response.parsed_data.login
-            except RequestFailed as error:
-                status = error.response.status_code
-                if status == 401:
+                user = await caller.retrying(ask)
+            except GitHubError as error:
+                if error.status == 401:
                     raise InputError(
                         "input github_token: GitHub refused it (401); pass the workflow's "
                         "token or one that has not expired"
                     ) from None
-                if status not in _NOT_A_USER:
-                    raise GitHubAuthError(
-                        f"github: GET /user answered {status} (check GITHUB_API_URL)",
-                        status=status,
-                    ) from None
-                login = WORKFLOW_BOT
+                # A rate limit's message says all; anything else may be the wrong API.
+                hint = "" if error.status in (403, 429) else " (check GITHUB_API_URL)"
+                raise GitHubAuthError(f"{error}{hint}", status=error.status) from None
             except ValueError:  # pydantic's: not GitHub's shape
                 raise GitHubAuthError(
                     "github: the answer to GET /user is not GitHub's (check GITHUB_API_URL)"
                 ) from None
-            except RequestTimeout:
-                raise GitHubAuthError("github: no answer in time (check GITHUB_API_URL)") from None
-            except GitHubException as error:
-                raise GitHubAuthError(
-                    f"github: cannot connect: {type(error).__name__} (check GITHUB_API_URL)"
-                ) from None
-            self._login = login
+            self._login = WORKFLOW_BOT if user is None else user.login
         return self._login
 
     async def installation_token(
