@@ -9,7 +9,7 @@
    the App and confirms.
 3. GitHub sends the browser back to `/callback?code=…&state=…`. The state must
    be this run's (else nothing is exchanged or written); the code is exchanged
-   through githubkit (`POST /app-manifests/{code}/conversions`) for the App's
+   once (`bot.github.manifest_conversion`, never retried) for the App's
    id, private key and webhook secret.
 4. These are written to the env file (`.env`) under the NEO_* names `neo serve`
    reads. The file is created mode 0600 under a temporary name and linked or
@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
+from bot.github.errors import GitHubError
+from bot.github.manifest_conversion import ConversionUnknown, convert_manifest_code
 from bot.setup.manifest import DEFAULT_NAME, app_manifest
 from runner.durable import fsync_directory
 from runner.errors import ConfigError, NeoError
@@ -66,7 +68,6 @@ CALLBACK_PATH: Final = "/callback"
 
 # GitHub's codes are hex; anything else could steer the exchange to another path.
 _CODE = re.compile(r"[A-Za-z0-9_-]{1,200}")
-_MAX_MESSAGE = 200
 
 
 class SetupFailed(NeoError):
@@ -244,55 +245,30 @@ def write_env_file(path: Path, text: str, *, force: bool) -> None:
 
 def exchange_code(api_url: str, code: str) -> CreatedApp:
     """The new App's credentials for the code GitHub's redirect carried (single use)."""
-    from githubkit import GitHub
-    from githubkit.exception import RequestError, RequestFailed, RequestTimeout
-
-    github = GitHub(base_url=api_url, user_agent="neo-setup-app", timeout=30.0, http_cache=False)
     try:
-        data = github.rest.apps.create_from_manifest(code).parsed_data
-    except RequestFailed as error:
-        status = error.response.status_code
-        message = _message(error.response.raw_response.content)
-        if status == 404:
-            message += (
-                " (the code expired or was used: codes last an hour; run neo setup-app again)"
-            )
-        elif status >= 500:
-            message += " (GitHub is unavailable; try again later)"
-        raise SetupFailed(f"github {status}: {message}; nothing was written") from None
-    except RequestTimeout:
+        app = convert_manifest_code(api_url, code)
+    except ConversionUnknown as error:
         raise SetupFailed(
-            "github: no answer in time (check --api-url); nothing was written"
+            f"{error}: GitHub may have created the App; delete it from your GitHub Apps "
+            "settings if so and run neo setup-app again; nothing was written"
         ) from None
-    except RequestError as error:
-        reason = type(error.exc).__name__
-        raise SetupFailed(
-            f"github: cannot connect: {reason} (check --api-url); nothing was written"
-        ) from None
-    except ValueError:  # pydantic's: not the shape GitHub answers with
-        raise SetupFailed(
-            "github: the answer to the code exchange is not GitHub's (check --api-url); "
-            "nothing was written"
-        ) from None
+    except GitHubError as error:
+        if error.status is None:  # no answer, or not GitHub's
+            hint = " (check --api-url)"
+        elif error.status == 404:
+            hint = " (the code expired or was used: codes last an hour; run neo setup-app again)"
+        elif error.status >= 500:
+            hint = " (GitHub is unavailable; try again later)"
+        else:
+            hint = ""
+        raise SetupFailed(f"{error}{hint}; nothing was written") from None
     return CreatedApp(
-        app_id=data.id,
-        name=data.name,
-        html_url=data.html_url,
-        pem=data.pem,
-        webhook_secret=data.webhook_secret,
+        app_id=app.app_id,
+        name=app.name,
+        html_url=app.html_url,
+        pem=app.pem,
+        webhook_secret=app.webhook_secret,
     )
-
-
-def _message(body: bytes) -> str:
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        parsed = None
-    message = parsed.get("message") if isinstance(parsed, dict) else None
-    if not isinstance(message, str) or not message.strip():
-        return "error"
-    message = re.sub(r"\s+", " ", message).strip()
-    return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
 
 
 # --- the local server ------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -29,10 +30,12 @@ import pytest
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp, load_private_key
+from bot.github.core import GHES_API_VERSION
 from bot.setup.flow import (
     CreatedApp,
     SetupFailed,
     env_file_text,
+    exchange_code,
     new_app_url,
     web_url,
     write_env_file,
@@ -327,6 +330,8 @@ def test_an_organization_on_github_enterprise_server_and_force(tmp_path: Path) -
             assert run.wait() == 0
         assert [call.route for call in github.conversions] == [f"/app-manifests/{code}/conversions"]
         assert github.requests[-1].path == f"/api/v3/app-manifests/{code}/conversions"
+        # GitHub Enterprise Server answers only the API versions it documents.
+        assert github.requests[-1].headers["x-github-api-version"] == GHES_API_VERSION
         api_url = github.base_url
     # Replaced, and private although the old file was not.
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
@@ -371,9 +376,86 @@ def test_an_expired_code_is_one_line_and_writes_nothing(
         assert page.status_code == 400
         assert run.wait() == 1
     assert len(run.stderr) == 1
-    assert run.stderr[0].startswith("neo: error: github 404: Not Found (the code expired")
+    assert run.stderr[0].startswith(
+        "neo: error: github 404 POST /app-manifests/{code}/conversions: Not Found (the code expired"
+    )
+    assert stale not in run.output
     assert "nothing was written" in run.stderr[0]
     assert list(tmp_path.iterdir()) == []
+
+
+CONVERSIONS = "/app-manifests/{code}/conversions"
+
+
+def test_a_5xx_on_the_exchange_is_not_retried(github: ManifestGitHub) -> None:
+    # A code works once: a second POST after a 502 GitHub acted on could only fail.
+    code = github.issue_code()
+    github.fail_next("POST", CONVERSIONS, 502)
+
+    with pytest.raises(SetupFailed) as raised:
+        exchange_code(github.base_url, code)
+
+    assert str(raised.value) == (
+        f"github 502 POST {CONVERSIONS}: Server Error (GitHub is unavailable; try again later); "
+        "nothing was written"
+    )
+    assert [r.status for r in github.requests if r.method == "POST"] == [502]
+    assert code not in str(raised.value)
+
+
+@contextmanager
+def hanging_up_server() -> Iterator[tuple[str, list[bytes]]]:
+    """An API URL whose server reads each request and closes without answering."""
+    received: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return  # closed: the test is over
+            with connection:
+                connection.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := connection.recv(65536)):
+                    data += chunk
+                received.append(data)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", received
+    finally:
+        listener.close()
+        thread.join(timeout=10)
+
+
+def test_a_connection_lost_after_the_code_was_sent_says_to_start_over() -> None:
+    with hanging_up_server() as (api_url, received), pytest.raises(SetupFailed) as raised:
+        exchange_code(api_url, "ab" * 20)
+
+    assert str(raised.value) == (
+        f"github: POST {CONVERSIONS}: the connection failed (RemoteProtocolError) after the "
+        "code was sent: GitHub may have created the App; delete it from your GitHub Apps "
+        "settings if so and run neo setup-app again; nothing was written"
+    )
+    assert len(received) == 1  # sent once, not retried
+    assert received[0].startswith(b"POST /app-manifests/" + b"ab" * 20 + b"/conversions ")
+
+
+def test_no_server_at_the_api_url_is_one_line() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        api_url = f"http://127.0.0.1:{closed.getsockname()[1]}"  # nobody listens there
+
+    with pytest.raises(SetupFailed) as raised:
+        exchange_code(api_url, "ab" * 20)
+
+    assert str(raised.value) == (
+        f"github: POST {CONVERSIONS}: cannot connect: ConnectError (check --api-url); "
+        "nothing was written"
+    )
 
 
 def test_a_file_that_appears_meanwhile_is_kept_and_the_app_named(
