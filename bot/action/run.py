@@ -47,7 +47,7 @@ from bot.action.inputs import ActionContext, ActionInputs, InputError, read_cont
 from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
 from bot.action.plan import Run, Skip, plan
 from bot.config.settings import Settings
-from bot.github.token_auth import TokenAuth
+from bot.github.token_auth import TokenAuth, TokenRefused
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
 from bot.logs import log_to_stderr
 from bot.queue import SqliteQueue
@@ -106,7 +106,7 @@ def main(env: Mapping[str, str]) -> int:
     interrupted = asyncio.Event()
     try:
         outcome = asyncio.run(_main(context, inputs, payload, interrupted))
-    except InputError as error:
+    except (InputError, TokenRefused) as error:
         _finish(context, ActionOutcome(conclusion="failed", reason=str(error)))
         print(f"neo: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Final, Self
 import httpx
 from githubkit import GitHub, TokenAuthStrategy
 
-from bot.action.inputs import InputError
 from bot.github.app import Borrowed, InstallationToken, connection_pool
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
 from bot.github.core import RetryPolicy, api_version
@@ -33,7 +32,7 @@ from bot.github.errors import GitHubAuthError, GitHubError
 if TYPE_CHECKING:
     from githubkit_schemas.latest.models import PrivateUser, PublicUser
 
-__all__ = ["WORKFLOW_BOT", "TokenAuth"]
+__all__ = ["WORKFLOW_BOT", "TokenAuth", "TokenRefused"]
 
 # Who comments, pushes and opens pull requests with a workflow's GITHUB_TOKEN.
 WORKFLOW_BOT: Final = "github-actions[bot]"
@@ -41,6 +40,10 @@ WORKFLOW_BOT: Final = "github-actions[bot]"
 _LIFETIME = timedelta(hours=24)
 # Answers to GET /user for a token that is not a user's: an installation's.
 _NOT_A_USER = frozenset({403, 404})
+
+
+class TokenRefused(GitHubAuthError):
+    """GitHub refused the token itself (401): a mistake in the step's inputs."""
 
 
 class TokenAuth:
@@ -122,7 +125,7 @@ class TokenAuth:
                 user = await caller.retrying(ask)
             except GitHubError as error:
                 if error.status == 401:
-                    raise InputError(
+                    raise TokenRefused(
                         "input github_token: GitHub refused it (401); pass the workflow's "
                         "token or one that has not expired"
                     ) from None

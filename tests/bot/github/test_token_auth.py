@@ -8,11 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.action.inputs import InputError
 from bot.github.app import GitHubApp
 from bot.github.core import SECONDARY_WAIT
 from bot.github.errors import GitHubAuthError
-from bot.github.token_auth import WORKFLOW_BOT, TokenAuth
+from bot.github.token_auth import WORKFLOW_BOT, TokenAuth, TokenRefused
 from tests.fakes import FakeGitHub
 from tests.fakes.github_api import Call, error_json, user_json
 
@@ -128,7 +127,7 @@ async def test_a_refused_token_is_a_bad_input(github: FakeGitHub, token: str) ->
     github.fail_next("GET", "/user", 401, message="Bad credentials")
     waits: list[float] = []
 
-    with pytest.raises(InputError, match=r"^input github_token: GitHub refused it \(401\)"):
+    with pytest.raises(TokenRefused, match=r"^input github_token: GitHub refused it \(401\)"):
         await login(github, token, waits)
 
     assert waits == []
