@@ -44,6 +44,11 @@ class NewApp:
     pem: str = field(repr=False)
     webhook_secret: str | None = field(repr=False)
 
+    @property
+    def install_url(self) -> str:
+        """Where the owner installs the new App on repositories."""
+        return f"{self.html_url.rstrip('/')}/installations/new"
+
 
 class ConversionUnknown(GitHubError):
     """The code went out and no answer came back: GitHub may have created the App."""

@@ -36,21 +36,20 @@ import secrets
 import tempfile
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final, TextIO
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
 from bot.github.errors import GitHubError
-from bot.github.manifest_conversion import ConversionUnknown, convert_manifest_code
+from bot.github.manifest_conversion import ConversionUnknown, NewApp, convert_manifest_code
 from bot.setup.manifest import DEFAULT_NAME, app_manifest
 from runner.durable import fsync_directory
 from runner.errors import ConfigError, NeoError
 
 __all__ = [
     "DEFAULT_API_URL",
-    "CreatedApp",
     "SetupFailed",
     "SetupOptions",
     "env_file_text",
@@ -86,21 +85,6 @@ class SetupOptions:
     name: str = DEFAULT_NAME
     port: int = 0
     force: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class CreatedApp:
-    """What GitHub answers the code exchange with, as far as Neo keeps it."""
-
-    app_id: int
-    name: str
-    html_url: str
-    pem: str = field(repr=False)
-    webhook_secret: str | None = field(repr=False)
-
-    @property
-    def install_url(self) -> str:
-        return f"{self.html_url.rstrip('/')}/installations/new"
 
 
 # --- pure parts ------------------------------------------------------------------
@@ -158,7 +142,7 @@ def _result_page(title: str, *paragraphs: str) -> str:
     )
 
 
-def env_file_text(app: CreatedApp, api_url: str) -> str:
+def env_file_text(app: NewApp, api_url: str) -> str:
     """The env file: the App's NEO_* settings, one `NAME=value` line each.
 
     Values are unquoted, as `docker run --env-file` takes them verbatim; the
@@ -243,7 +227,7 @@ def write_env_file(path: Path, text: str, *, force: bool) -> None:
 # --- the exchange ----------------------------------------------------------------
 
 
-def exchange_code(api_url: str, code: str) -> CreatedApp:
+def exchange_code(api_url: str, code: str) -> NewApp:
     """The new App's credentials for the code GitHub's redirect carried (single use)."""
     try:
         app = convert_manifest_code(api_url, code)
@@ -262,13 +246,7 @@ def exchange_code(api_url: str, code: str) -> CreatedApp:
         else:
             hint = ""
         raise SetupFailed(f"{error}{hint}; nothing was written") from None
-    return CreatedApp(
-        app_id=app.app_id,
-        name=app.name,
-        html_url=app.html_url,
-        pem=app.pem,
-        webhook_secret=app.webhook_secret,
-    )
+    return app
 
 
 # --- the local server ------------------------------------------------------------
@@ -292,7 +270,7 @@ class _Flow:
         account = f"the organization {options.org}" if options.org else "your account"
         self.page = start_page(self.action, manifest, account)
         self.done = threading.Event()
-        self.created: CreatedApp | None = None
+        self.created: NewApp | None = None
         self.error: NeoError | None = None
         self._lock = threading.Lock()
         self._claimed = False
@@ -326,7 +304,7 @@ class _Flow:
         message = html.escape(str(self.error))
         return 400, _result_page("The GitHub App was not set up", message), True
 
-    def _complete(self, query: Mapping[str, list[str]]) -> CreatedApp:
+    def _complete(self, query: Mapping[str, list[str]]) -> NewApp:
         state = (query.get("state") or [""])[0]
         if not hmac.compare_digest(state.encode(), self.state.encode()):
             raise SetupFailed(
@@ -392,7 +370,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass  # request lines hold the code and state: keep them off the terminal
 
 
-def run_setup(options: SetupOptions, out: TextIO) -> CreatedApp:
+def run_setup(options: SetupOptions, out: TextIO) -> NewApp:
     """Run the flow: serve the page, wait for GitHub's redirect, write the env file.
 
     Raises ConfigError before anything is served, SetupFailed after.

@@ -31,8 +31,8 @@ import pytest
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp, load_private_key
 from bot.github.core import GHES_API_VERSION
+from bot.github.manifest_conversion import NewApp
 from bot.setup.flow import (
-    CreatedApp,
     SetupFailed,
     env_file_text,
     exchange_code,
@@ -544,8 +544,8 @@ def test_the_new_app_page_is_the_account_or_the_organization() -> None:
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEab+/cd==\nefgh\n-----END RSA PRIVATE KEY-----\n"
 
 
-def _app(webhook_secret: str | None = WEBHOOK_SECRET) -> CreatedApp:
-    return CreatedApp(
+def _app(webhook_secret: str | None = WEBHOOK_SECRET) -> NewApp:
+    return NewApp(
         app_id=99,
         name="Neo",
         html_url="https://github.com/apps/neo",
