@@ -1,11 +1,7 @@
 """What one run may spend, in model calls, time and money, and what the model is told of it.
 
-The loop asks `before_call` before each provider call and `note` after each
-batch of tools. Past `warn_at` (80%) of the turns, the time or the cost, the
-model is told once, in its next tool result, what is left, so it can finish
-the change it is making. A call that would take the run past its cost limit
-is not made: the cost of the previous call (the prompt only grows) stands
-for the next one, and the first call's is its prompt as plain input.
+The loop asks `before_call` before each provider call and `note` after each batch of
+tools; the rules: docs/architecture.md, "Budgets".
 """
 
 from __future__ import annotations

@@ -1,44 +1,9 @@
 """One job, end to end: clone on the host, the agent in a sandbox, commit and push on the host.
 
-    result = await run(JobSpec(...), on_event=progress.observe, stop=stopped)
+    result = await run(JobSpec(...), on_event=progress.apply, stop=stopped)
 
-The token given in the spec is used by the host's git processes only (clone,
-fetch of a pull request head, push); the sandbox and the model never see it
-(docs/architecture.md, rule 3). Under the spec's data directory live:
-
-    sessions/<id>.jsonl    one transcript per thread, resumed by the next job
-                           of the same session key (the id is derived from it)
-    mirrors/               the mirror cache, unless the caller passes its own
-    workspaces/<job id>/   the job's working tree, removed when the job ends
-
-A thread's session moves forward only when a job ends. While the agent
-runs, the session is saved before each model call, marked with the job's id
-and where it stood before the job began (`runner.session.JobMark`), so the
-turns of a job that never ended can be told apart. A job starts from where
-the session stood before the marked job when that job never ended (its
-worker died mid-job) or is this very job (a retry of it): that attempt's
-edits died with its working tree, and the model must not be told of them,
-nor be given the task twice. When a job ends, its mark says so and the next
-job of the thread sees:
-
-- `changed`, `no_changes`: the whole conversation, which the work branch
-  now matches; when workflow edits were reverted, a note saying which.
-- `failed`, `cancelled`: the whole conversation too, so that "try again" or
-  "do it another way" knows what was tried and why it stopped, followed by
-  a note that the job failed (with its error line) or was cancelled and
-  that its working tree was discarded: none of its edits is on the branch.
-- a job that failed before the agent ran leaves the session as it was.
-
-The notes are user text from Neo, after the job's last message; the next
-task joins them.
-
-After the agent has finished, the host folds whatever the agent left (files,
-and commits it may have made itself) into one commit on the work branch:
-changes under `.github/workflows/` are reverted first unless the spec allows
-them (a pushed workflow runs with the repository's secrets), then the rest is
-committed as the bot with the requester as co-author and pushed. Every failure
-after the spec is accepted ends up in `JobResult` as one line; only a spec
-that cannot work raises `ConfigError`.
+The data directory, a thread's session across jobs, and what is committed and
+pushed: docs/architecture.md, "One job on the host".
 """
 
 from __future__ import annotations

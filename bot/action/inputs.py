@@ -1,13 +1,9 @@
 """What `neo action` is given: the Action's inputs and the workflow run's context. Pure.
 
-`action.yml` hands every input to `neo action` as an `INPUT_<NAME>` variable
-(composite actions get none of their own), and the runner sets the
-`GITHUB_*` ones. Both are read here from a mapping, validated, and turned
-into values; anything wrong is one `InputError` line naming the input or
-variable, never its value (an API key or the token may be what is wrong).
+    inputs, context = read_inputs(os.environ), read_context(os.environ)
 
-    inputs = read_inputs(os.environ)
-    context = read_context(os.environ)
+A mistake is one `InputError` line naming the input or variable, never its value
+(docs/architecture.md, "The Action").
 """
 
 from __future__ import annotations

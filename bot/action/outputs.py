@@ -1,12 +1,9 @@
 """What `neo action` leaves for the workflow: step outputs and the job summary.
 
-    outcome = ActionOutcome(conclusion="success", branch="neo/issue-12", pr_url=...)
     write_outputs(path, outcome.outputs())     # GITHUB_OUTPUT
     append_summary(path, outcome.summary())    # GITHUB_STEP_SUMMARY
 
-Outputs use the file's multi-line form, `name<<DELIMITER`, with a random
-delimiter checked to occur in no value, so no value can end its own entry
-early and set another output. Rendering is pure; the two writers append.
+Rendering is pure; the two writers append (docs/architecture.md, "The Action").
 """
 
 from __future__ import annotations

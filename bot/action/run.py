@@ -1,30 +1,8 @@
-"""`neo action`: one workflow run's event through the App's own engine.
+"""`neo action`: one workflow run's event through the App's own worker.
 
-What `action.yml` runs. It reads the event (`GITHUB_EVENT_NAME`,
-`GITHUB_EVENT_PATH`) and the inputs, decides by the App's trigger rules
-whether there is a job (`bot.action.plan`), queues it in a SQLite queue in a
-temporary directory and runs the real `bot.worker.loop.Worker` on it, one job at a
-time, until the queue is drained. The worker is the App's: it checks the
-requester's write access, reads `.github/neo.yml`, reacts, posts the progress
-comment, runs `runner.job.run`, pushes, opens the draft pull request and
-writes the report, all through `bot.github.client.RepoClient`. Only its credentials
-differ: the workflow's token (`bot.github.token_auth.TokenAuth`) instead of an App,
-and GitHub at `GITHUB_API_URL`, git at `GITHUB_SERVER_URL`; and what it is
-told: the settings file at the `config_path` input, with the inputs that
-set a setting (`provider`, `model`, `max_turns`, `time_limit`,
-`allowed_users`, `allowed_bots`, `branch_prefix`) winning over the file.
-
-The job's id is derived from the run (`GITHUB_RUN_ID`) and the workflow's
-job, so each run has its own progress comment, and a re-run of the same run
-finds and reuses it, as a retried job of the App does.
-
-Then it sets the step's outputs (`GITHUB_OUTPUT`) and appends the report to
-the job summary (`GITHUB_STEP_SUMMARY`). Exit status: 0 done, no changes, or
-nothing to do (an event that asks nothing of Neo, or a requester without
-write access, who got the App's one short reply); 1 the job failed, with its
-one-line error on stderr and in the summary; 2 a bad input or a missing
-variable, one line naming it; 130 interrupted (the run was cancelled: the
-job is cancelled and its comment says so).
+What `action.yml` runs: plan the job, queue it in a temporary SQLite queue, run the real
+`Worker` on it with the workflow's token, then set the step's outputs and summary. Job ids,
+settings and exit statuses: docs/architecture.md, "The Action".
 """
 
 from __future__ import annotations

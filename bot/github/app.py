@@ -1,26 +1,9 @@
-"""GitHub App authentication and the process's one GitHub client.
-
-One `GitHubApp` per process, built at start-up and closed on shutdown:
+"""GitHub App authentication: the App's JWT, installation tokens, and the process's HTTP pool.
 
     async with GitHubApp(app_id, load_private_key(key, key_path), api_url) as app:
-        token = await app.installation_token(installation_id, "octo/hello")
         github = await app.installation_client(installation_id, "octo/hello")
-        login = await app.bot_login()
 
-It signs App JWTs with githubkit's `AppAuthStrategy` and mints installation
-tokens scoped to one repository and the least permissions a job needs (or
-fewer: `CONFIG_PERMISSIONS` reads another repository's settings; more:
-`WORKFLOW_JOB_PERMISSIONS` when the repository's config lets Neo push
-workflow changes). Tokens are
-cached per (installation, repository, permissions) until a minute before they
-expire, and concurrent requests for one key share a single call to GitHub. Every
-client it hands out shares one HTTP connection pool, which `aclose` closes.
-
-Use it from one event loop: the pool and the in-flight calls belong to it.
-
-`AppAuth` is what the worker and the repository client need of it, as a Protocol, so
-`neo action` can hand them an object that authenticates with a workflow's
-token instead.
+Token scopes and caching, `AppAuth`: docs/architecture.md, "Talking to GitHub".
 """
 
 from __future__ import annotations

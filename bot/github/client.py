@@ -1,29 +1,9 @@
 """One repository's reads and effects on GitHub, under one retry and spacing policy.
 
-One `RepoClient` per job (or per repository read), over an installation client
-for one thread (issue or pull request):
-
     client = await RepoClient.for_installation(app, installation_id, "octo/hello", 12)
-    thread = await client.read_thread(pull_request=False)
-    await client.react("issue_comment", trigger_id)
-    comment = await client.progress_comment(job.id, body)
-    await client.update_progress(comment, report)
-    pr = await client.open_or_update_pr("neo/issue-12", "main", title, description)
+    pr = await client.open_or_update_pr("neo/issue-12", "main", title, body)
 
-Every effect is idempotent (a job retried after a crash reuses what it made):
-the progress comment and replies are found again by a hidden marker in a
-comment by the App's bot user, a pull request by its head branch. Lists follow
-GitHub's `Link: rel="next"` to their end.
-
-What a failed answer means, and how long to wait, is `bot.github.core`'s to
-say; githubkit's own retry is off (it sleeps outside our control and would
-multiply attempts with ours). Creations are retried together with their
-lookup, so a POST that succeeded behind a 502 is found, not repeated. Mutating
-calls of one installation are spaced at least a second apart (GitHub's
-guidance against secondary rate limits) by a `MutationSpacer` shared through a
-`Spacers` registry. Reads are not spaced.
-
-Use it from one event loop.
+Idempotency, retries, spacing, drafts: docs/architecture.md, "Talking to GitHub".
 """
 
 from __future__ import annotations

@@ -2,14 +2,8 @@
 
     async with TokenAuth(token, api_url="https://api.github.com") as auth:
         login = await auth.bot_login()  # github-actions[bot] for the workflow token
-        client = await auth.installation_client(0, "octo/hello")
 
-The worker asks the App for an installation's client and token on a
-repository, and for its bot login. Here every answer comes from the one
-token the workflow gave (its `GITHUB_TOKEN`, or a personal or App token):
-the installation id and the permissions asked for are ignored, since the
-workflow's `permissions:` decided them. Clients share one connection pool,
-closed by `aclose`. `GET /user` is retried under `bot.github.core`'s policy.
+docs/architecture.md, "Talking to GitHub".
 """
 
 from __future__ import annotations

@@ -1,22 +1,8 @@
 """The scheduler of `neo serve`: a job in the queue each time a repository's schedule fires.
 
-Every `REFRESH_SECONDS` it lists the App's installations (`GET /app/installations`,
-as the App) and each one's repositories (`GET /installation/repositories`, with
-an installation token that may read contents and metadata, nothing more), and
-reads each repository's `.github/neo.yml` from its default branch with a
-conditional request: the ETag of the last answer goes out as `If-None-Match`,
-and a 304 (which GitHub does not count against the rate limit) keeps the parse
-cached in memory. Every `TICK_SECONDS` it asks `bot.intake.schedules.decide` about
-every schedule and queues what fired.
-
-A firing is queued once however many schedulers run: its dedupe key, also its
-delivery id, is repository + schedule + slot, so a second replica or a restart
-finds it already queued. The last slot queued for a schedule is read back from
-the queue (`JobQueue.last_dedupe_key`) the first time a scheduler sees the
-schedule, which is how downtime is caught up with one job, not one per slot.
-
-Failures are one log line each and never stop it: a repository GitHub would
-not answer for keeps its last known schedules until the next refresh.
+Every `REFRESH_SECONDS` it reads the installed repositories' `.github/neo.yml`; every
+`TICK_SECONDS` it queues what `bot.intake.schedules.decide` says is due. How a firing
+is queued once: docs/architecture.md, "Schedules".
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
 """When a schedule fires: a pure core over `bot.config.Cron`, for `bot.intake.scheduler`.
 
-A schedule fires once per *slot*, a minute its cron expression names (UTC).
-A slot is *due* a little after it: each (repository, schedule) has a fixed
-jitter of its own, so a thousand repositories on `0 6 * * MON` are not all
-queued in the same second. `decide` answers, for one schedule at one moment,
-which slot to queue now, if any, and until when nothing new can be due:
-
-- a slot is queued once: only slots after the last one queued qualify;
-- after downtime only the latest due slot is queued, not every one missed;
-- a schedule never queued before starts with the slots due after it was first
-  seen, so adding one (or a first start of Neo) does not run a slot long past.
-
-The jitter of a slot is below the gap to the next slot, so slots fall due in
-their own order and an every-minute schedule still fires every minute.
-
-No I/O and no clock: time comes in as arguments, always timezone-aware.
+No I/O and no clock: time comes in as arguments, always timezone-aware. Slots, jitter
+and downtime: docs/architecture.md, "Schedules".
 """
 
 from __future__ import annotations

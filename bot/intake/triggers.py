@@ -1,17 +1,8 @@
 """Which deliveries are work for Neo, and what work. Pure triage over parsed deliveries.
 
-`triage` turns a `Delivery` into job requests, or an `Ignore` whose reason
-feeds logs and metrics. It decides from the payload alone; whether the author
-may run Neo (write access) needs the GitHub API and is the worker's check.
-
-The payload fields it reads are validated by small strict pydantic models
-that ignore everything else. githubkit's full webhook models are not used
-here: they reject real payloads GitHub sent in earlier years (fields since
-made required, e.g. `performed_via_github_app`) and cost milliseconds per
-delivery, while triage needs a dozen fields and must never crash. The models
-also refuse values GitHub never sends (a repository without an owner or with
-`..`, issue number 0, a login with a newline): those reach the worker's git
-commands, paths and commit trailers, and number 0 means "no thread" there.
+`triage` turns a `Delivery` into job requests, or an `Ignore` with its reason; whether
+the author may run Neo is the worker's check. Why the payload models are small and
+strict: docs/architecture.md, "Intake".
 """
 
 from __future__ import annotations

@@ -2,25 +2,7 @@
 
     neo setup-app --webhook-url https://neo.example.com/api/github/webhooks [--org ORG]
 
-1. It listens on 127.0.0.1 (`--port`, default any free port) and prints the
-   page to open in a browser.
-2. That page posts Neo's manifest (`bot.setup.manifest`) to GitHub's "new App"
-   page of the account or of `--org`, with a random `state`. The owner names
-   the App and confirms.
-3. GitHub sends the browser back to `/callback?code=…&state=…`. The state must
-   be this run's (else nothing is exchanged or written); the code is exchanged
-   once (`bot.github.manifest_conversion`, never retried) for the App's
-   id, private key and webhook secret.
-4. These are written to the env file (`.env`) under the NEO_* names `neo serve`
-   reads. The file is created mode 0600 under a temporary name and linked or
-   renamed into place, so it is never readable by others nor seen half
-   written. An existing file is kept unless `--force`; that is checked before
-   the server starts, so no one creates an App whose key has nowhere to go.
-
-The server is the standard library's `ThreadingHTTPServer`: one page and one
-callback need no event loop, the main thread simply waits for the callback,
-and a thread per connection means a browser's idle preconnection cannot hold
-the callback up. The private key and the secrets are never printed.
+The steps, the state check and the env file: docs/architecture.md, "App setup".
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 `JobSteps.process` reads as the steps: the config and the requester's role
 (together), who may run, the progress comment and a 👀 reaction, the thread,
 the spec, `runner.job.run` with the comment edited live, the pull request,
-the report. A stop request is `JobSteps.stop_request`. The GitHub reads the
-`RepoClient` does not own yet are the small `_read_*` functions at the end.
+the report. A stop request is `JobSteps.stop_request`.
 """
 
 from __future__ import annotations

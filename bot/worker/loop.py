@@ -4,13 +4,7 @@
                     WorkerOptions(name="host-1:0", concurrency=2))
     await worker.run(stop)  # until `stop` is set, then drains
 
-Each claimed job runs in `bot.worker.job`. Leases: each running job is
-heartbeated; a lost lease or a requested cancel sets the runner's `stop`. A
-job whose lease expired on its last attempt is failed by the queue; the
-worker that notices turns its progress comment, if it has one, into the
-failed report. On shutdown the worker takes no new jobs, waits up to `grace`
-seconds for running ones, then stops and releases them for retry. See
-docs/architecture.md for the whole flow.
+Leases, stops and shutdown: docs/architecture.md, "The worker".
 """
 
 from __future__ import annotations

@@ -1,30 +1,8 @@
-"""The one comment of a job: live progress while it runs, then the report.
+"""The one comment of a job: live progress while it runs, then the report. Pure.
 
-Pure state and rendering. `Progress` folds the agent's events into what the
-comment shows, `render_progress` and `render_report` turn that into Markdown,
-and `Throttle` decides when an edit is worth an API call. The worker owns the
-clock, the GitHub calls and the retries.
-
-Model text is untrusted: the model read issue bodies an outsider wrote, so
-its summary and checklist may say whatever that outsider wanted. Before it
-reaches a comment, `neutralise` makes sure it cannot
-
-- notify anyone: `@login` and `@org/team` become `@\u200blogin` (a zero-width
-  space after the `@`, as Dependabot does in release notes): it reads the
-  same, and GitHub does not see a mention;
-- close or link-close an issue: the closing keywords (`fixes #12`,
-  `closes owner/repo#3`, ...) get the same invisible break inside the word,
-  so a pull request body built from the summary closes only what the
-  github writes itself; plain `#12` references stay links;
-- hide text or fake structure with HTML: every `<` that would open a tag or
-  a comment (`<!-- neo:job=... -->`, `<details>`, `<img>`) gets the break, so
-  it shows as text; autolinks (`<https://...>`) stay.
-
-Fenced code blocks, as CommonMark parses them, are kept byte for byte, so
-code stays copyable: GitHub neither links mentions nor reads keywords there.
-Everything else, inline code included, is neutralised (the break is invisible
-there too). Tool calls and commands are shown as code spans whose fence is
-longer than any backtick run inside, on one line, verbatim otherwise.
+`Progress` folds the agent's events into state, `render_progress` and `render_report`
+turn it into Markdown, `Throttle` says when an edit is worth a call; the worker owns
+the clock and the GitHub calls. How model text is defused: docs/architecture.md, "The report".
 """
 
 from __future__ import annotations

@@ -1,37 +1,7 @@
 """The model's view of the thread: the task prompt of a job. Pure.
 
-Everything GitHub users wrote (titles, bodies, comments, reviews, diffs)
-reaches the model as data, never as instructions (docs/architecture.md, rule 6).
-
-The quoting scheme: each piece of user text sits, verbatim, inside a block
-
-    <data-3f9c0a1b2d4e6f70 kind="comment" author="alice" association="MEMBER" ...>
-    ...the text, byte for byte...
-    </data-3f9c0a1b2d4e6f70>
-
-whose tag name carries a boundary token, like a MIME multipart boundary: 16
-hex digits derived from a hash of all the quoted texts and checked to occur
-in none of them (case-insensitively), so no text can contain the closing tag
-of its block, whatever it holds: fences, `</data>`, fake tags with other
-tokens, "ignore previous instructions". Nothing is escaped inside, so code
-and diffs read exactly as written; the labels (kind, author, association,
-dates, truncation notes) are attributes Neo writes, HTML-escaped onto one
-line. The token is a pure function of the texts, so the prompt is too.
-
-A short preamble says that these blocks are data and that the task is the
-trigger's request only, from the requester whose write access the worker
-checked. Neo's own comments (by its bot login, or carrying a job marker)
-are left out: they are its earlier progress reports, which the continued
-session already holds, and model output should not come back as thread
-text. Other bots' comments are kept and labelled `bot="true"`. Comments are
-capped by count and size, keeping the most recent; every omission is said.
-
-A job that belongs to no issue or pull request (a schedule's, a workflow's)
-has only its instruction: `build_instruction_prompt` quotes it the same way,
-with who or what asked for it and the branch the work goes to. A workflow's
-prompt on an issue or pull request (`Trigger.workflow_prompt`) is the task,
-quoted as such; the thread, and the comment or review that started the run,
-are then all context.
+User text reaches the model quoted as data, never as instructions (rule 6). The
+quoting scheme, and what is left out: docs/architecture.md, "The prompt".
 """
 
 from __future__ import annotations

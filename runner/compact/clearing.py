@@ -1,11 +1,6 @@
 """Clearing: old tool results give way to one-line notes, with no model call.
 
-What a tool returned long ago (a file read, a test run) is rarely needed
-again word for word, and the model can ask for it again. Each cleared
-result keeps its place and its tool_use_id, so every call stays answered;
-its content becomes a note naming the tool, its arguments and the size it
-had. Error results stay whole (they say what went wrong) and so do the
-results of `keep_tools` (the checklist).
+What is kept whole, and why: docs/architecture.md, "Compaction".
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Sandbox image references, checked against Docker's grammar before the engine sees them.
 
-The engine answers a malformed reference with an HTTP 400 that would surface
-as a traceback or an "internal error"; every place an image is named (`--image`,
-`sandbox_image` in `.github/neo.yml`, `NEO_SANDBOX_IMAGE`) checks it here instead
-and says which setting is wrong.
-
-The grammar is distribution/reference's: `[domain[:port]/]path[:tag][@digest]`.
+Every setting that names an image checks it here, so a bad one is one line naming the
+setting, not the engine's 400 (docs/architecture.md, "Sandboxes").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The sandbox that is the host itself: a directory and the host's processes.
 
-It keeps paths inside the tree and secrets out of commands' environments, and
-out of their reach in /proc: commands are children of a helper process that
-holds no secret (see `spawner`). It is no security boundary: a command can
-still reach anything the host user can (files, the key file, the data
-directory, the processes that started Neo), so jobs from untrusted triggers
-run in the docker sandbox instead.
+Paths stay inside the tree and secrets out of commands' reach (`spawner`), but it is
+no security boundary: docs/architecture.md, "Sandboxes".
 """
 
 from __future__ import annotations
