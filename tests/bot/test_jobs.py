@@ -1,12 +1,15 @@
-"""The job outcome: one mapping from the runner's result, and rows old and new."""
+"""The job outcome: one mapping from the runner's result, and rows old and new; requests
+queued before a field existed."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from bot.jobs import Conclusion, JobOutcome, JobState, conclusion_of
+from bot.jobs import Conclusion, JobOutcome, JobRequest, JobState, Thread, conclusion_of
 from runner.job import JobResult
 
 
@@ -125,3 +128,37 @@ def test_rows_written_as_dicts_read_as_outcomes(
     row: dict[str, Any], state: JobState, expected: JobOutcome
 ) -> None:
     assert JobOutcome.from_json(row, state) == expected
+
+
+REQUEST = JobRequest(
+    kind="run",
+    thread=Thread("octo/hello", 3),
+    installation_id=7,
+    event="issue_comment.created",
+    trigger_id=30,
+    author="mona",
+    author_association="COLLABORATOR",
+    instruction="@neo add a line",
+    dedupe_key="comment:30",
+    delivery_id="d1",
+    branch="neo/docs",
+    instruction_from_workflow=True,
+)
+
+
+@pytest.mark.parametrize(
+    ("missing", "expected"),
+    [
+        ((), REQUEST),
+        # A workflow's prompt is not the thread's own text: older rows are.
+        (("instruction_from_workflow",), replace(REQUEST, instruction_from_workflow=False)),
+        (("branch",), replace(REQUEST, branch=None)),
+    ],
+)
+def test_requests_read_back_and_older_rows_get_the_defaults(
+    missing: tuple[str, ...], expected: JobRequest
+) -> None:
+    row = json.loads(json.dumps(REQUEST.to_json()))
+    for name in missing:
+        del row[name]
+    assert JobRequest.from_json(row) == expected

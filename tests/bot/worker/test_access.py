@@ -38,6 +38,23 @@ def test_who_may_run(
     assert authorised(request, level=level, allowed=ROLES, bots=bots, bot=BOT) is expected
 
 
+@pytest.mark.parametrize(
+    ("level", "allowed", "expected"),
+    [
+        # `allowed_users` widened to triage, and as the file had it.
+        ("triage", ("triage", "write"), True),
+        ("triage", ("maintain", "write"), False),
+        # Narrowed to admins: a writer may neither run nor stop Neo.
+        ("write", ("admin",), False),
+        ("admin", ("admin",), True),
+    ],
+)
+def test_allowed_users_names_the_roles_that_may_run_or_stop(
+    level: str, allowed: tuple[str, ...], expected: bool
+) -> None:
+    assert authorised(REQUEST, level=level, allowed=allowed, bots=(), bot=BOT) is expected
+
+
 def test_the_replies_name_the_roles_and_where_they_are_set() -> None:
     assert unauthorised_run(REQUEST, ROLES, "`.github/neo.yml`") == (
         "Sorry @mona, Neo only works for people with admin, maintain, write access to this"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -32,10 +31,7 @@ from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.worker.config import OWNER_CONFIG_TTL, ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from bot.worker.progress import job_marker
-from runner import job as runner_job
-from runner.errors import ConfigError
 from runner.git import MirrorCache
-from runner.job import JobResult, JobSpec
 from tests.bot.intake.test_serve import mention
 from tests.bot.serving import headers, neo_serve, serve_env
 from tests.fakes import (
@@ -166,6 +162,9 @@ def request(number: int, comment: int, *, author: str = "mona", delivery: str = 
 async def enqueue(queue: SqliteQueue, job_request: JobRequest) -> int:
     queued = await queue.enqueue(job_request.delivery_id, [job_request])
     return queued.job_ids[0]
+
+
+RESULT_KEYS = {"conclusion", "pr_url", "error", "branch", "session_id", "cost_usd", "report"}
 
 
 def worker(
@@ -314,10 +313,15 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     assert f"Fixes #{number}" in pull["body"]
     assert "README.md" in pull["body"]
     assert job.result.pr_url == pull["html_url"]
+    assert set(job.result.to_json()) >= RESULT_KEYS
+    assert job.result.branch == f"neo/issue-{number}"
+    assert str(job.result.session_id).startswith("octo-hello-")
+    assert isinstance(job.result.cost_usd, float)
     # One comment of the bot's: the progress comment, edited into the report.
     mine = bot_comments(github, number)
     assert len(mine) == 1
     report = mine[0]["body"]
+    assert job.result.report == report
     assert "**Done**" in report
     assert pull["html_url"] in report
     assert "grep -c Neo README.md" in report
@@ -329,7 +333,12 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     assert trailer.startswith("Co-authored-by: mona <")
     assert "+mona@users.noreply" in trailer
     assert git(origin, "show", f"{head}:README.md") == "# fixture\n\nEdited by Neo."
-    # 👀 on the trigger.
+    # 👀 on the trigger, after the comment: the reaction waits behind it for its turn.
+    posts = [r.path for r in github.requests if r.method == "POST" and "/repos/" in r.path]
+    assert posts[:2] == [
+        f"/repos/{REPO}/issues/{number}/comments",
+        f"/repos/{REPO}/issues/comments/{comment}/reactions",
+    ]
     reactions = github.reactions(REPO)
     assert [(r["subject"], r["subject_id"], r["content"]) for r in reactions] == [
         ("issue_comment", comment, "eyes")
@@ -448,26 +457,16 @@ async def test_an_unauthorised_commenter_gets_one_short_reply_and_nothing_runs(
     assert github.reactions(REPO) == []
 
 
-@pytest.mark.parametrize(
-    ("text", "field"),
-    [
-        pytest.param("max_turns: lots\n", "max_turns", id="not-a-number"),
-        # Python refuses int("1" + "0" * 5000): once a traceback and "internal error".
-        pytest.param("max_turns: 1" + "0" * 5000 + "\n", "max_turns", id="int-5000-digits"),
-        pytest.param("model: 2001-02-30\n", "model", id="impossible-date"),
-        pytest.param("sandbox_image: Neo-Sandbox:Local\n", "sandbox_image", id="uppercase-image"),
-    ],
-)
 async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_runs(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
     fake_anthropic: FakeAnthropicAPI,
-    text: str,
-    field: str,
 ) -> None:
-    github.put_file(REPO, ".github/neo.yml", text)
+    # Which files are invalid, and the words: tests/bot/worker/test_config.py.
+    field = "max_turns"
+    github.put_file(REPO, ".github/neo.yml", "max_turns: lots\n")
     number = github.add_issue(REPO, "Do something")
     comment = github.add_comment(REPO, number, "@neo do it", user="mona")
     job_id = await enqueue(queue, request(number, comment))
@@ -605,30 +604,20 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
     assert github.pulls(REPO) == []
 
 
-# Who may stop a job: the rule that decides who may start one.
-_OUTSIDER_STOPS = [
-    pytest.param("eve", "read", None, id="read-access"),
-    pytest.param("stranger", None, None, id="no-access"),
-    pytest.param("walt", "write", "allowed_users: [admin]\n", id="writer-where-only-admins-run"),
-]
-
-
-@pytest.mark.parametrize(("stopper", "role", "config"), _OUTSIDER_STOPS)
 async def test_a_stop_request_from_someone_who_may_not_run_neo_is_refused_and_the_job_goes_on(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
     fake_anthropic: FakeAnthropicAPI,
-    stopper: str,
-    role: str | None,
-    config: str | None,
 ) -> None:
+    # Who may stop a job: the rule that decides who may start one, with the file's
+    # `allowed_users` (the rule's rows: tests/bot/worker/test_access.py). Here a
+    # writer where only admins run.
+    stopper = "walt"
     github.set_permission(REPO, "mona", "admin")
-    if role is not None:
-        github.set_permission(REPO, stopper, role)
-    if config is not None:
-        github.put_file(REPO, ".github/neo.yml", config)
+    github.set_permission(REPO, stopper, "write")
+    github.put_file(REPO, ".github/neo.yml", "allowed_users: [admin]\n")
     number = github.add_issue(REPO, "Take your time", user="mona")
     comment = github.add_comment(REPO, number, "@neo think hard", user="mona")
     # Slow enough that the stop request is decided while the run is going on.
@@ -1026,17 +1015,6 @@ async def test_an_invalid_owner_config_gets_one_comment_naming_the_field_and_fil
 # --- another settings file, and overrides on top (what `neo action`'s inputs set)
 
 
-class _RecordsSpecs:
-    """`runner.job.run` itself, keeping each spec the worker gave it."""
-
-    def __init__(self) -> None:
-        self.specs: list[JobSpec] = []
-
-    async def __call__(self, spec: JobSpec, **options: Any) -> JobResult:
-        self.specs.append(spec)
-        return await runner_job.run(spec, **options)
-
-
 @pytest.mark.parametrize(
     ("in_repository", "model"),
     [(True, "repo-ci-model"), (False, "owner-ci-model")],
@@ -1087,81 +1065,20 @@ async def test_an_invalid_file_at_the_config_path_is_named_in_the_comment(
     assert fake_anthropic.requests == []
 
 
-async def test_overrides_win_over_the_file_and_reach_the_spec(
-    queue: SqliteQueue,
-    app: GitHubApp,
-    settings: Settings,
-    github: FakeGitHub,
-    fake_anthropic: FakeAnthropicAPI,
-) -> None:
-    github.put_file(
-        REPO,
-        ".github/neo.yml",
-        "model: file-model\nmax_turns: 1\ntime_limit: 9\nbranch_prefix: file/\n",
-    )
-    script_edit(fake_anthropic)  # three model turns: more than the file allows
-    number = github.add_issue(REPO, "Say hello", user="mona")
-    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
-    job_id = await enqueue(queue, request(number, comment))
-    recorder = _RecordsSpecs()
-    overrides = {"model": "input-model", "max_turns": 5, "time_limit": 3, "branch_prefix": "ci/"}
-
-    w = worker(queue, app, settings, run_job=recorder, config_overrides=overrides)
-    await run_until(w, finished(queue, job_id))
-
-    job = await get(queue, job_id)
-    assert job.state is JobState.SUCCEEDED, job.result
-    [spec] = recorder.specs
-    assert (spec.model, spec.max_turns, spec.time_limit) == ("input-model", 5, 180.0)
-    assert spec.work_branch == f"ci/issue-{number}"
-    assert {r.body["model"] for r in fake_anthropic.requests} == {"input-model"}
-    [pull] = github.pulls(REPO)
-    assert pull["head"]["ref"] == f"ci/issue-{number}"
-
-
-async def test_without_overrides_the_file_decides_as_before(
-    queue: SqliteQueue,
-    app: GitHubApp,
-    settings: Settings,
-    github: FakeGitHub,
-    fake_anthropic: FakeAnthropicAPI,
-) -> None:
-    github.put_file(REPO, ".github/neo.yml", "model: file-model\ntime_limit: 9\n")
-    fake_anthropic.script(Reply([text("Looked.")]))
-    recorder = _RecordsSpecs()
-    number = github.add_issue(REPO, "Look around", user="mona")
-    comment = github.add_comment(REPO, number, "@neo look around", user="mona")
-    job_id = await enqueue(queue, request(number, comment))
-
-    await run_until(worker(queue, app, settings, run_job=recorder), finished(queue, job_id))
-
-    [spec] = recorder.specs
-    assert (spec.model, spec.max_turns, spec.time_limit) == ("file-model", 100, 540.0)
-    assert spec.work_branch == f"neo/issue-{number}"
-
-
-@pytest.mark.parametrize(
-    ("allowed_users", "runs"),
-    [(("triage", "write"), True), (("admin",), False)],
-    ids=["widened", "narrowed"],
-)
 async def test_an_allowed_users_override_decides_who_may_run_neo(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
     fake_anthropic: FakeAnthropicAPI,
-    allowed_users: tuple[str, ...],
-    runs: bool,
 ) -> None:
-    github.set_permission(REPO, "tia", "triage")
+    # Narrowed: mona may write, which the file allows and the override does not.
+    # Widened, and the rule: rows of test_config.py and test_access.py.
     github.put_file(REPO, ".github/neo.yml", "allowed_users: [maintain, write]\n")
-    fake_anthropic.script(Reply([text("Looked.")]))
-    author = "tia" if runs else "mona"  # triage: refused by the file; write: allowed by it
-    number = github.add_issue(REPO, "Look around", user=author)
-    comment = github.add_comment(REPO, number, "@neo look around", user=author)
-    job_id = await enqueue(queue, request(number, comment, author=author))
-    overrides = {"allowed_users": allowed_users}
+    number = github.add_issue(REPO, "Look around", user="mona")
+    comment = github.add_comment(REPO, number, "@neo look around", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+    overrides = {"allowed_users": ("admin",)}
 
     w = worker(
         queue,
@@ -1174,51 +1091,11 @@ async def test_an_allowed_users_override_decides_who_may_run_neo(
 
     job = await get(queue, job_id)
     assert job.result is not None
+    assert job.result.error == "unauthorised"
+    assert fake_anthropic.requests == []
     [mine] = bot_comments(github, number)
-    if runs:
-        assert job.state is JobState.SUCCEEDED, job.result
-        assert "**Done**" in mine["body"]
-    else:
-        assert job.result.error == "unauthorised"
-        assert fake_anthropic.requests == []
-        assert "Neo only works for people with admin access" in mine["body"]
-        assert "set by `allowed_users` in the workflow's inputs" in mine["body"]
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        ({"max_turns": 0}, "config override max_turns: Input should be greater than or equal to 1"),
-        ({"allowed_users": ("root",)}, "config override allowed_users.0: Input should be 'admin'"),
-        ({"colour": "blue"}, "config override colour: Extra inputs are not permitted"),
-    ],
-)
-def test_a_bad_override_is_one_line_naming_it(
-    settings: Settings, overrides: dict[str, Any], message: str
-) -> None:
-    with pytest.raises(ConfigError) as raised:
-        ConfigSource(overrides=overrides)
-    assert str(raised.value).startswith(message)
-    assert "\n" not in str(raised.value)
-
-
-async def test_a_row_queued_before_workflow_prompts_existed_reads_as_the_threads_own(
-    queue: SqliteQueue, tmp_path: Path
-) -> None:
-    job_id = await enqueue(queue, request(3, 30))
-    with sqlite3.connect(tmp_path / "queue.db") as conn:
-        conn.execute(
-            "UPDATE jobs SET request = json_remove(request, '$.instruction_from_workflow')"
-            " WHERE id = ?",
-            (job_id,),
-        )
-        [(row,)] = conn.execute("SELECT request FROM jobs WHERE id = ?", (job_id,))
-    assert "instruction_from_workflow" not in json.loads(row)
-
-    job = await get(queue, job_id)
-
-    assert job.request == request(3, 30)
-    assert job.request.instruction_from_workflow is False
+    assert "Neo only works for people with admin access" in mine["body"]
+    assert "set by `allowed_users` in the workflow's inputs" in mine["body"]
 
 
 # --- a job the queue gives up on
@@ -1369,23 +1246,16 @@ class _Waits:
         self.waits.append(seconds)
 
 
-@pytest.mark.parametrize(
-    ("method", "path"),
-    [
-        ("POST", "/repos/{owner}/{repo}/issues/{number}/comments"),
-        ("POST", "/repos/{owner}/{repo}/pulls"),
-    ],
-    ids=["progress-comment", "pull-request"],
-)
 async def test_a_secondary_rate_limit_is_waited_out_and_the_job_still_makes_one_of_each(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
     fake_anthropic: FakeAnthropicAPI,
-    method: str,
-    path: str,
 ) -> None:
+    # On the pull request's create, the job's last effect. The progress comment's:
+    # tests/bot/github/test_client.py; the wait's rows: tests/bot/github/test_core.py.
+    method, path = "POST", "/repos/{owner}/{repo}/pulls"
     number = github.add_issue(REPO, "Say hello in the README", user="mona")
     comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
     script_edit(fake_anthropic)
@@ -1401,7 +1271,7 @@ async def test_a_secondary_rate_limit_is_waited_out_and_the_job_still_makes_one_
     assert len(github.pulls(REPO)) == 1
     [report] = bot_comments(github, number)
     assert "**Done**" in report["body"]
-    suffix = "/pulls" if path.endswith("/pulls") else f"/issues/{number}/comments"
+    suffix = "/pulls"
     answers = [r.status for r in github.requests if r.method == method and r.route.endswith(suffix)]
     assert answers == [403, 201]
     refused = next(r for r in github.requests if r.status == 403)
@@ -1447,9 +1317,6 @@ def script_line(fake: FakeAnthropicAPI, call: str, old: str, new: str) -> None:
         Reply([tool_use(call, "edit_file", edit)], "tool_use"),
         Reply([text(f"README now ends with {new.splitlines()[-1]!r}.")]),
     )
-
-
-RESULT_KEYS = {"conclusion", "pr_url", "error", "branch", "session_id", "cost_usd", "report"}
 
 
 async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
@@ -1522,7 +1389,6 @@ async def test_a_threadless_job_that_names_a_user_checks_their_permission(
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
-    origin: Path,
     fake_anthropic: FakeAnthropicAPI,
 ) -> None:
     github.set_permission(REPO, "eve", "read")
@@ -1546,41 +1412,20 @@ async def test_a_threadless_job_that_names_a_user_checks_their_permission(
     assert "**Failed**" in str(job.result.report)
     assert fake_anthropic.requests == []
     assert github.comments(REPO) == []
-
-    script_line(fake_anthropic, "m1", "# fixture\n", "# fixture\n\nBy hand.\n")
-    allowed = await enqueue(
-        queue, replace(dispatch, author="mona", dedupe_key="dispatch:2", delivery_id="d:2")
-    )
-    await run_until(w, finished(queue, allowed))
-
-    job = await get(queue, allowed)
-    assert job.state is JobState.SUCCEEDED, job.result
-    [pull] = github.pulls(REPO)
-    assert pull["head"]["ref"] == "neo/dispatch"
-    assert "at the request of @mona" in pull["body"]
-    trailer = git(origin, "log", "-1", "--format=%(trailers:key=Co-authored-by)", "neo/dispatch")
-    assert trailer.startswith("Co-authored-by: mona <mona@users.noreply")
-    assert "started by @mona" in prompt_of(fake_anthropic)
-    assert github.comments(REPO) == []
+    # Allowed, such a job's pull request body, co-author and prompt name its user:
+    # rows of test_texts.py and test_spec.py.
 
 
-@pytest.mark.parametrize(
-    ("branch", "error"),
-    [
-        (None, "must name the branch to work on"),
-        ("main", "is the default branch"),
-    ],
-)
 async def test_a_threadless_job_without_a_branch_of_its_own_fails_with_one_line(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
     github: FakeGitHub,
     fake_anthropic: FakeAnthropicAPI,
-    branch: str | None,
-    error: str,
 ) -> None:
-    job_id = await enqueue(queue, replace(scheduled(github, 0), branch=branch))
+    # The default branch, and the words: rows of tests/bot/worker/test_spec.py.
+    error = "must name the branch to work on"
+    job_id = await enqueue(queue, replace(scheduled(github, 0), branch=None))
 
     await run_until(worker(queue, app, settings), finished(queue, job_id))
 
@@ -1638,39 +1483,6 @@ async def test_a_workflow_token_in_place_of_the_app_runs_a_job_to_its_pr(
     [pull] = github.pulls(REPO)
     assert job.result.pr_url == pull["html_url"]
     assert len(github.token_requests) == minted
-
-
-# --- the result every job leaves
-
-
-async def test_a_mentions_result_holds_its_branch_session_cost_and_the_comments_report(
-    queue: SqliteQueue,
-    app: GitHubApp,
-    settings: Settings,
-    github: FakeGitHub,
-    fake_anthropic: FakeAnthropicAPI,
-) -> None:
-    number = github.add_issue(REPO, "Say hello in the README", user="mona")
-    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
-    script_edit(fake_anthropic)
-    job_id = await enqueue(queue, request(number, comment))
-
-    await run_until(worker(queue, app, settings), finished(queue, job_id))
-
-    job = await get(queue, job_id)
-    assert job.result is not None
-    assert set(job.result.to_json()) >= RESULT_KEYS
-    assert job.result.branch == f"neo/issue-{number}"
-    assert str(job.result.session_id).startswith("octo-hello-")
-    assert isinstance(job.result.cost_usd, float)
-    [mine] = bot_comments(github, number)
-    assert job.result.report == mine["body"]
-    # The comment came before the reaction, which waits behind it for its turn.
-    posts = [r.path for r in github.requests if r.method == "POST" and "/repos/" in r.path]
-    assert posts[:2] == [
-        f"/repos/{REPO}/issues/{number}/comments",
-        f"/repos/{REPO}/issues/comments/{comment}/reactions",
-    ]
 
 
 # --- workflow edits need their own permission

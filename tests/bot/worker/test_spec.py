@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import pytest
 
-from bot.jobs import JobRequest, Thread
+from bot.config import RepoConfig
+from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.worker.prompt import Post
 from bot.worker.spec import (
+    Identity,
     ThreadContext,
     commit_message,
+    job_spec,
     noreply_email,
     task_title,
     threadless_branch,
@@ -31,6 +35,22 @@ REQUEST = JobRequest(
     delivery_id="d1",
 )
 THREAD = ThreadContext("Fix it", Post(author="mona", association="MEMBER", body=""), (), None)
+BOT = "neo-app[bot]"
+
+
+@dataclass(frozen=True)
+class _Settings:
+    data_dir: Path = Path("/data")
+    sandbox: str = "local"
+    sandbox_image: str = "neo-sandbox:local"
+    allowed_bots: frozenset[str] = field(default_factory=frozenset)
+    git_url: str = "https://github.com"
+
+
+def job(request: JobRequest = REQUEST) -> Job:
+    return Job(
+        id=4, request=request, state=JobState.RUNNING, attempts=1, created_at=0.0, updated_at=0.0
+    )
 
 
 @pytest.mark.parametrize(
@@ -98,3 +118,61 @@ def test_a_commit_message_names_the_thread(title: str, message: str) -> None:
 )
 def test_the_noreply_address(user_id: int | None, email: str) -> None:
     assert noreply_email("mona", user_id) == email
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        (RepoConfig(model="file-model", time_limit=9), ("file-model", 100, 540.0, "neo/issue-12")),
+        (
+            RepoConfig(model="input-model", max_turns=5, time_limit=3, branch_prefix="ci/"),
+            ("input-model", 5, 180.0, "ci/issue-12"),
+        ),
+    ],
+)
+def test_the_config_decides_the_model_the_budget_and_the_branch_prefix(
+    config: RepoConfig, expected: tuple[str, int, float, str]
+) -> None:
+    spec, own = job_spec(
+        job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
+    )
+    # The time limit is in minutes in the file, in seconds for the runner.
+    assert (spec.model, spec.max_turns, spec.time_limit, spec.work_branch) == expected
+    assert own is False
+
+
+@pytest.mark.parametrize(
+    ("number", "author", "unchecked", "requester_id", "co_author"),
+    [
+        (12, "mona", False, 5, ("mona", "5+mona@users.noreply.github.com")),
+        # A thread-less job started by a user (`workflow_dispatch`): they co-author.
+        (0, "mona", False, None, ("mona", "mona@users.noreply.github.com")),
+        # One the repository's own files asked for: nobody but Neo.
+        (0, BOT, True, None, None),
+        (0, "", True, None, None),
+    ],
+)
+def test_who_co_authors_the_commit(
+    number: int,
+    author: str,
+    unchecked: bool,
+    requester_id: int | None,
+    co_author: tuple[str, str] | None,
+) -> None:
+    request = replace(
+        REQUEST, thread=Thread("octo/hello", number), author=author, branch="neo/dispatch"
+    )
+    thread = None if number == 0 else replace(THREAD, requester_id=requester_id)
+    spec, _ = job_spec(
+        job(request),
+        RepoConfig(),
+        _Settings(),
+        default_branch="main",
+        thread=thread,
+        who=Identity(BOT, "t", unchecked=unchecked),
+    )
+    assert spec.co_author == co_author
+    if number == 0:
+        # The prompt names who started it only when a user did.
+        assert ("started by @mona" in spec.prompt) is not unchecked
+    assert spec.bot_email == f"{BOT}@users.noreply.github.com"

@@ -7,7 +7,13 @@ from dataclasses import replace
 import pytest
 
 from bot.jobs import Conclusion, Job, JobOutcome, JobState, Thread
-from bot.worker.texts import given_up_report, pr_body, run_outcome, threadless_pr_body
+from bot.worker.texts import (
+    given_up_report,
+    pr_body,
+    run_outcome,
+    stored_outcome,
+    threadless_pr_body,
+)
 from runner.git import DiffStat, FileStat
 from runner.job import JobResult
 from tests.bot.worker.test_spec import REQUEST
@@ -53,6 +59,7 @@ def test_a_threads_pr_body(is_pull: bool, from_workflow: bool, first: str, last:
         ("schedule", False, "", "on a schedule in `.github/neo.yml`; each run updates"),
         ("schedule", True, "", "on a workflow's schedule; each run updates this pull request"),
         ("workflow_dispatch", True, "mona", "(`workflow_dispatch`), at the request of @mona"),
+        ("workflow_dispatch", False, "mona", "(`workflow_dispatch`), at the request of @mona"),
         ("workflow_dispatch", True, "ci[bot]", "from a workflow run (`workflow_dispatch`)."),
     ],
 )
@@ -116,3 +123,28 @@ def test_a_runs_outcome_tells_what_was_not_pushed_and_why() -> None:
     assert run_outcome(failed, pr_url=None, cancelled_by=None, config_path="x").error == (
         "sandbox_error: no detail"
     )
+
+
+def test_the_stored_outcome_holds_the_branch_the_session_the_cost_and_the_report() -> None:
+    result = replace(CHANGED, cost_usd=0.5)
+    outcome = run_outcome(
+        result, pr_url="https://github.test/pr/1", cancelled_by=None, config_path="x"
+    )
+    stored = stored_outcome(outcome, "✅ **Done**", branch="neo/issue-12", session_id="s-1")
+    assert stored == JobOutcome(
+        conclusion=Conclusion.SUCCESS,
+        pr_url="https://github.test/pr/1",
+        branch="neo/issue-12",
+        session_id="s-1",
+        cost_usd=0.5,
+        report="✅ **Done**",
+    )
+    assert set(stored.to_json()) >= {
+        "conclusion",
+        "pr_url",
+        "error",
+        "branch",
+        "session_id",
+        "cost_usd",
+        "report",
+    }
