@@ -661,9 +661,6 @@ class RepoClient:
         return await self._caller.retrying(attempt)
 
 
-# The name the worker knows it by, until it is rewired to RepoClient.
-
-
 def _association(value: object) -> str:
     """GitHub's author_association; absent from some answers, where GitHub shows NONE."""
     return value if isinstance(value, str) and value else "NONE"
