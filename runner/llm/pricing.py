@@ -36,7 +36,12 @@ _BY_LENGTH = sorted(PRICES, key=len, reverse=True)
 
 
 def cost_usd(model: str, usage: Usage) -> float | None:
-    """The cost of `usage` on `model`, or None when its price is unknown."""
+    """The cost of `usage` on `model`, or None when its price is unknown.
+
+    A cost the provider billed wins over the published prices.
+    """
+    if usage.billed_usd is not None:
+        return round(usage.billed_usd, 6)
     prefix = next((p for p in _BY_LENGTH if model.startswith(p)), None)
     if prefix is None:
         return None

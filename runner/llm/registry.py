@@ -26,8 +26,43 @@ def make_provider(name: str, model: str | None = None) -> Provider:
         from runner.llm.anthropic import DEFAULT_MODEL, AnthropicProvider
 
         return AnthropicProvider(model or DEFAULT_MODEL)
+    if name == "chat-completions":
+        return _chat_completions(model)
+    if name == "openrouter":
+        return _openrouter(model)
     if name in PROVIDERS:
         raise ConfigError(
             f"provider {name!r} is not available in this version of neo (use --provider anthropic)"
         )
     raise ConfigError(f"unknown provider {name!r} (--provider: {', '.join(PROVIDERS)})")
+
+
+def _chat_completions(model: str | None) -> Provider:
+    from runner.llm.chat_completions import CHAT_COMPLETIONS, ChatCompletionsProvider
+
+    if not model:
+        raise ConfigError(
+            "provider 'chat-completions' needs a model: pass --model (for example "
+            "--model gpt-4.1, or the name your server serves)"
+        )
+    # A local server may need no key: the adapter decides from the address.
+    return ChatCompletionsProvider(
+        model,
+        dialect=CHAT_COMPLETIONS,
+        api_key=os.environ.get("OPENAI_API_KEY") or None,
+        base_url=os.environ.get("OPENAI_BASE_URL") or None,
+    )
+
+
+def _openrouter(model: str | None) -> Provider:
+    if not os.environ.get("OPENROUTER_API_KEY"):
+        raise ConfigError("OPENROUTER_API_KEY is not set (export your OpenRouter API key)")
+    from runner.llm.chat_completions import ChatCompletionsProvider
+    from runner.llm.openrouter import DEFAULT_MODEL, OPENROUTER
+
+    return ChatCompletionsProvider(
+        model or DEFAULT_MODEL,
+        dialect=OPENROUTER,
+        api_key=os.environ["OPENROUTER_API_KEY"],
+        base_url=os.environ.get("OPENROUTER_BASE_URL") or None,
+    )

@@ -70,13 +70,22 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    # What the provider billed, in US dollars, where it says so (OpenRouter);
+    # not part of `as_dict`, the token counts' contract.
+    billed_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        billed = (
+            None
+            if self.billed_usd is None and other.billed_usd is None
+            else (self.billed_usd or 0.0) + (other.billed_usd or 0.0)
+        )
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
+            billed,
         )
 
     def as_dict(self) -> dict[str, int]:

@@ -1,0 +1,28 @@
+"""OpenRouter: the Chat Completions adapter with OpenRouter's address and habits.
+
+Its attribution headers name Neo in OpenRouter's listings; `usage.include`
+makes the final chunk report the billed cost, which then counts for
+`cost_usd`; `reasoning_details` are sent back on the assistant message.
+"""
+
+from __future__ import annotations
+
+from runner.llm.chat_completions import Dialect
+
+__all__ = ["DEFAULT_MODEL", "OPENROUTER", "OPENROUTER_BASE_URL"]
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+DEFAULT_MODEL = "anthropic/claude-sonnet-4.5"
+
+OPENROUTER = Dialect(
+    name="openrouter",
+    key_variable="OPENROUTER_API_KEY",
+    base_variable="OPENROUTER_BASE_URL",
+    default_base_url=OPENROUTER_BASE_URL,
+    headers={"HTTP-Referer": "https://github.com/neo-agent/neo", "X-Title": "Neo"},
+    extra_body={"usage": {"include": True}},
+    replays_reasoning=True,
+    # OpenRouter serves many models; its listing's context_length is checked
+    # only when the address is overridden to another server.
+    preflight=False,
+)
