@@ -22,7 +22,6 @@ OPENROUTER = Dialect(
     headers={"HTTP-Referer": "https://github.com/neo-agent/neo", "X-Title": "Neo"},
     extra_body={"usage": {"include": True}},
     replays_reasoning=True,
-    # OpenRouter serves many models; its listing's context_length is checked
-    # only when the address is overridden to another server.
+    # A hosted service whose models all take tools and long prompts.
     preflight=False,
 )
