@@ -1,4 +1,5 @@
-"""`neo run` end to end: the real CLI, the real SDK, the fake Messages API.
+"""`neo run` end to end: the real CLI, the real SDK, the fake Messages API (and
+the fake Chat Completions server for `--provider chat-completions`).
 
 Most tests call `main()` in-process; those about the installed console
 script and signals run it as a subprocess.
@@ -24,6 +25,8 @@ import pytest
 from bot.cli.main import main
 from runner.session import SessionStore
 from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
+from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaModel, call
+from tests.fakes.chat_completions import Reply as ChatReply
 
 NEO = Path(sys.executable).with_name("neo")
 
@@ -621,3 +624,76 @@ def test_a_full_disk_fails_the_run_with_exit_1_and_one_line(
     assert result["error"]["message"].endswith(": No space left on device")
     assert "\n" not in result["error"]["message"]
     assert fake_anthropic.requests == []  # a turn starts from a saved transcript
+
+
+def test_chat_completions_against_a_local_server_from_the_console_script(
+    home: Path, repo: Path
+) -> None:
+    # A local OpenAI-compatible server needs no key: none is set.
+    with FakeChatCompletions(api_key=None) as server:
+        server.models = [ModelInfo("qwen3-coder", max_model_len=65536)]
+        server.script(
+            ChatReply(tool_calls=[call("call_1", "read_file", {"path": "greeting.txt"})]),
+            lambda body: ChatReply(text=f"It says: {body['messages'][-1]['content']}"),
+        )
+        env = {
+            key: value
+            for key, value in subprocess_env({"NEO_HOME": str(home)}).items()
+            if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+        }
+        env["OPENAI_BASE_URL"] = server.base_url
+        argv = [str(NEO), "run", "--output-format", "json", "--provider", "chat-completions"]
+        done = subprocess.run(
+            [*argv, "--model", "qwen3-coder", "--repo", str(repo), "read greeting.txt"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["is_error"] is False
+    assert "hello world" in result["result"]
+    assert result["num_turns"] == 2
+    assert result["usage"]["input_tokens"] > 0
+    assert [r.path for r in server.requests] == [
+        "/v1/models",
+        "/api/show",
+        "/v1/chat/completions",
+        "/v1/chat/completions",
+    ]
+
+
+def test_chat_completions_refuses_a_small_local_model_in_one_line(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeChatCompletions(api_key=None) as server:
+        server.ollama["llama3.2"] = OllamaModel(num_ctx=2048)
+        monkeypatch.setenv("NEO_HOME", str(home))
+        base_url = server.base_url
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+        code = main(
+            [
+                "run",
+                "--provider",
+                "chat-completions",
+                "--model",
+                "llama3.2",
+                "--repo",
+                str(repo),
+                "go",
+            ]
+        )
+
+    err = capsys.readouterr().err
+    # Refused at the first model call, before any request: the run fails.
+    assert code == 1
+    assert err.strip().splitlines()[:1] == [
+        f"neo: error: llama3.2 at {base_url} has a 2,048-token context window; Neo needs "
+        "at least 16,384: set num_ctx (PARAMETER num_ctx 32768 in a Modelfile, or "
+        "OLLAMA_CONTEXT_LENGTH)"
+    ]
