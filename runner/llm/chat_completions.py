@@ -38,6 +38,7 @@ from runner.llm.errors import (
 )
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
+from runner.text import one_line
 
 __all__ = [
     "CHAT_COMPLETIONS",
@@ -250,7 +251,7 @@ class ChatCompletionsProvider:
         log.debug("%s error body: %r", self.name, error.body)
         status = error.status_code
         code = error.code or error.type or "http_error"
-        message = _redact(_one_line(_api_message(error)), self._api_key)
+        message = _redact(one_line(_api_message(error), 201) or "no error message", self._api_key)
         where = f"{code} {message}".lower()
         overflow = status == 413 or (
             status == 400 and any(marker in where for marker in _OVERFLOW_MARKERS)
@@ -305,11 +306,6 @@ def _api_message(error: openai.APIStatusError) -> str:
         return error.response.text or "no error message"
     except httpx2.ResponseNotRead:
         return "no error message"
-
-
-def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return (line[:200] + "…") if len(line) > 200 else (line or "no error message")
 
 
 def _redact(text: str, secret: str) -> str:
