@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes import FakeAnthropicAPI, openapi
+from tests.fakes.openai_responses import FakeOpenAIResponses
 
 
 @pytest.fixture
@@ -29,3 +30,10 @@ def _github_conformance() -> Iterator[None]:
             + "\n".join(dict.fromkeys(problems)),
             pytrace=False,
         )
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAIResponses]:
+    """A fake OpenAI Responses API on 127.0.0.1, with an empty script."""
+    with FakeOpenAIResponses() as server:
+        yield server

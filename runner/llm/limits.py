@@ -43,11 +43,13 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
     "claude-haiku-4": ModelLimits(200_000, 64_000, "budget"),
     "claude-3-7-sonnet": ModelLimits(200_000, 64_000, "budget"),
     "claude-3-5": ModelLimits(200_000, 8_192),
-    "gpt-5": ModelLimits(400_000, 128_000),
+    # OpenAI's reasoning models take an effort level.
+    "gpt-5": ModelLimits(400_000, 128_000, "adaptive"),
+    "gpt-5-chat": ModelLimits(128_000, 16_384),
     "gpt-4.1": ModelLimits(1_047_576, 32_768),
     "gpt-4o": ModelLimits(128_000, 16_384),
-    "o3": ModelLimits(200_000, 100_000),
-    "o4-mini": ModelLimits(200_000, 100_000),
+    "o3": ModelLimits(200_000, 100_000, "adaptive"),
+    "o4-mini": ModelLimits(200_000, 100_000, "adaptive"),
     "gemini-2.5": ModelLimits(1_048_576, 65_536),
     "gemini-3": ModelLimits(1_048_576, 65_536),
 }

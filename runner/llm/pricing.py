@@ -31,6 +31,11 @@ PRICES: dict[str, Price] = {
     "claude-opus-4": Price(15.0, 75.0, 18.75, 1.50),
     "claude-sonnet-4": Price(3.0, 15.0, 3.75, 0.30),
     "claude-haiku-4": Price(1.0, 5.0, 1.25, 0.10),
+    # OpenAI bills cache writes as plain input.
+    "gpt-5-nano": Price(0.05, 0.40, 0.05, 0.005),
+    "gpt-5-mini": Price(0.25, 2.0, 0.25, 0.025),
+    "gpt-5": Price(1.25, 10.0, 1.25, 0.125),
+    "gpt-4.1": Price(2.0, 8.0, 2.0, 0.50),
 }
 _BY_LENGTH = sorted(PRICES, key=len, reverse=True)
 

@@ -26,6 +26,12 @@ def make_provider(name: str, model: str | None = None) -> Provider:
         from runner.llm.anthropic import DEFAULT_MODEL, AnthropicProvider
 
         return AnthropicProvider(model or DEFAULT_MODEL)
+    if name == "openai":
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ConfigError("OPENAI_API_KEY is not set (export your OpenAI API key)")
+        from runner.llm import openai_responses
+
+        return openai_responses.OpenAIResponsesProvider(model or openai_responses.DEFAULT_MODEL)
     if name == "chat-completions":
         return _chat_completions(model)
     if name == "openrouter":

@@ -1,0 +1,414 @@
+"""The OpenAI Responses API adapter, over the official SDK with streaming.
+
+Stateless: every request carries the whole transcript (`store=False`), and
+reasoning items come back encrypted and are replayed as opaque blocks. Retries
+and the idle guard work as in the Anthropic adapter: the SDK's own retries are
+off, the whole streamed response is retried, `retry-after` is honoured, and a
+stream silent for `idle_timeout` seconds is cut and tried once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, cast
+
+import httpx2
+import openai
+from openai.types.responses import Response as APIResponse
+
+from runner.errors import ConfigError
+from runner.llm import types as llm
+from runner.llm.errors import (
+    ContextOverflow,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
+)
+from runner.llm.limits import limits_for
+from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.retry import RetryPolicy, parse_retry_after
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "OpenAIResponsesProvider",
+    "build_params",
+    "cache_key",
+    "parse_response",
+    "stop_reason",
+]
+
+log = logging.getLogger("neo.llm.openai")
+
+PROVIDER = "openai"
+DEFAULT_MODEL = "gpt-5"
+IDLE_TIMEOUT = 180.0
+_IDLE_RETRIES = 1
+_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+# Codes sent in a `response.failed` or `error` event that another attempt may fix.
+_TRANSIENT_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_overloaded"})
+# A 429 that no wait will fix: the account is out of credit.
+_NO_QUOTA = "insufficient_quota"
+_OVERFLOW = "context_length_exceeded"
+_HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permissions"}
+# The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
+# stays out of what a user sees.
+_KEYLIKE = re.compile(r"\b(sk|sess)-[\w*.\-]+")
+
+
+class _Transient(Exception):
+    """An attempt failed in a way that another attempt may not."""
+
+    def __init__(
+        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
+    ) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+        self.idle = idle
+
+
+class OpenAIResponsesProvider:
+    name = PROVIDER
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._model = model
+        try:
+            # The SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself.
+            self._client = openai.AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=0,
+                timeout=httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0),
+            )
+        except openai.OpenAIError:
+            raise ConfigError("OPENAI_API_KEY is not set (export your OpenAI API key)") from None
+        self._retry = retry or RetryPolicy()
+        self._sleep = sleep
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
+        params = build_params(self._model, request)
+        retry = 0
+        idle = 0
+        while True:
+            try:
+                async for event in self._attempt(params):
+                    yield event
+                return
+            except _Transient as failure:
+                retry += 1
+                idle += failure.idle
+                delay = self._retry.delay(retry, failure.retry_after)
+                if delay is None or idle > _IDLE_RETRIES:
+                    raise failure.error from None
+                log.info("openai: %s; retry %d in %.1fs", failure.error, retry, delay)
+                yield Retrying(retry, delay, str(failure.error))
+                await self._sleep(delay)
+
+    async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
+        final: APIResponse | None = None
+        try:
+            stream = await self._client.responses.create(**params, stream=True)
+            async with stream:
+                async for event in stream:
+                    if event.type == "response.output_text.delta":
+                        yield TextDelta(event.delta)
+                    elif event.type in ("response.completed", "response.incomplete"):
+                        final = event.response
+                    elif event.type == "response.failed":
+                        error = event.response.error
+                        code = error.code if error is not None else "server_error"
+                        raise _stream_failure(code, error.message if error else "response failed")
+                    elif event.type == "error":
+                        raise _stream_failure(event.code or "server_error", event.message)
+            if final is None:
+                raise _Transient(ProviderConnectionError("openai: the response stream ended early"))
+        except openai.APIStatusError as error:
+            raise _classify_status(error) from None
+        except (_Transient, ProviderError):
+            raise
+        except openai.APITimeoutError:
+            raise _Transient(
+                ProviderConnectionError("openai: no data received within the idle timeout"),
+                idle=True,
+            ) from None
+        except (openai.APIConnectionError, httpx2.TransportError) as error:
+            cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
+            if isinstance(cause, httpx2.TimeoutException):
+                detail = "no data received within the idle timeout"
+            else:
+                detail = f"connection failed: {type(cause or error).__name__}"
+            raise _Transient(
+                ProviderConnectionError(f"openai: {detail}"), idle=detail.startswith("no data")
+            ) from None
+        except Exception as error:
+            # Data that is not JSON, events of the wrong shape: the same next time.
+            raise _malformed(error) from None
+        try:
+            response = parse_response(final)
+        except Exception as error:
+            raise _malformed(error) from None
+        yield Completed(response)
+
+
+def _malformed(error: Exception) -> ProviderConnectionError:
+    log.debug("openai: malformed response", exc_info=error)
+    return ProviderConnectionError(
+        f"openai: the response stream was malformed ({type(error).__name__})"
+    )
+
+
+def _stream_failure(code: str, message: str) -> ProviderError | _Transient:
+    """An error reported inside a stream that had already answered 200."""
+    kind = ContextOverflow if code == _OVERFLOW else ProviderHTTPError
+    failure = kind(PROVIDER, 200, code, _redact(message))
+    return _Transient(failure) if code in _TRANSIENT_CODES else failure
+
+
+def _classify_status(error: openai.APIStatusError) -> ProviderError | _Transient:
+    log.debug("openai error body: %r", error.body)
+    status = error.status_code
+    body = error.body if isinstance(error.body, Mapping) else {}
+    error_type = error.code or error.type or "http_error"
+    raw_message = body.get("message")
+    message = raw_message if isinstance(raw_message, str) else _excerpt(error.response)
+    overflow = error.code == _OVERFLOW or status == 413
+    failure = (ContextOverflow if overflow else ProviderHTTPError)(
+        PROVIDER,
+        status,
+        error_type,
+        _redact(message),
+        hint=_HINTS.get(status, ""),
+        raw_body=repr(error.body),
+    )
+    if status in _TRANSIENT_STATUS and error.code != _NO_QUOTA:
+        return _Transient(failure, parse_retry_after(error.response.headers))
+    return failure
+
+
+def _redact(message: str) -> str:
+    return " ".join(_KEYLIKE.sub(r"\1-…", message).split())
+
+
+def _excerpt(response: httpx2.Response) -> str:
+    """A short, single-line piece of a body that is not the API's JSON shape."""
+    try:
+        text = response.text
+    except httpx2.ResponseNotRead:
+        return "no error message"
+    line = " ".join(text.split())
+    return (line[:200] + "…") if len(line) > 200 else (line or "no error message")
+
+
+# -- requests --------------------------------------------------------------
+
+
+def build_params(model: str, request: llm.Request) -> dict[str, Any]:
+    """The Responses API parameters for `request` (all but `stream`)."""
+    params: dict[str, Any] = {
+        "model": model,
+        "input": _input(request.messages),
+        "store": False,
+        "max_output_tokens": request.max_tokens,
+    }
+    if request.system.text:
+        params["instructions"] = request.system.text
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.input_schema),
+                # Our schemas are not written for strict mode's rules.
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+        params["tool_choice"] = request.tool_choice
+    if limits_for(model).thinking != "none":
+        # Without the encrypted reasoning a stateless transcript loses it
+        # between turns; the API refuses the include on models that cannot think.
+        params["include"] = ["reasoning.encrypted_content"]
+        if request.effort is not None:
+            params["reasoning"] = {"effort": request.effort}
+    key = cache_key(request)
+    if key is not None:
+        params["prompt_cache_key"] = key
+    return params
+
+
+def cache_key(request: llm.Request) -> str | None:
+    """A prompt-cache routing key that stays the same for a whole session.
+
+    Requests carry no session id, so it is derived from what a session never
+    changes: its instructions and first message. Requests that share it land
+    on the same cache, which is where their common prefix lives.
+    """
+    if not request.messages:
+        return None
+    head = json.dumps(
+        [request.system.text, _input(request.messages[:1])], sort_keys=True, separators=(",", ":")
+    )
+    return "neo-" + hashlib.sha256(head.encode()).hexdigest()[:32]
+
+
+def _input(messages: Sequence[llm.Message]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "user":
+            items.extend(_user_items(message))
+        else:
+            items.extend(_assistant_items(message))
+    return items
+
+
+def _user_items(message: llm.Message) -> list[dict[str, Any]]:
+    # Tool outputs answer the calls of the previous turn, so they go first.
+    items: list[dict[str, Any]] = [
+        {"type": "function_call_output", "call_id": b.tool_use_id, "output": _output(b)}
+        for b in message.content
+        if isinstance(b, llm.ToolResult)
+    ]
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, llm.Text) and block.text:
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, llm.Image):
+            parts.append(_image(block))
+    if parts:
+        items.append({"type": "message", "role": "user", "content": parts})
+    return items
+
+
+def _output(result: llm.ToolResult) -> str | list[dict[str, Any]]:
+    if all(isinstance(part, llm.Text) for part in result.content):
+        return result.text
+    return [
+        {"type": "input_text", "text": p.text} if isinstance(p, llm.Text) else _image(p)
+        for p in result.content
+    ]
+
+
+def _image(image: llm.Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}"}
+
+
+def _assistant_items(message: llm.Message) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if texts:
+            items.append({"type": "message", "role": "assistant", "content": list(texts)})
+            texts.clear()
+
+    for block in message.content:
+        if isinstance(block, llm.Text):
+            if block.text:
+                texts.append({"type": "output_text", "text": block.text})
+            continue
+        flush()
+        if isinstance(block, llm.ToolUse):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "arguments": json.dumps(block.input),
+                }
+            )
+        elif isinstance(block, llm.Opaque) and block.provider == PROVIDER:
+            items.append(dict(block.data))
+        # Another provider's replay data means nothing here.
+    flush()
+    return items
+
+
+# -- responses -------------------------------------------------------------
+
+
+def parse_response(response: APIResponse) -> llm.Response:
+    content: list[llm.Block] = []
+    for item in response.output:
+        if item.type == "message":
+            for part in item.content:
+                text = part.text if part.type == "output_text" else part.refusal
+                content.append(llm.Text(text))
+        elif item.type == "function_call":
+            content.append(llm.ToolUse(item.call_id, item.name, _arguments(item.arguments)))
+        else:
+            # Reasoning (with its encrypted content) goes back unchanged.
+            data = cast(llm.JSONObject, item.model_dump(mode="json", exclude_none=True))
+            data.pop("status", None)
+            content.append(llm.Opaque(PROVIDER, item.type, data))
+    usage = response.usage
+    cached = written = 0
+    if usage is not None and usage.input_tokens_details is not None:
+        cached = usage.input_tokens_details.cached_tokens or 0
+        written = getattr(usage.input_tokens_details, "cache_write_tokens", 0) or 0
+    return llm.Response(
+        content=tuple(content),
+        stop_reason=stop_reason(response),
+        # Neutral input_tokens are the uncached ones, as Anthropic counts them.
+        usage=llm.Usage(
+            input_tokens=max(0, (usage.input_tokens if usage else 0) - cached - written),
+            output_tokens=usage.output_tokens if usage else 0,
+            cache_creation_input_tokens=written,
+            cache_read_input_tokens=cached,
+        ),
+        model=response.model,
+    )
+
+
+def _arguments(raw: str) -> llm.JSONObject:
+    # A call whose arguments are not a JSON object still needs its output;
+    # the tool reports the bad input rather than the stream failing.
+    try:
+        value = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {"_raw_arguments": raw}
+    return cast(llm.JSONObject, value) if isinstance(value, dict) else {"_raw_arguments": raw}
+
+
+def stop_reason(response: APIResponse) -> str:
+    """The neutral stop reason; anything not understood is passed on to fail closed."""
+    refused = any(
+        part.type == "refusal"
+        for item in response.output
+        if item.type == "message"
+        for part in item.content
+    )
+    if response.status == "completed":
+        if any(item.type == "function_call" for item in response.output):
+            return llm.TOOL_USE
+        return llm.REFUSAL if refused else llm.END_TURN
+    if response.status == "incomplete":
+        details = response.incomplete_details
+        reason = details.reason if details is not None else None
+        if reason == "max_output_tokens":
+            return llm.MAX_TOKENS
+        if reason == "content_filter":
+            return llm.REFUSAL
+        return f"incomplete:{reason}"
+    return f"status:{response.status}"

@@ -1,0 +1,598 @@
+"""A wire-level fake of the OpenAI Responses API, for tests.
+
+The real `openai` SDK talks to it over HTTP on 127.0.0.1: `POST /v1/responses`
+with `"stream": true` answers the server-sent events the real API sends
+(`response.created`, `response.output_item.added`, text and argument deltas,
+`response.output_item.done`, then `response.completed` or
+`response.incomplete`), each with its `sequence_number`.
+
+    with FakeOpenAIResponses() as server:
+        server.script(Reply([function_call("call_1", "bash", {"command": "ls"})]))
+        client = openai.OpenAI(api_key=server.api_key, base_url=server.base_url)
+
+Each request takes the next scripted item (first in, first out): a `Reply`,
+an `ErrorReply`, `Disconnect`, `Stall`, `RawStream`, or a callable
+`(request_body) -> item`.
+
+Transcripts the real API refuses get its 400 and consume nothing: a
+function_call without its function_call_output, an output for a call it never
+saw, and, with `store: false`, a call replayed without the reasoning item
+that came before it (or with that item's encrypted content missing or
+altered). Every request is appended to `server.requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from tests.fakes.threaded import ThreadedServer
+
+__all__ = [
+    "Disconnect",
+    "ErrorReply",
+    "FakeOpenAIResponses",
+    "RawStream",
+    "RecordedRequest",
+    "Reply",
+    "Stall",
+    "Usage",
+    "function_call",
+    "message",
+    "reasoning",
+    "refusal",
+    "sse_events",
+]
+
+Item: TypeAlias = dict[str, Any]
+
+
+def _random_id(prefix: str, length: int = 24) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+# --- what a test scripts -----------------------------------------------------
+
+
+def message(text: str) -> Item:
+    """An assistant message with one output_text part."""
+    return {
+        "type": "message",
+        "id": _random_id("msg_"),
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+    }
+
+
+def refusal(text: str) -> Item:
+    """An assistant message whose only part is a refusal."""
+    return {
+        "type": "message",
+        "id": _random_id("msg_"),
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "refusal", "refusal": text}],
+    }
+
+
+def function_call(call_id: str, name: str, arguments: Mapping[str, Any]) -> Item:
+    return {
+        "type": "function_call",
+        "id": _random_id("fc_"),
+        "call_id": call_id,
+        "name": name,
+        "arguments": json.dumps(dict(arguments)),
+        "status": "completed",
+    }
+
+
+def reasoning(summary: str = "") -> Item:
+    """A reasoning item; its encrypted content is sent only when the request includes it."""
+    return {
+        "type": "reasoning",
+        "id": _random_id("rs_"),
+        "summary": [{"type": "summary_text", "text": summary}] if summary else [],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            "input_tokens_details": {"cached_tokens": self.cached_tokens, "cache_write_tokens": 0},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A response. `status` is `completed` or `incomplete` (with `incomplete_reason`),
+    or anything else to test failing closed. `usage=None` estimates tokens from
+    sizes; `cached_share` then reports that fraction of them as cached."""
+
+    output: Sequence[Item] = ()
+    status: str = "completed"
+    incomplete_reason: str | None = None
+    usage: Usage | None = None
+    cached_share: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """An HTTP error: `{"error": {"message", "type", "param", "code"}}`."""
+
+    status: int
+    code: str | None
+    message: str
+    error_type: str = "invalid_request_error"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """Close the connection before sending any response headers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Stream `after_events` events of `reply`, go silent for `seconds`, then the rest."""
+
+    seconds: float
+    after_events: int = 3
+    reply: Reply = Reply([message("A slow answer.")])
+
+
+@dataclass(frozen=True, slots=True)
+class RawStream:
+    """A 200 event stream of exactly `body`."""
+
+    body: str
+
+
+Scripted: TypeAlias = Reply | ErrorReply | Disconnect | Stall | RawStream
+ScriptItem: TypeAlias = Scripted | Callable[[dict[str, Any]], Scripted]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+# --- the pure core: validation and events -------------------------------------
+
+
+@dataclass(slots=True)
+class _Issued:
+    """What the fake handed out: calls and the reasoning item each one followed."""
+
+    calls: set[str] = field(default_factory=set)
+    reasoning_before: dict[str, str] = field(default_factory=dict)
+    encrypted: dict[str, str] = field(default_factory=dict)
+
+
+def validate(body: object, issued: _Issued) -> str | None:
+    """The real API's 400 message for a body it would refuse, else None."""
+    if not isinstance(body, Mapping):
+        return "Invalid body: expected an object."
+    if not isinstance(body.get("model"), str):
+        return "Missing required parameter: 'model'."
+    items = body.get("input")
+    if isinstance(items, str):
+        return None
+    if not isinstance(items, list):
+        return "Invalid type for 'input': expected a string or an array of input items."
+    stateless = body.get("store") is False
+    calls: list[str] = []
+    outputs: set[str] = set()
+    seen_reasoning: set[str] = set()
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            return f"Invalid type for 'input[{i}]': expected an object."
+        kind = item.get("type", "message")
+        if kind == "reasoning":
+            rid = str(item.get("id"))
+            if stateless and "encrypted_content" not in item:
+                return (
+                    f"Item with id '{rid}' not found. Items are not persisted when `store` "
+                    "is set to false. Try again with `store` set to true, or remove this "
+                    "item from your input."
+                )
+            if stateless and item["encrypted_content"] != issued.encrypted.get(rid):
+                return f"The encrypted content for item {rid} could not be verified."
+            seen_reasoning.add(rid)
+        elif kind == "function_call":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str):
+                return f"Missing required parameter: 'input[{i}].call_id'."
+            needed = issued.reasoning_before.get(call_id)
+            if stateless and needed is not None and needed not in seen_reasoning:
+                return (
+                    f"Item '{call_id}' of type 'function_call' was provided without its "
+                    f"required 'reasoning' item: '{needed}'."
+                )
+            calls.append(call_id)
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if call_id not in calls:
+                return f"No tool call found for function call output with call_id {call_id}."
+            outputs.add(str(call_id))
+        elif kind == "message" and item.get("role") not in (
+            "user",
+            "assistant",
+            "system",
+            "developer",
+        ):
+            return f"Invalid value for 'input[{i}].role'."
+    for call_id in calls:
+        if call_id not in outputs:
+            return f"No tool output found for function call {call_id}."
+    return None
+
+
+def _pieces(value: str, count: int = 3) -> list[str]:
+    if not value:
+        return []
+    size = max(1, -(-len(value) // count))
+    return [value[start : start + size] for start in range(0, len(value), size)]
+
+
+def _response(body: Mapping[str, Any], status: str, output: list[Item]) -> dict[str, Any]:
+    return {
+        "id": _random_id("resp_"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "model": body.get("model", "gpt-fake"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools", []),
+        "store": body.get("store", True),
+        "error": None,
+        "incomplete_details": None,
+        "usage": None,
+    }
+
+
+def _item_events(index: int, item: Item) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    base = {"output_index": index, "item_id": item["id"]}
+    kind = item["type"]
+    if kind == "message":
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "content": []},
+            }
+        )
+        for c, part in enumerate(item["content"]):
+            where = {**base, "content_index": c}
+            if part["type"] == "output_text":
+                empty = {**part, "text": ""}
+                events.append({"type": "response.content_part.added", **where, "part": empty})
+                for piece in _pieces(part["text"]):
+                    events.append(
+                        {
+                            "type": "response.output_text.delta",
+                            **where,
+                            "delta": piece,
+                            "logprobs": [],
+                        }
+                    )
+                events.append(
+                    {
+                        "type": "response.output_text.done",
+                        **where,
+                        "text": part["text"],
+                        "logprobs": [],
+                    }
+                )
+            else:
+                empty = {**part, "refusal": ""}
+                events.append({"type": "response.content_part.added", **where, "part": empty})
+                for piece in _pieces(part["refusal"]):
+                    events.append({"type": "response.refusal.delta", **where, "delta": piece})
+                events.append(
+                    {"type": "response.refusal.done", **where, "refusal": part["refusal"]}
+                )
+            events.append({"type": "response.content_part.done", **where, "part": part})
+    elif kind == "function_call":
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "arguments": ""},
+            }
+        )
+        for piece in _pieces(item["arguments"]):
+            events.append(
+                {"type": "response.function_call_arguments.delta", **base, "delta": piece}
+            )
+        events.append(
+            {
+                "type": "response.function_call_arguments.done",
+                **base,
+                "arguments": item["arguments"],
+            }
+        )
+    else:
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+    events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
+def sse_events(
+    body: Mapping[str, Any], reply: Reply, output: list[Item], usage: Usage
+) -> list[dict[str, Any]]:
+    """The events the API streams for a finished response, numbered in order."""
+    started = _response(body, "in_progress", [])
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+    ]
+    for index, item in enumerate(output):
+        events += _item_events(index, item)
+    final = _response(body, reply.status, output)
+    final["usage"] = usage.to_json()
+    if reply.status == "incomplete":
+        final["incomplete_details"] = {"reason": reply.incomplete_reason}
+    terminal = reply.status if reply.status in ("completed", "incomplete") else "completed"
+    events.append({"type": f"response.{terminal}", "response": final})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]
+
+
+def _estimate(body: Mapping[str, Any], output: list[Item], cached_share: float) -> Usage:
+    prompt = max(
+        1, len(json.dumps([body.get("instructions"), body.get("tools"), body.get("input")])) // 4
+    )
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=max(1, len(json.dumps(output)) // 4),
+        cached_tokens=int(prompt * cached_share),
+    )
+
+
+# --- the wire -------------------------------------------------------------------
+
+_SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
+
+
+def _sse(event: Mapping[str, Any]) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    chunks: list[bytes]
+    pause_after: int | None = None
+    pause: float = 0.0
+    drop: bool = False
+
+
+def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) -> _Plan:
+    if isinstance(error, ErrorReply):
+        code, message, kind, extra = error.code, error.message, error.error_type, error.headers
+    else:
+        (code, message, kind), extra = error, {}
+    body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
+    headers = [(b"content-type", b"application/json")]
+    headers += [(k.encode(), v.encode()) for k, v in extra.items()]
+    return _Plan(status, headers, [body.encode()])
+
+
+class _PlannedResponse(Response):
+    def __init__(self, plan: _Plan, api: FakeOpenAIResponses) -> None:
+        super().__init__()
+        self._plan = plan
+        self._api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = anyio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            await self._run(scope, send, gone)
+            tasks.cancel_scope.cancel()
+
+    async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
+        plan = self._plan
+        if plan.drop:
+            self._api._close_connection(scope["client"])
+            with anyio.move_on_after(2):
+                await gone.wait()
+            return
+        await send({"type": "http.response.start", "status": plan.status, "headers": plan.headers})
+        for n, chunk in enumerate(plan.chunks):
+            if n == plan.pause_after:
+                deadline = anyio.current_time() + plan.pause
+                while not gone.is_set() and not self._api.stopping:
+                    remaining = deadline - anyio.current_time()
+                    if remaining <= 0:
+                        break
+                    with anyio.move_on_after(min(remaining, 0.02)):
+                        await gone.wait()
+            if gone.is_set() or self._api.stopping:
+                return
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class FakeOpenAIResponses:
+    """The fake API served on 127.0.0.1 in a background thread; a context manager.
+
+    `context_window`: a request whose estimated prompt (4 characters a token)
+    is larger is refused with `context_length_exceeded`, as the real API does.
+    """
+
+    def __init__(self, *, api_key: str = "sk-test-fake-key-0123") -> None:
+        self.api_key = api_key
+        self.context_window: int | None = None
+        self.requests: list[RecordedRequest] = []
+        self._script: deque[ScriptItem] = deque()
+        self._issued = _Issued()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=["GET", "POST"])])
+        self._serving = ThreadedServer(app, "fake-openai")
+
+    def script(self, *replies: ScriptItem) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def base_url(self) -> str:
+        if self._serving.port is None:
+            raise RuntimeError("the fake OpenAI API is not running")
+        return f"http://127.0.0.1:{self._serving.port}/v1"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The SDK's own variables pointing at this server, for subprocesses."""
+        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def __enter__(self) -> FakeOpenAIResponses:
+        self._stopping.clear()
+        self._serving.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stopping.set()
+        self._serving.stop()
+
+    def _close_connection(self, client: tuple[str, int] | None) -> None:
+        for connection in self._serving.connections:
+            if client is not None and getattr(connection, "client", None) == tuple(client):
+                connection.transport.close()
+
+    async def _endpoint(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        self.requests.append(
+            RecordedRequest(request.method, request.url.path, dict(request.headers), body)
+        )
+        return _PlannedResponse(self._answer(request, body), self)
+
+    def _answer(self, request: Request, body: Any) -> _Plan:
+        if request.url.path != "/v1/responses" or request.method != "POST":
+            return _error_plan(404, (None, "Not found", "invalid_request_error"))
+        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+            given = request.headers.get("authorization", "").removeprefix("Bearer ")
+            masked = given[:3] + "*" * max(0, len(given) - 7) + given[-4:]
+            return _error_plan(
+                401,
+                (
+                    "invalid_api_key",
+                    f"Incorrect API key provided: {masked}. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    "invalid_request_error",
+                ),
+            )
+        with self._lock:
+            problem = validate(body, self._issued)
+        if problem:
+            return _error_plan(400, (None, problem, "invalid_request_error"))
+        if self.context_window is not None:
+            prompt = len(json.dumps([body.get("instructions"), body.get("input")])) // 4
+            if prompt > self.context_window:
+                return _error_plan(
+                    400,
+                    (
+                        "context_length_exceeded",
+                        "Your input exceeds the context window of this model. "
+                        "Please adjust your input and try again.",
+                        "invalid_request_error",
+                    ),
+                )
+        with self._lock:
+            item = self._script.popleft() if self._script else None
+        if item is None:
+            return _error_plan(
+                500, ("server_error", "fake: no scripted reply left", "server_error")
+            )
+        if callable(item):
+            item = item(body)
+        return self._plan(item, body)
+
+    def _plan(self, item: Scripted, body: Mapping[str, Any]) -> _Plan:
+        if isinstance(item, ErrorReply):
+            return _error_plan(item.status, item)
+        if isinstance(item, Disconnect):
+            return _Plan(0, [], [], drop=True)
+        if isinstance(item, RawStream):
+            return _Plan(200, _SSE_HEADERS, [item.body.encode()])
+        reply = item.reply if isinstance(item, Stall) else item
+        output = self._issue(reply.output, body)
+        usage = reply.usage or _estimate(body, output, reply.cached_share)
+        chunks = [_sse(event) for event in sse_events(body, reply, output, usage)]
+        if isinstance(item, Stall):
+            return _Plan(
+                200, _SSE_HEADERS, chunks, pause_after=item.after_events, pause=item.seconds
+            )
+        return _Plan(200, _SSE_HEADERS, chunks)
+
+    def _issue(self, output: Sequence[Item], body: Mapping[str, Any]) -> list[Item]:
+        """The output items as sent, remembering what a later transcript must replay."""
+        include = body.get("include") or []
+        sent: list[Item] = []
+        last_reasoning: str | None = None
+        with self._lock:
+            for item in output:
+                item = dict(item)
+                if item["type"] == "reasoning":
+                    last_reasoning = item["id"]
+                    if "reasoning.encrypted_content" in include:
+                        item["encrypted_content"] = _random_id("gAAAA", 64)
+                        self._issued.encrypted[item["id"]] = item["encrypted_content"]
+                elif item["type"] == "function_call":
+                    self._issued.calls.add(item["call_id"])
+                    if last_reasoning is not None:
+                        self._issued.reasoning_before[item["call_id"]] = last_reasoning
+                sent.append(item)
+        return sent
