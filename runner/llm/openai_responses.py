@@ -57,7 +57,7 @@ _OVERFLOW = "context_length_exceeded"
 _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permissions"}
 # The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
 # stays out of what a user sees.
-_KEYLIKE = re.compile(r"\b(sk|sess)-[\w*.\-]+")
+_KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
 
 
 class _Transient(Exception):
