@@ -25,6 +25,7 @@ from runner.llm.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
+    body_excerpt,
 )
 from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
@@ -175,7 +176,7 @@ def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transi
     log.debug("anthropic error body: %r", error.body)
     status = error.status_code
     error_type = error.type or "http_error"
-    message = error.api_message or _excerpt(error.response)
+    message = error.api_message or body_excerpt(error.response)
     overflow = status == 413 or (status == 400 and _TOO_LONG in message.lower())
     failure = (ContextOverflow if overflow else ProviderHTTPError)(
         "anthropic",
@@ -188,16 +189,6 @@ def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transi
     if status in _TRANSIENT_STATUS or error_type in _TRANSIENT_TYPES:
         return _Transient(failure, parse_retry_after(error.response.headers))
     return failure
-
-
-def _excerpt(response: httpx2.Response) -> str:
-    """A short, single-line piece of a body that is not the API's JSON shape."""
-    try:
-        text = response.text
-    except httpx2.ResponseNotRead:
-        return "no error message"
-    line = " ".join(text.split())
-    return (line[:200] + "…") if len(line) > 200 else (line or "no error message")
 
 
 # -- requests --------------------------------------------------------------

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import httpx2
+
 from runner.errors import NeoError
+from runner.text import one_line
 
 
 class ProviderError(NeoError):
@@ -56,3 +59,12 @@ class ContextOverflow(ProviderHTTPError):
     """
 
     kind = "context_window_exceeded"
+
+
+def body_excerpt(response: httpx2.Response) -> str:
+    """A short, single-line piece of an error body that is not the API's JSON shape."""
+    try:
+        text = response.text
+    except httpx2.ResponseNotRead:
+        return "no error message"
+    return one_line(text, 201) or "no error message"

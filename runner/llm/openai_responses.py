@@ -28,6 +28,7 @@ from runner.llm.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
+    body_excerpt,
 )
 from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
@@ -191,7 +192,7 @@ def _classify_status(error: openai.APIStatusError) -> ProviderError | _Transient
     body = error.body if isinstance(error.body, Mapping) else {}
     error_type = error.code or error.type or "http_error"
     raw_message = body.get("message")
-    message = raw_message if isinstance(raw_message, str) else _excerpt(error.response)
+    message = raw_message if isinstance(raw_message, str) else body_excerpt(error.response)
     overflow = error.code == _OVERFLOW or status == 413
     failure = (ContextOverflow if overflow else ProviderHTTPError)(
         PROVIDER,
@@ -208,16 +209,6 @@ def _classify_status(error: openai.APIStatusError) -> ProviderError | _Transient
 
 def _redact(message: str) -> str:
     return " ".join(_KEYLIKE.sub(r"\1-…", message).split())
-
-
-def _excerpt(response: httpx2.Response) -> str:
-    """A short, single-line piece of a body that is not the API's JSON shape."""
-    try:
-        text = response.text
-    except httpx2.ResponseNotRead:
-        return "no error message"
-    line = " ".join(text.split())
-    return (line[:200] + "…") if len(line) > 200 else (line or "no error message")
 
 
 # -- requests --------------------------------------------------------------
