@@ -28,8 +28,9 @@ from runner.llm.errors import (
     body_excerpt,
 )
 from runner.llm.limits import limits_for
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
+from runner.llm.retrying import Transient, retried
 
 log = logging.getLogger("neo.llm.anthropic")
 
@@ -44,26 +45,11 @@ _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error
 # How the API says a request does not fit the window ("prompt is too long:
 # 210000 tokens > 200000 maximum"); 413 is a request over its byte limit.
 _TOO_LONG = "prompt is too long"
-_IDLE_RETRIES = 1
 # Thinking tokens by effort, for models that take a budget (at least 1,024).
 _THINKING_BUDGET: dict[str, int] = {"low": 4_000, "medium": 12_000, "high": 24_000}
 _MIN_BUDGET = 1_024
 _ANSWER_ROOM = 4_096
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
-
-
-class _Transient(Exception):
-    """An attempt failed in a way that another attempt may not."""
-
-    def __init__(
-        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-        # Nothing arrived for the idle timeout: worth one more try, not eight
-        # (each costs the whole timeout again).
-        self.idle = idle
 
 
 class AnthropicProvider:
@@ -99,22 +85,10 @@ class AnthropicProvider:
 
     async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
         params = build_params(self._model, request)
-        retry = 0
-        idle = 0
-        while True:
-            try:
-                async for event in self._attempt(params):
-                    yield event
-                return
-            except _Transient as failure:
-                retry += 1
-                idle += failure.idle
-                delay = self._retry.delay(retry, failure.retry_after)
-                if delay is None or idle > _IDLE_RETRIES:
-                    raise failure.error from None
-                log.info("anthropic: %s; retry %d in %.1fs", failure.error, retry, delay)
-                yield Retrying(retry, delay, str(failure.error))
-                await self._sleep(delay)
+        async for event in retried(
+            lambda: self._attempt(params), self._retry, self._sleep, self.name
+        ):
+            yield event
 
     async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
         try:
@@ -126,16 +100,16 @@ class AnthropicProvider:
                     elif event.type == "message_stop":
                         finished = True
                 if not finished:
-                    raise _Transient(
+                    raise Transient(
                         ProviderConnectionError("anthropic: the response stream ended early")
                     )
                 message = await stream.get_final_message()
         except anthropic.APIStatusError as error:
             raise _classify_status(error) from None
-        except _Transient:
+        except Transient:
             raise
         except anthropic.APITimeoutError:
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError("anthropic: no data received within the idle timeout"),
                 idle=True,
             ) from None
@@ -145,7 +119,7 @@ class AnthropicProvider:
                 detail = "no data received within the idle timeout"
             else:
                 detail = f"connection failed: {type(cause or error).__name__}"
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError(f"anthropic: {detail}"), idle=detail.startswith("no data")
             ) from None
         except TypeError as error:
@@ -172,7 +146,7 @@ def _malformed(error: Exception) -> ProviderConnectionError:
     )
 
 
-def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transient:
+def _classify_status(error: anthropic.APIStatusError) -> ProviderError | Transient:
     log.debug("anthropic error body: %r", error.body)
     status = error.status_code
     error_type = error.type or "http_error"
@@ -187,7 +161,7 @@ def _classify_status(error: anthropic.APIStatusError) -> ProviderError | _Transi
         raw_body=repr(error.body),
     )
     if status in _TRANSIENT_STATUS or error_type in _TRANSIENT_TYPES:
-        return _Transient(failure, parse_retry_after(error.response.headers))
+        return Transient(failure, parse_retry_after(error.response.headers))
     return failure
 
 

@@ -36,8 +36,9 @@ from runner.llm.errors import (
     ProviderError,
     ProviderHTTPError,
 )
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
+from runner.llm.retrying import Transient, retried
 from runner.text import one_line
 
 __all__ = [
@@ -60,7 +61,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Sent as the key to a local server that needs none: the SDK insists on one.
 PLACEHOLDER_KEY = "no-key-needed"
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_IDLE_RETRIES = 1
 # How each dialect says a prompt does not fit: OpenAI's code, vLLM's and
 # OpenRouter's "maximum context length is N tokens", llama.cpp's
 # exceed_context_size_error.
@@ -108,18 +108,6 @@ CHAT_COMPLETIONS = Dialect(
     base_variable="OPENAI_BASE_URL",
     default_base_url=OPENAI_BASE_URL,
 )
-
-
-class _Transient(Exception):
-    """An attempt failed in a way that another attempt may not."""
-
-    def __init__(
-        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-        self.idle = idle
 
 
 class ChatCompletionsProvider:
@@ -179,22 +167,10 @@ class ChatCompletionsProvider:
             official=self._official,
             window=self._window,
         )
-        retry = 0
-        idle = 0
-        while True:
-            try:
-                async for event in self._attempt(params):
-                    yield event
-                return
-            except _Transient as failure:
-                retry += 1
-                idle += failure.idle
-                delay = self._retry.delay(retry, failure.retry_after)
-                if delay is None or idle > _IDLE_RETRIES:
-                    raise failure.error from None
-                log.info("%s: %s; retry %d in %.1fs", self.name, failure.error, retry, delay)
-                yield Retrying(retry, delay, str(failure.error))
-                await self._sleep(delay)
+        async for event in retried(
+            lambda: self._attempt(params), self._retry, self._sleep, self.name
+        ):
+            yield event
 
     async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
         assembly = ChunkAssembly(self._dialect.name if self._dialect.replays_reasoning else None)
@@ -208,21 +184,21 @@ class ChatCompletionsProvider:
         except openai.APIStatusError as error:
             raise self._classify_status(error) from None
         except openai.APITimeoutError:
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError(f"{self.name}: no data received within the idle timeout"),
                 idle=True,
             ) from None
         except (openai.APIConnectionError, httpx2.TransportError) as error:
             cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
             if isinstance(cause, httpx2.TimeoutException):
-                raise _Transient(
+                raise Transient(
                     ProviderConnectionError(
                         f"{self.name}: no data received within the idle timeout"
                     ),
                     idle=True,
                 ) from None
             detail = f"connection failed: {type(cause or error).__name__}"
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError(
                     f"{self.name}: {detail} (check {self._dialect.base_variable})"
                 )
@@ -232,7 +208,7 @@ class ChatCompletionsProvider:
             # the same next time.
             raise self._malformed(error) from None
         if assembly.finish_reason is None:
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError(f"{self.name}: the response stream ended early")
             )
         try:
@@ -247,7 +223,7 @@ class ChatCompletionsProvider:
             f"{self.name}: the response stream was malformed ({type(error).__name__})"
         )
 
-    def _classify_status(self, error: openai.APIStatusError) -> ProviderError | _Transient:
+    def _classify_status(self, error: openai.APIStatusError) -> ProviderError | Transient:
         log.debug("%s error body: %r", self.name, error.body)
         status = error.status_code
         code = error.code or error.type or "http_error"
@@ -270,7 +246,7 @@ class ChatCompletionsProvider:
             raw_body=repr(error.body),
         )
         if status in _TRANSIENT_STATUS:
-            return _Transient(failure, parse_retry_after(error.response.headers))
+            return Transient(failure, parse_retry_after(error.response.headers))
         return failure
 
     async def _preflight(self) -> None:

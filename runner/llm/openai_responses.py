@@ -31,8 +31,9 @@ from runner.llm.errors import (
     body_excerpt,
 )
 from runner.llm.limits import limits_for
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
+from runner.llm.retrying import Transient, retried
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -48,7 +49,6 @@ log = logging.getLogger("neo.llm.openai")
 PROVIDER = "openai"
 DEFAULT_MODEL = "gpt-5"
 IDLE_TIMEOUT = 180.0
-_IDLE_RETRIES = 1
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 # Codes sent in a `response.failed` or `error` event that another attempt may fix.
 _TRANSIENT_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_overloaded"})
@@ -59,18 +59,6 @@ _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permis
 # The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
 # stays out of what a user sees.
 _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
-
-
-class _Transient(Exception):
-    """An attempt failed in a way that another attempt may not."""
-
-    def __init__(
-        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
-    ) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.retry_after = retry_after
-        self.idle = idle
 
 
 class OpenAIResponsesProvider:
@@ -109,22 +97,10 @@ class OpenAIResponsesProvider:
 
     async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
         params = build_params(self._model, request)
-        retry = 0
-        idle = 0
-        while True:
-            try:
-                async for event in self._attempt(params):
-                    yield event
-                return
-            except _Transient as failure:
-                retry += 1
-                idle += failure.idle
-                delay = self._retry.delay(retry, failure.retry_after)
-                if delay is None or idle > _IDLE_RETRIES:
-                    raise failure.error from None
-                log.info("openai: %s; retry %d in %.1fs", failure.error, retry, delay)
-                yield Retrying(retry, delay, str(failure.error))
-                await self._sleep(delay)
+        async for event in retried(
+            lambda: self._attempt(params), self._retry, self._sleep, self.name
+        ):
+            yield event
 
     async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
         final: APIResponse | None = None
@@ -143,13 +119,13 @@ class OpenAIResponsesProvider:
                     elif event.type == "error":
                         raise _stream_failure(event.code or "server_error", event.message)
             if final is None:
-                raise _Transient(ProviderConnectionError("openai: the response stream ended early"))
+                raise Transient(ProviderConnectionError("openai: the response stream ended early"))
         except openai.APIStatusError as error:
             raise _classify_status(error) from None
-        except (_Transient, ProviderError):
+        except (Transient, ProviderError):
             raise
         except openai.APITimeoutError:
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError("openai: no data received within the idle timeout"),
                 idle=True,
             ) from None
@@ -159,7 +135,7 @@ class OpenAIResponsesProvider:
                 detail = "no data received within the idle timeout"
             else:
                 detail = f"connection failed: {type(cause or error).__name__}"
-            raise _Transient(
+            raise Transient(
                 ProviderConnectionError(f"openai: {detail}"), idle=detail.startswith("no data")
             ) from None
         except Exception as error:
@@ -179,14 +155,14 @@ def _malformed(error: Exception) -> ProviderConnectionError:
     )
 
 
-def _stream_failure(code: str, message: str) -> ProviderError | _Transient:
+def _stream_failure(code: str, message: str) -> ProviderError | Transient:
     """An error reported inside a stream that had already answered 200."""
     kind = ContextOverflow if code == _OVERFLOW else ProviderHTTPError
     failure = kind(PROVIDER, 200, code, _redact(message))
-    return _Transient(failure) if code in _TRANSIENT_CODES else failure
+    return Transient(failure) if code in _TRANSIENT_CODES else failure
 
 
-def _classify_status(error: openai.APIStatusError) -> ProviderError | _Transient:
+def _classify_status(error: openai.APIStatusError) -> ProviderError | Transient:
     log.debug("openai error body: %r", error.body)
     status = error.status_code
     body = error.body if isinstance(error.body, Mapping) else {}
@@ -203,7 +179,7 @@ def _classify_status(error: openai.APIStatusError) -> ProviderError | _Transient
         raw_body=repr(error.body),
     )
     if status in _TRANSIENT_STATUS and error.code != _NO_QUOTA:
-        return _Transient(failure, parse_retry_after(error.response.headers))
+        return Transient(failure, parse_retry_after(error.response.headers))
     return failure
 
 
