@@ -19,7 +19,9 @@ OPENROUTER = Dialect(
     key_variable="OPENROUTER_API_KEY",
     base_variable="OPENROUTER_BASE_URL",
     default_base_url=OPENROUTER_BASE_URL,
-    headers={"HTTP-Referer": "https://github.com/neo-agent/neo", "X-Title": "Neo"},
+    # Attribution by name only: OpenRouter's HTTP-Referer wants a site URL,
+    # and Neo has none of its own to give.
+    headers={"X-Title": "Neo"},
     extra_body={"usage": {"include": True}},
     replays_reasoning=True,
     # A hosted service whose models all take tools and long prompts.

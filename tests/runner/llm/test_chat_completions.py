@@ -532,7 +532,7 @@ async def test_openrouter_headers_usage_accounting_cost_and_reasoning_replay(
     second = completed(await collect(p, follow_up)).response
 
     sent = fake.completions[0]
-    assert sent.headers["http-referer"]
+    assert "http-referer" not in sent.headers
     assert sent.headers["x-title"] == "Neo"
     assert sent.body["usage"] == {"include": True}
     assert fake.completions[1].body["messages"][1]["reasoning_details"] == [detail]
