@@ -41,9 +41,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
+from tests.fakes.watched import WatchedResponse
 
 __all__ = [
     "BrokenStream",
@@ -570,26 +571,13 @@ def _plan(reply: ScriptedReply, request: Mapping[str, Any], request_id: str) -> 
     return [start, *chunks, _Finish()]
 
 
-class _PlannedResponse(Response):
+class _PlannedResponse(WatchedResponse):
     """Runs a plan on the ASGI connection, watching for the client going away."""
 
     def __init__(self, steps: Sequence[_Step], api: FakeAnthropicAPI) -> None:
         super().__init__()
         self._steps = steps
         self._api = api
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = anyio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch)
-            await self._run(scope, send, gone)
-            tasks.cancel_scope.cancel()
 
     async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
         for step in self._steps:

@@ -38,9 +38,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
+from tests.fakes.watched import WatchedResponse
 
 __all__ = [
     "Disconnect",
@@ -410,24 +411,11 @@ def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) ->
     return _Plan(status, headers, [body.encode()])
 
 
-class _PlannedResponse(Response):
+class _PlannedResponse(WatchedResponse):
     def __init__(self, plan: _Plan, api: FakeOpenAIResponses) -> None:
         super().__init__()
         self._plan = plan
         self._api = api
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = anyio.Event()
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch)
-            await self._run(scope, send, gone)
-            tasks.cancel_scope.cancel()
 
     async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
         plan = self._plan
