@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from runner.agent.errors import MaxCost
 from runner.errors import ConfigError, NeoError
-from runner.llm.pricing import cost_usd
+from runner.llm.pricing import cost_usd, price_known
 from runner.llm.types import Usage
 
 __all__ = ["BUDGET_KINDS", "WRAP_UP_SECONDS", "RunBudget", "ran_out", "wrap_up_prompt"]
@@ -43,17 +43,19 @@ class RunBudget:
         self,
         *,
         model: str,
+        provider: str | None = None,
         max_turns: int,
         time_limit: float | None = None,
         max_cost_usd: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         warn_at: float = _WARN_AT,
     ) -> None:
-        if max_cost_usd is not None and cost_usd(model, Usage()) is None:
+        if max_cost_usd is not None and not price_known(model, provider):
             raise ConfigError(
                 f"a cost limit needs a model whose price is known; {model!r} has none"
             )
         self._model = model
+        self._provider = provider
         self._max_turns = max_turns
         self._time_limit = time_limit
         self._max_cost = max_cost_usd
@@ -68,11 +70,13 @@ class RunBudget:
     def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
         if self._max_cost is None:
             return
-        so_far = cost_usd(self._model, spent) or 0.0
+        so_far = cost_usd(self._model, spent, self._provider) or 0.0
         if so_far > self._spent:
             self._last_call, self._spent = so_far - self._spent, so_far
         upcoming = (
-            self._last_call or cost_usd(self._model, Usage(input_tokens=prompt_tokens)) or 0.0
+            self._last_call
+            or cost_usd(self._model, Usage(input_tokens=prompt_tokens), self._provider)
+            or 0.0
         )
         if so_far + upcoming > self._max_cost:
             raise MaxCost(

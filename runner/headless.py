@@ -128,6 +128,7 @@ async def run_headless(
     provider = make(provider_name, model)
     budget = RunBudget(
         model=provider.model,
+        provider=provider.name,
         max_turns=request.max_turns,
         time_limit=request.timeout,
         max_cost_usd=request.max_cost_usd,
@@ -212,7 +213,7 @@ async def _run_agent(
         stop_reason=finished.stop_reason if finished else None,
         num_turns=run.turns,
         usage=run.usage,
-        cost_usd=cost_usd(provider.model, run.usage),
+        cost_usd=cost_usd(provider.model, run.usage, provider.name),
         duration_ms=elapsed_ms(started),
         session_id=meta.id,
     )

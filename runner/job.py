@@ -223,6 +223,7 @@ async def run(
     provider = provider_factory(spec.provider, spec.model)
     budget = RunBudget(
         model=provider.model,
+        provider=provider.name,
         max_turns=spec.max_turns,
         time_limit=spec.time_limit,
         max_cost_usd=spec.max_cost_usd,
@@ -651,7 +652,7 @@ def _result(
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,
         usage=usage,
-        cost_usd=cost_usd(provider.model, usage),
+        cost_usd=cost_usd(provider.model, usage, provider.name),
         num_turns=progress.turns,
         duration_ms=elapsed_ms(started),
         session_id=progress.session_id,

@@ -593,5 +593,5 @@ def _usage(usage: Any) -> llm.Usage:
         input_tokens=max(0, prompt - cached),
         output_tokens=usage.completion_tokens or 0,
         cache_read_input_tokens=cached,
-        billed_usd=billed,
+        cost_usd=billed,
     )

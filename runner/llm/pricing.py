@@ -1,60 +1,102 @@
-"""What a run cost, from published per-token prices."""
+"""What model calls cost, from genai-prices' published per-token prices.
+
+Each call is priced when it completes (`PricedProvider`), so a run's usage
+carries the sum of its calls' costs: tiered prices (more per token past a
+prompt size) apply per call, and a run that changed model midway is priced
+by the model of each call. A cost the provider billed wins.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from decimal import Decimal
 
-from runner.llm.types import Usage
+from runner.llm.provider import Completed, Provider, StreamEvent
+from runner.llm.types import Request, Usage
 
+__all__ = ["PricedProvider", "cost_usd", "price_known", "priced"]
 
-@dataclass(frozen=True, slots=True)
-class Price:
-    """US dollars per million tokens."""
-
-    input: float
-    output: float
-    cache_write: float
-    cache_read: float
-
-
-# Model names are matched by prefix, longest first, so dated snapshots and
-# aliases share a row.
-PRICES: dict[str, Price] = {
-    "claude-fable-5": Price(10.0, 50.0, 12.50, 1.00),
-    "claude-opus-5-5": Price(4.0, 20.0, 5.00, 0.40),
-    "claude-opus-5": Price(5.0, 25.0, 6.25, 0.50),
-    "claude-sonnet-5": Price(2.0, 10.0, 2.50, 0.20),
-    "claude-opus-4-5": Price(5.0, 25.0, 6.25, 0.50),
-    "claude-opus-4-6": Price(5.0, 25.0, 6.25, 0.50),
-    "claude-opus-4-7": Price(5.0, 25.0, 6.25, 0.50),
-    "claude-opus-4-8": Price(5.0, 25.0, 6.25, 0.50),
-    "claude-opus-4": Price(15.0, 75.0, 18.75, 1.50),
-    "claude-sonnet-4": Price(3.0, 15.0, 3.75, 0.30),
-    "claude-haiku-4": Price(1.0, 5.0, 1.25, 0.10),
-    # OpenAI bills cache writes as plain input.
-    "gpt-5-nano": Price(0.05, 0.40, 0.05, 0.005),
-    "gpt-5-mini": Price(0.25, 2.0, 0.25, 0.025),
-    "gpt-5": Price(1.25, 10.0, 1.25, 0.125),
-    "gpt-4.1": Price(2.0, 8.0, 2.0, 0.50),
+# Neo's provider names as genai-prices knows them; any other provider (a
+# Chat Completions server) is matched by the model's name alone.
+_PROVIDER_IDS = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "google": "google",
+    "openrouter": "openrouter",
 }
-_BY_LENGTH = sorted(PRICES, key=len, reverse=True)
 
 
-def cost_usd(model: str, usage: Usage) -> float | None:
-    """The cost of `usage` on `model`, or None when its price is unknown.
+def cost_usd(model: str, usage: Usage, provider: str | None = None) -> float | None:
+    """What `usage` cost in US dollars, or None when the price is unknown.
 
-    A cost the provider billed wins over the published prices.
+    A usage whose calls were priced (or billed) carries its cost; anything
+    else is priced here as one call of `model`.
     """
-    if usage.billed_usd is not None:
-        return round(usage.billed_usd, 6)
-    prefix = next((p for p in _BY_LENGTH if model.startswith(p)), None)
-    if prefix is None:
-        return None
-    price = PRICES[prefix]
-    total = (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.cache_write
-        + usage.cache_read_input_tokens * price.cache_read
+    if usage.cost_usd is not None:
+        return round(usage.cost_usd, 6)
+    price = _lookup(model, provider, usage)
+    return None if price is None else round(float(price), 6)
+
+
+def price_known(model: str, provider: str | None = None) -> bool:
+    """Whether `model` has a published price, so a cost limit can hold."""
+    return _lookup(model, provider, Usage()) is not None
+
+
+def priced(usage: Usage, model: str, provider: str | None = None) -> Usage:
+    """`usage` with its cost set, unless the provider billed it or the price is unknown."""
+    if usage.cost_usd is not None:
+        return usage
+    cost = cost_usd(model, usage, provider)
+    return usage if cost is None else replace(usage, cost_usd=cost)
+
+
+class PricedProvider:
+    """A provider whose completed responses carry what the call cost."""
+
+    def __init__(self, inner: Provider) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> Provider:
+        """The provider whose calls this one prices."""
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def model(self) -> str:
+        return self._inner.model
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        async for event in self._inner.stream(request):
+            if isinstance(event, Completed):
+                response = event.response
+                usage = priced(response.usage, response.model or self.model, self.name)
+                event = Completed(replace(response, usage=usage))
+            yield event
+
+
+def _lookup(model: str, provider: str | None, usage: Usage) -> Decimal | None:
+    # Its price data takes about half a second to load: imported here, only
+    # runs that price a call pay for it.
+    import genai_prices
+
+    tokens = genai_prices.Usage(
+        # genai-prices counts every prompt token as input, cached or not.
+        input_tokens=usage.input_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens,
+        cache_write_tokens=usage.cache_creation_input_tokens,
+        cache_read_tokens=usage.cache_read_input_tokens,
+        output_tokens=usage.output_tokens,
     )
-    return round(total / 1_000_000, 6)
+    try:
+        return genai_prices.calc_price(
+            tokens, model_ref=model, provider_id=_PROVIDER_IDS.get(provider or "")
+        ).total_price
+    except LookupError:
+        return None

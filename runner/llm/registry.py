@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from runner.errors import ConfigError
+from runner.llm.pricing import PricedProvider
 from runner.llm.provider import Provider
 
 # Every name the CLI contract accepts; those without an adapter yet are
@@ -14,11 +15,16 @@ DEFAULT_PROVIDER = "anthropic"
 
 
 def make_provider(name: str, model: str | None = None) -> Provider:
-    """Build the named provider from its SDK's environment variables.
+    """Build the named provider from its SDK's environment variables; each
+    call it completes carries its cost.
 
     Raises ConfigError, naming the variable or flag to fix, when the provider
     is unknown or its credentials are missing.
     """
+    return PricedProvider(_adapter(name, model))
+
+
+def _adapter(name: str, model: str | None) -> Provider:
     if name == "anthropic":
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError("ANTHROPIC_API_KEY is not set (export your Anthropic API key)")

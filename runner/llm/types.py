@@ -70,22 +70,23 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
-    # What the provider billed, in US dollars, where it says so (OpenRouter);
-    # not part of `as_dict`, the token counts' contract.
-    billed_usd: float | None = None
+    # What these tokens cost in US dollars: billed by the provider where it
+    # says so (OpenRouter), else priced per call (runner/llm/pricing.py);
+    # None when unknown. Not part of `as_dict`, the token counts' contract.
+    cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        billed = (
+        cost = (
             None
-            if self.billed_usd is None and other.billed_usd is None
-            else (self.billed_usd or 0.0) + (other.billed_usd or 0.0)
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
         )
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
-            billed,
+            cost,
         )
 
     def as_dict(self) -> dict[str, int]:

@@ -7,6 +7,7 @@ import pytest
 from runner.agent import MaxCost
 from runner.budget import RunBudget, ran_out, wrap_up_prompt
 from runner.errors import ConfigError
+from runner.llm.pricing import priced
 from runner.llm.types import Usage
 
 MODEL = "claude-sonnet-4-5"  # $3 in, $15 out, $0.30 cache read per million tokens
@@ -66,10 +67,12 @@ def test_a_call_that_would_pass_the_cost_limit_is_refused_before_it_is_made() ->
 def test_the_cost_spent_is_told_past_eighty_percent() -> None:
     budget = RunBudget(model=MODEL, max_turns=100, max_cost_usd=1.00)
     notes = []
+    spent = Usage()
     for turn in range(1, 19):
-        # Each call costs $0.05 (about 16,667 input tokens).
-        budget.before_call(turn, Usage(input_tokens=16_667 * (turn - 1)), 16_667)
+        budget.before_call(turn, spent, 16_667)
         notes.append(budget.note(turn))
+        # Each call costs $0.05 (about 16,667 input tokens), priced as it completes.
+        spent = spent + priced(Usage(input_tokens=16_667), MODEL, "anthropic")
     told = [(turn, note) for turn, note in enumerate(notes, start=1) if note]
     assert len(told) == 1
     turn, note = told[0]

@@ -15,7 +15,7 @@ from runner.errors import ConfigError
 from runner.llm import codec
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.openai_responses import OpenAIResponsesProvider, build_params, cache_key
-from runner.llm.pricing import cost_usd
+from runner.llm.pricing import PricedProvider, cost_usd
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
@@ -588,8 +588,9 @@ async def test_the_registry_builds_it_from_the_sdks_variables(
     fake_openai.script(Reply([message("from the environment")]))
 
     made = make_provider("openai")
-    assert isinstance(made, OpenAIResponsesProvider)
-    _providers.append(made)
+    assert isinstance(made, PricedProvider)
+    assert isinstance(made.inner, OpenAIResponsesProvider)
+    _providers.append(made.inner)
 
     assert made.model == "gpt-5"
-    assert completed(await collect(made)).response.text == "from the environment"
+    assert completed(await collect(made.inner)).response.text == "from the environment"
