@@ -18,15 +18,15 @@ from runner.agent import Event
 from runner.budget import RunBudget, ran_out
 from runner.context import build_system_prompt, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
+from runner.llm.fallback import with_fallback
 from runner.llm.pricing import cost_usd
-from runner.llm.provider import Provider
+from runner.llm.provider import Provider, close_provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
 from runner.llm.types import JSON, Effort, Usage
 from runner.run import (
     AgentRun,
     ProviderFactory,
     bounded,
-    close_provider,
     elapsed_ms,
     make_agent,
     session_meta,
@@ -48,6 +48,8 @@ class RunRequest:
     # None: the resumed session's choice, else the default.
     provider: str | None = None
     model: str | None = None
+    # (provider, model) to turn to when the first is unavailable.
+    fallback: tuple[str, str | None] | None = None
     max_turns: int = 100
     timeout: float | None = None
     resume: str | None = None
@@ -125,7 +127,7 @@ async def run_headless(
     repo = _working_tree(request, previous)
     provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
     model = request.model or (previous.meta.model if previous else None)
-    provider = make(provider_name, model)
+    provider = with_fallback(make, provider_name, model, request.fallback)
     budget = RunBudget(
         model=provider.model,
         provider=provider.name,

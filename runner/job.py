@@ -42,8 +42,9 @@ from runner.git import (
     fetch_pull_request,
     push,
 )
+from runner.llm.fallback import models_of, with_fallback
 from runner.llm.pricing import cost_usd
-from runner.llm.provider import Provider
+from runner.llm.provider import Provider, close_provider
 from runner.llm.registry import make_provider
 from runner.llm.types import Effort, Message, Text, Usage
 from runner.run import (
@@ -51,7 +52,6 @@ from runner.run import (
     ProviderFactory,
     RunInterrupted,
     bounded,
-    close_provider,
     elapsed_ms,
     make_agent,
     session_meta,
@@ -113,6 +113,8 @@ class JobSpec:
     system_extra: str = ""
     provider: str = "anthropic"
     model: str | None = None
+    # (provider, model) to turn to when the first is unavailable.
+    fallback: tuple[str, str | None] | None = None
     max_turns: int = 100
     time_limit: float = 30 * 60.0
     # How hard the model thinks; None: not at all.
@@ -152,6 +154,10 @@ class JobResult:
     error_message: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
+    # The models that did the work, in order: a fallback's after the first's.
+    models: tuple[str, ...] = ()
+    # Why the fallback took over: the first provider's last error.
+    fallback_reason: str | None = None
     num_turns: int = 0
     duration_ms: int = 0
     session_id: str | None = None
@@ -220,7 +226,7 @@ async def run(
     """
     started = time.monotonic()
     _check(spec)
-    provider = provider_factory(spec.provider, spec.model)
+    provider = with_fallback(provider_factory, spec.provider, spec.model, spec.fallback)
     budget = RunBudget(
         model=provider.model,
         provider=provider.name,
@@ -640,6 +646,7 @@ def _result(
     usage = finished.usage if finished else Usage()
     if conclusion is None:
         conclusion = "cancelled" if isinstance(error, RunInterrupted) else "failed"
+    models, fallback_reason = models_of(provider)
     return JobResult(
         conclusion=conclusion,
         branch=spec.work_branch,
@@ -653,6 +660,8 @@ def _result(
         error_message=one_line(error) if error else None,
         usage=usage,
         cost_usd=cost_usd(provider.model, usage, provider.name),
+        models=models,
+        fallback_reason=fallback_reason,
         num_turns=progress.turns,
         duration_ms=elapsed_ms(started),
         session_id=progress.session_id,

@@ -37,7 +37,6 @@ __all__ = [
     "RunInterrupted",
     "RunTimeout",
     "bounded",
-    "close_provider",
     "elapsed_ms",
     "make_agent",
     "session_meta",
@@ -218,14 +217,6 @@ class AgentRun:
             )
         if self._on_event is not None:
             self._on_event(event)
-
-
-async def close_provider(provider: Provider) -> None:
-    """Close `provider`'s connections, if any: a failure to close does not fail the run."""
-    close = getattr(provider, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
 
 
 def elapsed_ms(started: float) -> int:

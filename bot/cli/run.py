@@ -35,6 +35,13 @@ def add_run_parser(commands: Any) -> None:
     run.add_argument("--image", type=image_reference, help="sandbox image for --sandbox docker")
     run.add_argument("--provider", choices=PROVIDERS, help="model provider (default: anthropic)")
     run.add_argument("--model", help="model name (default: the provider's default)")
+    run.add_argument(
+        "--fallback",
+        choices=PROVIDERS,
+        metavar="PROVIDER",
+        help="provider to turn to when the first still fails with 429 or 5xx after its retries",
+    )
+    run.add_argument("--fallback-model", metavar="MODEL", help="the fallback's model name")
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
     run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
     run.add_argument(
@@ -59,6 +66,8 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         if not prompt.strip():
             raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
+        if args.fallback_model and not args.fallback:
+            raise ConfigError("--fallback-model needs --fallback PROVIDER")
         request = RunRequest(
             prompt=prompt,
             repo=args.repo,
@@ -66,6 +75,7 @@ def run_command(args: argparse.Namespace) -> int:
             image=args.image,
             provider=args.provider,
             model=args.model,
+            fallback=(args.fallback, args.fallback_model) if args.fallback else None,
             max_turns=args.max_turns,
             timeout=args.timeout,
             resume=args.resume,

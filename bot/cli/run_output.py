@@ -74,6 +74,10 @@ class TextOutput:
                 f"{mark} [bold]{event.name}[/] {subject} [dim]· {escape(detail)} · "
                 f"{event.duration_ms / 1000:.1f}s[/]"
             )
+        elif isinstance(event, ProviderRetry) and event.fallback:
+            self._console.print(
+                f"[yellow]↻[/] falling back to {escape(event.fallback)}: {escape(event.reason)}"
+            )
         elif isinstance(event, ProviderRetry):
             self._console.print(
                 f"[yellow]↻[/] retrying in {event.delay:.1f}s: {escape(event.reason)}"

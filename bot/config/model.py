@@ -15,7 +15,7 @@ from bot.config.cron import Cron
 from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
 
-__all__ = ["Permission", "Provider", "RepoConfig", "Schedule"]
+__all__ = ["Fallback", "Permission", "Provider", "RepoConfig", "Schedule"]
 
 _MAX_SCHEDULES = 20
 
@@ -132,6 +132,18 @@ class Schedule(_Strict):
         return Cron(self.cron)
 
 
+class Fallback(_Strict):
+    """The provider a run turns to when its own is unavailable."""
+
+    provider: Provider = Field(
+        description="The fallback's provider. Its API key is the service's, like the first's.",
+    )
+    model: _Text | None = Field(
+        default=None,
+        description="The fallback's model name. Unset: its provider's default.",
+    )
+
+
 class RepoConfig(_Strict):
     """The settings in `.github/neo.yml`. Every field is optional."""
 
@@ -142,6 +154,15 @@ class RepoConfig(_Strict):
     model: _Text | None = Field(
         default=None,
         description="The model name, e.g. `claude-sonnet-4-5`. Unset: the service's default.",
+    )
+    fallback: Fallback | None = Field(
+        default=None,
+        description=(
+            "A second provider and model, e.g. `{provider: openai, model: gpt-5}`, for when"
+            " the first is unavailable: it still answers 429 or 5xx after its retries, or"
+            " cannot be reached. The run then stays with the fallback, and the report names"
+            " the model that did the work."
+        ),
     )
     max_turns: int = Field(
         default=100,
@@ -255,6 +276,16 @@ class RepoConfig(_Strict):
             "see [Schedules](#schedules)."
         ),
     )
+
+    @field_validator("fallback")
+    @classmethod
+    def _other_model(cls, value: Fallback | None, info: ValidationInfo) -> Fallback | None:
+        if value is not None and (value.provider, value.model) == (
+            info.data.get("provider"),
+            info.data.get("model"),
+        ):
+            raise ValueError("is the same provider and model as the first; name another")
+        return value
 
     @field_validator("trigger_label")
     @classmethod

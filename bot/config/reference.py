@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
-from bot.config.model import RepoConfig, Schedule
+from bot.config.model import Fallback, RepoConfig, Schedule
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 
@@ -27,6 +27,7 @@ EXAMPLE_YAML = """\
 # .github/neo.yml: every setting is optional.
 provider: anthropic
 model: claude-sonnet-4-5
+fallback: {provider: openai, model: gpt-5}  # when Anthropic is unavailable
 max_turns: 150
 time_limit: 45  # minutes
 max_cost_usd: 5.00
@@ -135,6 +136,17 @@ def reference_markdown() -> str:
         "## Settings",
         "",
         *_table(RepoConfig),
+        "",
+        "## Fallback",
+        "",
+        "`fallback` names the provider a run turns to when its own still answers 429 "
+        "(rate limited, or out of quota) or 5xx after its retries, or cannot be reached. "
+        "Errors in the request itself, such as a bad key or a prompt too long, do not "
+        "switch providers. From the switch on the run stays with the fallback, the "
+        "progress comment says so, and the report names both models and why. The "
+        "fallback's API key, like the first provider's, is the service's.",
+        "",
+        *_table(Fallback),
         "",
         "## Schedules",
         "",

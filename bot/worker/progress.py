@@ -372,7 +372,10 @@ class Progress:
         elif isinstance(event, ProviderRetry):
             reason = one_line(event.reason, 120)
             self._step = Step(
-                f"the model provider failed ({reason}); retry {event.attempt} in {event.delay:.0f}s"
+                f"the model provider failed ({reason}); falling back to {event.fallback}"
+                if event.fallback
+                else f"the model provider failed ({reason}); retry {event.attempt} in"
+                f" {event.delay:.0f}s"
             )
         elif isinstance(event, ToolStarted):
             self._started(event)
@@ -527,6 +530,9 @@ class Outcome:
     cost_usd: float | None = None
     duration_ms: int | None = None
     num_turns: int | None = None
+    # The models that did the work, in order, and why a fallback took over.
+    models: tuple[str, ...] = ()
+    fallback_reason: str | None = None
 
     @classmethod
     def from_run(
@@ -610,6 +616,9 @@ def _footer(outcome: Outcome, duration: float | None) -> str:
             f"${outcome.cost_usd:.2f}" if outcome.cost_usd >= 0.01 else f"${outcome.cost_usd:.4f}"
         )
     fields = [f"Tokens: {tokens}", f"Cost: {cost}"]
+    if outcome.models:
+        label = "Model" if len(outcome.models) == 1 else "Models"
+        fields.insert(0, f"{label}: {' then '.join(_code(m) for m in outcome.models)}")
     if duration is not None:
         fields.append(f"Duration: {format_duration(duration)}")
     if outcome.num_turns:
@@ -684,6 +693,13 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             "ℹ️ This repository does not allow draft pull requests (GitHub allows them on"
             " public repositories and on paid plans), so this one is a regular pull request:"
             " it is ready for review as soon as it is opened."
+        )
+    if len(outcome.models) > 1:
+        first, *rest = outcome.models
+        why = _code(one_line(outcome.fallback_reason or "unavailable", 300))
+        sections.append(
+            f"ℹ️ {_code(first)} was unavailable ({why}), so the fallback"
+            f" {_code(rest[-1])} did the rest of the work."
         )
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)

@@ -57,6 +57,8 @@ def run_outcome(
         cost_usd=result.cost_usd,
         duration_ms=result.duration_ms,
         num_turns=result.num_turns,
+        models=result.models,
+        fallback_reason=result.fallback_reason,
     )
 
 

@@ -23,11 +23,15 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ProviderRetry:
-    """A transient provider failure; text streamed since `TurnStarted` is void."""
+    """A transient provider failure; text streamed since `TurnStarted` is void.
+
+    `fallback` names the model that takes over when another provider does.
+    """
 
     attempt: int
     delay: float
     reason: str
+    fallback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

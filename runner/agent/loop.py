@@ -280,7 +280,9 @@ class Agent:
             if isinstance(event, TextDelta):
                 self._emit(ev.TextDelta(event.text))
             elif isinstance(event, Retrying):
-                self._emit(ev.ProviderRetry(event.attempt, event.delay, event.reason))
+                self._emit(
+                    ev.ProviderRetry(event.attempt, event.delay, event.reason, event.fallback)
+                )
             elif isinstance(event, Completed):
                 return copy_response(event.response)
         raise ProviderConnectionError(f"{self._provider.name}: the stream ended without a response")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, TypeAlias
@@ -24,6 +25,8 @@ class Retrying:
     attempt: int
     delay: float
     reason: str
+    # The model taking over when another provider does (a fallback), at once.
+    fallback: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +51,11 @@ class Provider(Protocol):
     def model(self) -> str: ...
 
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
+
+
+async def close_provider(provider: Provider) -> None:
+    """Close `provider`'s connections, if any: a failure to close does not fail the run."""
+    close = getattr(provider, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()

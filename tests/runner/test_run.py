@@ -16,6 +16,7 @@ import pytest
 from runner.agent import Event, TurnStarted
 from runner.budget import RunBudget
 from runner.llm.anthropic import AnthropicProvider
+from runner.llm.provider import close_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import SystemPrompt, Usage
 from runner.run import (
@@ -23,7 +24,6 @@ from runner.run import (
     RunInterrupted,
     RunTimeout,
     bounded,
-    close_provider,
     make_agent,
     session_meta,
 )

@@ -106,6 +106,21 @@ def test_the_source_names_the_file() -> None:
             "or 'google'",
             "provider",
         ),
+        (
+            "fallback: openai",
+            "fallback: Input should be a mapping",
+            "fallback",
+        ),
+        (
+            "fallback: {model: gpt-5}",
+            "fallback.provider: Field required",
+            "fallback.provider",
+        ),
+        (
+            "model: claude-opus-5\nfallback: {provider: anthropic, model: claude-opus-5}",
+            "fallback: is the same provider and model as the first; name another",
+            "fallback",
+        ),
         # Out of range or empty.
         ("max_turns: 0", "max_turns: Input should be greater than or equal to 1", "max_turns"),
         ("max_turns: 501", "max_turns: Input should be less than or equal to 500", "max_turns"),

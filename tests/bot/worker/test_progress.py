@@ -393,6 +393,25 @@ def test_report_success_with_pull_request() -> None:
     )
 
 
+def test_report_names_the_model_and_a_fallback_that_took_over() -> None:
+    one = render_report(working().state, outcome(models=("claude-sonnet-5-5",)))
+    assert one.split("\n")[-1].startswith("<sub>Model: `claude-sonnet-5-5` · Tokens: 1,234 in")
+    assert "unavailable" not in one
+
+    two = render_report(
+        working().state,
+        outcome(
+            models=("claude-sonnet-5-5", "gpt-5"),
+            fallback_reason="anthropic 529 overloaded_error: Overloaded",
+        ),
+    )
+    assert (
+        "ℹ️ `claude-sonnet-5-5` was unavailable (`anthropic 529 overloaded_error: Overloaded`),"
+        " so the fallback `gpt-5` did the rest of the work."
+    ) in two
+    assert two.split("\n")[-1].startswith("<sub>Models: `claude-sonnet-5-5` then `gpt-5` · Tokens:")
+
+
 def test_report_says_which_directories_were_left_out_as_repositories_of_their_own() -> None:
     progress = working()
     progress.finish(Conclusion.SUCCESS)

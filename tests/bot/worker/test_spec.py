@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import RepoConfig
+from bot.config import Fallback, RepoConfig
 from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.worker.prompt import Post
 from bot.worker.spec import (
@@ -139,6 +139,28 @@ def test_the_config_decides_the_model_the_budget_and_the_branch_prefix(
     # The time limit is in minutes in the file, in seconds for the runner.
     assert (spec.model, spec.max_turns, spec.time_limit, spec.work_branch) == expected
     assert own is False
+
+
+@pytest.mark.parametrize(
+    ("fallback", "expected"),
+    [
+        (None, None),
+        (Fallback(provider="openai", model="gpt-5"), ("openai", "gpt-5")),
+        (Fallback(provider="openrouter"), ("openrouter", None)),
+    ],
+)
+def test_the_configs_fallback_reaches_the_runner(
+    fallback: Fallback | None, expected: tuple[str, str | None] | None
+) -> None:
+    spec, _ = job_spec(
+        job(),
+        RepoConfig(fallback=fallback),
+        _Settings(),
+        default_branch="main",
+        thread=THREAD,
+        who=Identity(BOT, "t"),
+    )
+    assert spec.fallback == expected
 
 
 @pytest.mark.parametrize(
