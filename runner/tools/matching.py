@@ -71,7 +71,10 @@ def find(text: str, old: str, new: str) -> Found:
         if starts:
             start, end = _span(text, view, origin, starts[0], len(wanted), leniency)
             replacement = new
-            if leniency.leading and (start == 0 or text[start - 1] == "\n"):
+            # A match that starts at a line break (apply_patch's hunks do) begins
+            # a line as much as one at a line's start.
+            begins_line = start == 0 or text[start - 1] == "\n" or text[start] == "\n"
+            if leniency.leading and begins_line:
                 replacement = _reindent(new, old.split("\n"), text[start:end].split("\n"))
             return Found(((start, end),), replacement, leniency)
     return Found((), new)
