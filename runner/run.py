@@ -29,7 +29,7 @@ from runner.session import (
     SessionStore,
     utc_timestamp,
 )
-from runner.tools import Checklist, default_tools
+from runner.tools import Checklist, tools_for
 
 __all__ = [
     "AgentRun",
@@ -111,10 +111,11 @@ def make_agent(
     effort: Effort | None,
     budget: RunBudget,
 ) -> Agent:
-    """The agent with the default tools on `box`, continuing `previous`'s conversation."""
+    """The agent with the tools its model's family knows on `box`, continuing
+    `previous`'s conversation."""
     return Agent(
         provider,
-        tools=default_tools(box, checklist=Checklist()),
+        tools=tools_for(provider.model, box, checklist=Checklist()),
         system=system,
         max_turns=max_turns,
         messages=previous.messages if previous else (),

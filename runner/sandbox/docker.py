@@ -1,7 +1,7 @@
 """The docker sandbox: one disposable container per job, driven over one stream.
 
     async with DockerSandbox.start(tree, image="neo-sandbox:local", job_id=job.id) as sandbox:
-        tools = default_tools(sandbox)
+        tools = tools_for(model, sandbox)
 
 No secret, no network (after the optional setup commands), no capabilities,
 a read-only root; removed however the run ends. docs/architecture.md,

@@ -12,13 +12,13 @@ from runner.tools.schema import ToolInput, input_schema, parse
 
 
 class ShellInput(ToolInput):
-    id: str = Field(description="The id bash gave the background command, e.g. bash_1.")
+    id: str = Field(description="The id bash or shell gave the background command, e.g. bash_1.")
 
 
 OUTPUT_SPEC = ToolSpec(
     name="bash_output",
     description=(
-        "Read what a command started with bash's run_in_background printed since the"
+        "Read what a command started with run_in_background (bash or shell) printed since the"
         " last read (stdout and stderr interleaved), and whether it is still running or"
         " its exit code. Returns at once: call it again later for more."
     ),
@@ -28,7 +28,7 @@ OUTPUT_SPEC = ToolSpec(
 KILL_SPEC = ToolSpec(
     name="kill_shell",
     description=(
-        "Stop a command started with bash's run_in_background, and every process it"
+        "Stop a command started with run_in_background (bash or shell), and every process it"
         " started; returns what it printed since the last read. Its id is then gone."
     ),
     input_schema=input_schema(ShellInput),

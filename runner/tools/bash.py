@@ -100,18 +100,35 @@ class BashTool:
 
     async def __call__(self, args: JSONObject, ctx: ToolContext) -> ToolOutput:
         request = parse(BashInput, args)
-        argv = ["bash", "-c", request.command]
-        try:
-            if request.run_in_background:
-                ident = await self._sandbox.start_background(argv, cwd=request.workdir)
-                return ToolOutput(started(ident))
-            result = await self._sandbox.run(argv, timeout=request.timeout, cwd=request.workdir)
-        except (PathOutsideTree, FileNotFoundError, NotADirectoryError) as error:
-            # Only the working directory is checked before the command starts.
-            if request.workdir is None:
-                raise
-            raise workdir_error(request.workdir, error) from None
-        return render(result, request.timeout)
+        return await execute(
+            self._sandbox,
+            ["bash", "-c", request.command],
+            timeout=request.timeout,
+            workdir=request.workdir,
+            background=request.run_in_background,
+        )
+
+
+async def execute(
+    sandbox: Sandbox,
+    argv: list[str],
+    *,
+    timeout: float,
+    workdir: str | None,
+    background: bool,
+) -> ToolOutput:
+    """Run `argv` in `sandbox` as bash does (and shell, for the OpenAI family's tools)."""
+    try:
+        if background:
+            ident = await sandbox.start_background(argv, cwd=workdir)
+            return ToolOutput(started(ident))
+        result = await sandbox.run(argv, timeout=timeout, cwd=workdir)
+    except (PathOutsideTree, FileNotFoundError, NotADirectoryError) as error:
+        # Only the working directory is checked before the command starts.
+        if workdir is None:
+            raise
+        raise workdir_error(workdir, error) from None
+    return render(result, timeout)
 
 
 def started(ident: str) -> str:
