@@ -27,6 +27,8 @@ from runner.session import SessionStore
 from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
 from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaModel, call
 from tests.fakes.chat_completions import Reply as ChatReply
+from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
+from tests.fakes.openai_responses import Reply as OpenAIReply
 
 NEO = Path(sys.executable).with_name("neo")
 
@@ -697,3 +699,33 @@ def test_chat_completions_refuses_a_small_local_model_in_one_line(
         "at least 16,384: set num_ctx (PARAMETER num_ctx 32768 in a Modelfile, or "
         "OLLAMA_CONTEXT_LENGTH)"
     ]
+
+
+def test_openai_gpt5_edits_with_apply_patch_end_to_end(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patch = (
+        "*** Begin Patch\n*** Update File: greeting.txt\n@@\n-hello world\n+hello patch\n"
+        "*** End Patch\n"
+    )
+    with FakeOpenAIResponses() as server:
+        server.script(
+            OpenAIReply([function_call("call_1", "apply_patch", {"input": patch})]),
+            OpenAIReply([message("Patched.")]),
+        )
+        monkeypatch.setenv("NEO_HOME", str(home))
+        for name, value in server.env.items():
+            monkeypatch.setenv(name, value)
+        argv = ["run", "--output-format", "json", "--provider", "openai", "--model", "gpt-5"]
+        code = main([*argv, "--repo", str(repo), "patch greeting.txt"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["is_error"] is False
+    assert (repo / "greeting.txt").read_text() == "hello patch\n"
+    offered = {tool["name"] for tool in server.requests[0].body["tools"]}
+    assert {"apply_patch", "shell"} <= offered
+    assert "edit_file" not in offered
+    (item,) = [i for i in server.requests[1].body["input"] if i["type"] == "function_call_output"]
+    assert item["output"] == "applied the patch:\nM greeting.txt"
