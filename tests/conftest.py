@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes import FakeAnthropicAPI, openapi
+from tests.fakes.gemini_api import FakeGemini
 from tests.fakes.openai_responses import FakeOpenAIResponses
 
 
@@ -36,4 +37,11 @@ def _github_conformance() -> Iterator[None]:
 def fake_openai() -> Iterator[FakeOpenAIResponses]:
     """A fake OpenAI Responses API on 127.0.0.1, with an empty script."""
     with FakeOpenAIResponses() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_gemini() -> Iterator[FakeGemini]:
+    """A fake Gemini API on 127.0.0.1, with an empty script."""
+    with FakeGemini() as server:
         yield server

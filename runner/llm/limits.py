@@ -50,8 +50,14 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
     "gpt-4o": ModelLimits(128_000, 16_384),
     "o3": ModelLimits(200_000, 100_000, "adaptive"),
     "o4-mini": ModelLimits(200_000, 100_000, "adaptive"),
-    "gemini-2.5": ModelLimits(1_048_576, 65_536),
-    "gemini-3": ModelLimits(1_048_576, 65_536),
+    # Gemini 2.5 thinks within a budget; Gemini 3 at a thinking level.
+    "gemini-2.5": ModelLimits(1_048_576, 65_536, "budget"),
+    "gemini-2.5-pro": ModelLimits(1_048_576, 65_536, "budget"),
+    "gemini-2.5-flash": ModelLimits(1_048_576, 65_536, "budget"),
+    "gemini-2.5-flash-lite": ModelLimits(1_048_576, 65_536, "budget"),
+    "gemini-3": ModelLimits(1_048_576, 65_536, "adaptive"),
+    "gemini-3-pro": ModelLimits(1_048_576, 65_536, "adaptive"),
+    "gemini-3-flash": ModelLimits(1_048_576, 65_536, "adaptive"),
 }
 DEFAULT_LIMITS = ModelLimits(128_000, 16_384)
 _BY_LENGTH = sorted(MODEL_LIMITS, key=len, reverse=True)

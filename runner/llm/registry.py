@@ -42,6 +42,8 @@ def _adapter(name: str, model: str | None) -> Provider:
         return _chat_completions(model)
     if name == "openrouter":
         return _openrouter(model)
+    if name == "google":
+        return _google(model)
     if name in PROVIDERS:
         raise ConfigError(
             f"provider {name!r} is not available in this version of neo (use --provider anthropic)"
@@ -78,3 +80,13 @@ def _openrouter(model: str | None) -> Provider:
         api_key=os.environ["OPENROUTER_API_KEY"],
         base_url=os.environ.get("OPENROUTER_BASE_URL") or None,
     )
+
+
+def _google(model: str | None) -> Provider:
+    # The SDK prefers GOOGLE_API_KEY when both are set; errors name the one in use.
+    variable = next((v for v in ("GOOGLE_API_KEY", "GEMINI_API_KEY") if os.environ.get(v)), None)
+    if variable is None:
+        raise ConfigError("GEMINI_API_KEY is not set (export your Gemini API key)")
+    from runner.llm.google import DEFAULT_MODEL, GoogleProvider
+
+    return GoogleProvider(model or DEFAULT_MODEL, key_variable=variable)
