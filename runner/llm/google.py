@@ -230,7 +230,9 @@ def build_params(model: str, request: llm.Request) -> dict[str, Any]:
             )
     thinking = limits_for(model).thinking
     if request.effort is not None and thinking == "budget":
-        config.thinking_config = gt.ThinkingConfig(thinking_budget=_BUDGETS[request.effort])
+        # Thinking counts against the output ceiling: leave room for the answer.
+        budget = min(_BUDGETS[request.effort], request.max_tokens // 2)
+        config.thinking_config = gt.ThinkingConfig(thinking_budget=budget)
     elif request.effort is not None and thinking == "adaptive":
         config.thinking_config = gt.ThinkingConfig(
             thinking_level=gt.ThinkingLevel(request.effort.upper())

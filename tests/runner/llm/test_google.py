@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -151,7 +152,7 @@ async def test_request_carries_system_tools_tool_choice_and_a_thinking_budget(
         messages=HELLO.messages,
         system=SystemPrompt(("base", "", "project")),
         tools=(spec,),
-        max_tokens=4_000,
+        max_tokens=60_000,
         effort="high",
         tool_choice="none",
     )
@@ -166,7 +167,7 @@ async def test_request_carries_system_tools_tool_choice_and_a_thinking_budget(
     # The schema goes as JSON Schema, keywords Gemini's own Schema lacks included.
     assert declaration["parameters_json_schema"] == schema
     assert sent["toolConfig"]["functionCallingConfig"]["mode"] == "NONE"
-    assert sent["generationConfig"]["maxOutputTokens"] == 4_000
+    assert sent["generationConfig"]["maxOutputTokens"] == 60_000
     assert sent["generationConfig"]["thinkingConfig"] == {"thinking_budget": 24_576}
 
 
@@ -175,6 +176,12 @@ def test_gemini_3_takes_a_thinking_level_and_no_effort_asks_for_nothing() -> Non
     assert config.thinking_config.thinking_level.value == "LOW"
     assert config.thinking_config.thinking_budget is None
     assert build_params("gemini-2.5-flash", HELLO)["config"].thinking_config is None
+
+
+def test_a_thinking_budget_leaves_half_the_output_for_the_answer() -> None:
+    request = Request(HELLO.messages, max_tokens=6_000, effort="high")
+    config = build_params("gemini-2.5-flash", request)["config"]
+    assert config.thinking_config.thinking_budget == 3_000
 
 
 # -- stop reasons -----------------------------------------------------------
@@ -475,6 +482,14 @@ async def test_a_retry_after_header_is_honoured_without_retry_info(
             ),
             id="ended-before-finish",
         ),
+        pytest.param(
+            RawStream(
+                'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]}}]}\n\n'
+                'data: {"error":{"code":503,"message":"The model is overloaded.",'
+                '"status":"UNAVAILABLE"}}\n\n'
+            ),
+            id="error-in-stream",
+        ),
     ],
 )
 async def test_transient_failures_are_retried(fake_gemini: FakeGemini, failure: Any) -> None:
@@ -551,6 +566,26 @@ async def test_an_idle_stream_is_cut_and_retried_once(fake_gemini: FakeGemini) -
 
     assert str(caught.value) == "google: no data received within the idle timeout"
     assert len(fake_gemini.requests) == 2
+
+
+async def test_cancellation_mid_stream_stops_the_request(fake_gemini: FakeGemini) -> None:
+    fake_gemini.script(Stall(seconds=30, after_chunks=1), Reply([text("unused")]))
+    seen: list[StreamEvent] = []
+
+    async def consume() -> None:
+        async for event in provider(fake_gemini).stream(HELLO):
+            seen.append(event)
+
+    task = asyncio.create_task(consume())
+    while not any(isinstance(e, TextDelta) for e in seen):
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert len(fake_gemini.requests) == 1
+    assert fake_gemini.pending == 1
+    assert not any(isinstance(e, Completed | Retrying) for e in seen)
 
 
 async def test_a_malformed_stream_is_one_line_and_not_retried(fake_gemini: FakeGemini) -> None:
