@@ -59,7 +59,11 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
             [
                 reasoning(),
                 function_call("call_1", "read_file", {"path": "greeting.txt"}),
-                function_call("call_2", "write_file", {"path": "out.txt", "content": "made\n"}),
+                function_call(
+                    "call_2",
+                    "apply_patch",
+                    {"input": "*** Begin Patch\n*** Add File: out.txt\n+made\n*** End Patch\n"},
+                ),
             ],
             usage=Usage(1_000, 40, cached_tokens=0),
         ),

@@ -15,7 +15,7 @@ from runner.errors import ConfigError
 from runner.llm import codec
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.google import GoogleProvider, build_params
-from runner.llm.pricing import cost_usd
+from runner.llm.pricing import PricedProvider, cost_usd
 from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
@@ -622,11 +622,12 @@ async def test_the_registry_builds_it_from_the_sdks_variables(
     fake_gemini.script(Reply([text("from the environment")]))
 
     made = make_provider("google")
-    assert isinstance(made, GoogleProvider)
-    _providers.append(made)
+    assert isinstance(made, PricedProvider)
+    assert isinstance(made.inner, GoogleProvider)
+    _providers.append(made.inner)
 
     assert made.model == "gemini-2.5-pro"
-    assert completed(await collect(made)).response.text == "from the environment"
+    assert completed(await collect(made.inner)).response.text == "from the environment"
 
 
 async def test_a_bad_key_from_google_api_key_names_that_variable(
@@ -637,8 +638,9 @@ async def test_a_bad_key_from_google_api_key_names_that_variable(
     monkeypatch.setenv("GOOGLE_API_KEY", "AIzaSyNotTheRightOne-000000")
 
     made = make_provider("google")
-    assert isinstance(made, GoogleProvider)
-    _providers.append(made)
+    assert isinstance(made, PricedProvider)
+    assert isinstance(made.inner, GoogleProvider)
+    _providers.append(made.inner)
 
     with pytest.raises(ProviderHTTPError, match=r"\(check GOOGLE_API_KEY\)$"):
-        await collect(made)
+        await collect(made.inner)
