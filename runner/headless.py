@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ class RunRequest:
     model: str | None = None
     # (provider, model) to turn to when the first is unavailable.
     fallback: tuple[str, str | None] | None = None
+    # How the openai provider signs in: "api_key" or "subscription".
+    openai_auth: str = "api_key"
     max_turns: int = 100
     timeout: float | None = None
     resume: str | None = None
@@ -127,7 +130,12 @@ async def run_headless(
     repo = _working_tree(request, previous)
     provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
     model = request.model or (previous.meta.model if previous else None)
-    provider = with_fallback(make, provider_name, model, request.fallback)
+    provider = with_fallback(
+        functools.partial(make, openai_auth=request.openai_auth),
+        provider_name,
+        model,
+        request.fallback,
+    )
     budget = RunBudget(
         model=provider.model,
         provider=provider.name,

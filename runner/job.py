@@ -115,6 +115,8 @@ class JobSpec:
     model: str | None = None
     # (provider, model) to turn to when the first is unavailable.
     fallback: tuple[str, str | None] | None = None
+    # How the openai provider signs in: "api_key" or "subscription".
+    openai_auth: str = "api_key"
     max_turns: int = 100
     time_limit: float = 30 * 60.0
     # How hard the model thinks; None: not at all.
@@ -226,7 +228,12 @@ async def run(
     """
     started = time.monotonic()
     _check(spec)
-    provider = with_fallback(provider_factory, spec.provider, spec.model, spec.fallback)
+    provider = with_fallback(
+        functools.partial(provider_factory, openai_auth=spec.openai_auth),
+        spec.provider,
+        spec.model,
+        spec.fallback,
+    )
     budget = RunBudget(
         model=provider.model,
         provider=provider.name,

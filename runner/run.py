@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
 from runner.budget import WRAP_UP_SECONDS, RunBudget, wrap_up_prompt
@@ -42,8 +42,14 @@ __all__ = [
     "session_meta",
 ]
 
-# (provider name, model or None for its default) -> a provider.
-ProviderFactory = Callable[[str, "str | None"], Provider]
+
+class ProviderFactory(Protocol):
+    """(provider name, model or None for its default, how openai signs in) -> a provider."""
+
+    def __call__(
+        self, name: str, model: str | None = None, /, *, openai_auth: str = "api_key"
+    ) -> Provider: ...
+
 
 _T = TypeVar("_T")
 

@@ -5,6 +5,9 @@ reasoning items come back encrypted and are replayed as opaque blocks. Retries
 and the idle guard work as in the Anthropic adapter: the SDK's own retries are
 off, the whole streamed response is retried, `retry-after` is honoured, and a
 stream silent for `idle_timeout` seconds is cut and tried once more.
+
+Besides an API key, a `RequestAuth` can sign each request: expiring
+credentials (a ChatGPT sign-in) that are renewed once when refused.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ import json
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import httpx2
 import openai
 from openai.types.responses import Response as APIResponse
 
-from runner.errors import ConfigError
+from runner.errors import ConfigError, NeoError
 from runner.llm import types as llm
 from runner.llm.errors import (
     ContextOverflow,
@@ -38,6 +41,7 @@ from runner.llm.retrying import Transient, retried
 __all__ = [
     "DEFAULT_MODEL",
     "OpenAIResponsesProvider",
+    "RequestAuth",
     "build_params",
     "cache_key",
     "parse_response",
@@ -61,6 +65,12 @@ _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permis
 _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
 
 
+class RequestAuth(Protocol):
+    """Headers that authorize one request; `renew` after the last ones were refused."""
+
+    async def headers(self, *, renew: bool = False) -> Mapping[str, str]: ...
+
+
 class OpenAIResponsesProvider:
     name = PROVIDER
 
@@ -70,16 +80,26 @@ class OpenAIResponsesProvider:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
+        auth: RequestAuth | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        cap_output: bool = True,
+        hints: Mapping[int, str] | None = None,
         idle_timeout: float = IDLE_TIMEOUT,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._model = model
+        self._auth = auth
+        # Some backends refuse `max_output_tokens`; the request then goes without.
+        self._cap_output = cap_output
+        self._hints = _HINTS if hints is None else hints
         try:
-            # The SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself.
+            # The SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself; with
+            # `auth` the key is a placeholder its headers replace per request.
             self._client = openai.AsyncOpenAI(
-                api_key=api_key,
+                api_key="unused" if auth is not None else api_key,
                 base_url=base_url,
+                default_headers=dict(default_headers) if default_headers else None,
                 max_retries=0,
                 timeout=httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0),
             )
@@ -96,7 +116,7 @@ class OpenAIResponsesProvider:
         await self._client.close()
 
     async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
-        params = build_params(self._model, request)
+        params = build_params(self._model, request, cap_output=self._cap_output)
         async for event in retried(
             lambda: self._attempt(params), self._retry, self._sleep, self.name
         ):
@@ -105,7 +125,7 @@ class OpenAIResponsesProvider:
     async def _attempt(self, params: Mapping[str, Any]) -> AsyncIterator[StreamEvent]:
         final: APIResponse | None = None
         try:
-            stream = await self._client.responses.create(**params, stream=True)
+            stream = await self._open(params)
             async with stream:
                 async for event in stream:
                     if event.type == "response.output_text.delta":
@@ -121,8 +141,9 @@ class OpenAIResponsesProvider:
             if final is None:
                 raise Transient(ProviderConnectionError("openai: the response stream ended early"))
         except openai.APIStatusError as error:
-            raise _classify_status(error) from None
-        except (Transient, ProviderError):
+            raise _classify_status(error, self._hints) from None
+        except (Transient, NeoError):
+            # NeoError: also what `auth` raises when it cannot sign the request.
             raise
         except openai.APITimeoutError:
             raise Transient(
@@ -147,6 +168,21 @@ class OpenAIResponsesProvider:
             raise _malformed(error) from None
         yield Completed(response)
 
+    async def _open(self, params: Mapping[str, Any]) -> Any:
+        if self._auth is None:
+            return await self._client.responses.create(**params, stream=True)
+        headers = await self._auth.headers()
+        try:
+            return await self._client.responses.create(
+                **params, stream=True, extra_headers=dict(headers)
+            )
+        except openai.AuthenticationError:
+            # Refused before it expired (revoked, or rotated elsewhere): renew once.
+            headers = await self._auth.headers(renew=True)
+        return await self._client.responses.create(
+            **params, stream=True, extra_headers=dict(headers)
+        )
+
 
 def _malformed(error: Exception) -> ProviderConnectionError:
     log.debug("openai: malformed response", exc_info=error)
@@ -162,12 +198,15 @@ def _stream_failure(code: str, message: str) -> ProviderError | Transient:
     return Transient(failure) if code in _TRANSIENT_CODES else failure
 
 
-def _classify_status(error: openai.APIStatusError) -> ProviderError | Transient:
+def _classify_status(
+    error: openai.APIStatusError, hints: Mapping[int, str] = _HINTS
+) -> ProviderError | Transient:
     log.debug("openai error body: %r", error.body)
     status = error.status_code
     body = error.body if isinstance(error.body, Mapping) else {}
     error_type = error.code or error.type or "http_error"
-    raw_message = body.get("message")
+    # The ChatGPT backend answers some refusals as `{"detail": "..."}`.
+    raw_message = body.get("message", body.get("detail"))
     message = raw_message if isinstance(raw_message, str) else body_excerpt(error.response)
     overflow = error.code == _OVERFLOW or status == 413
     failure = (ContextOverflow if overflow else ProviderHTTPError)(
@@ -175,7 +214,7 @@ def _classify_status(error: openai.APIStatusError) -> ProviderError | Transient:
         status,
         error_type,
         _redact(message),
-        hint=_HINTS.get(status, ""),
+        hint=hints.get(status, ""),
         raw_body=repr(error.body),
     )
     if status in _TRANSIENT_STATUS and error.code != _NO_QUOTA:
@@ -190,14 +229,15 @@ def _redact(message: str) -> str:
 # -- requests --------------------------------------------------------------
 
 
-def build_params(model: str, request: llm.Request) -> dict[str, Any]:
+def build_params(model: str, request: llm.Request, *, cap_output: bool = True) -> dict[str, Any]:
     """The Responses API parameters for `request` (all but `stream`)."""
     params: dict[str, Any] = {
         "model": model,
         "input": _input(request.messages),
         "store": False,
-        "max_output_tokens": request.max_tokens,
     }
+    if cap_output:
+        params["max_output_tokens"] = request.max_tokens
     if request.system.text:
         params["instructions"] = request.system.text
     if request.tools:

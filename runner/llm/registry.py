@@ -12,19 +12,22 @@ from runner.llm.provider import Provider
 # refused with a clear error rather than silently swapped for another.
 PROVIDERS = ("anthropic", "openai", "chat-completions", "openrouter", "google")
 DEFAULT_PROVIDER = "anthropic"
+# How the openai provider signs in: an API key, or a ChatGPT subscription
+# (`neo login chatgpt`).
+OPENAI_AUTHS = ("api_key", "subscription")
 
 
-def make_provider(name: str, model: str | None = None) -> Provider:
+def make_provider(name: str, model: str | None = None, *, openai_auth: str = "api_key") -> Provider:
     """Build the named provider from its SDK's environment variables; each
     call it completes carries its cost.
 
     Raises ConfigError, naming the variable or flag to fix, when the provider
     is unknown or its credentials are missing.
     """
-    return PricedProvider(_adapter(name, model))
+    return PricedProvider(_adapter(name, model, openai_auth))
 
 
-def _adapter(name: str, model: str | None) -> Provider:
+def _adapter(name: str, model: str | None, openai_auth: str) -> Provider:
     if name == "anthropic":
         if not os.environ.get("ANTHROPIC_API_KEY"):
             raise ConfigError("ANTHROPIC_API_KEY is not set (export your Anthropic API key)")
@@ -32,7 +35,14 @@ def _adapter(name: str, model: str | None) -> Provider:
         from runner.llm.anthropic import DEFAULT_MODEL, AnthropicProvider
 
         return AnthropicProvider(model or DEFAULT_MODEL)
+    if name == "openai" and openai_auth == "subscription":
+        from runner.llm.chatgpt import chatgpt_provider
+        from runner.session import neo_home
+
+        return chatgpt_provider(model, home=neo_home())
     if name == "openai":
+        if openai_auth not in OPENAI_AUTHS:
+            raise ConfigError(f"unknown openai_auth {openai_auth!r} ({', '.join(OPENAI_AUTHS)})")
         if not os.environ.get("OPENAI_API_KEY"):
             raise ConfigError("OPENAI_API_KEY is not set (export your OpenAI API key)")
         from runner.llm import openai_responses
@@ -44,10 +54,6 @@ def _adapter(name: str, model: str | None) -> Provider:
         return _openrouter(model)
     if name == "google":
         return _google(model)
-    if name in PROVIDERS:
-        raise ConfigError(
-            f"provider {name!r} is not available in this version of neo (use --provider anthropic)"
-        )
     raise ConfigError(f"unknown provider {name!r} (--provider: {', '.join(PROVIDERS)})")
 
 
