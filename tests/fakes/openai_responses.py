@@ -19,6 +19,12 @@ function_call without its function_call_output, an output for a call it never
 saw, and, with `store: false`, a call replayed without the reasoning item
 that came before it (or with that item's encrypted content missing or
 altered). Every request is appended to `server.requests`.
+
+`FakeOpenAIResponses(chatgpt=auth)` is ChatGPT's Codex backend instead:
+`POST /backend-api/codex/responses`, the bearer one of the access tokens the
+fake sign-in service `auth` issued and has not revoked, `chatgpt-account-id`
+its account, and the backend's own refusals (`{"detail": ...}`) of
+`max_output_tokens`, of requests without instructions, stored or not streamed.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
 from starlette.applications import Starlette
@@ -42,6 +48,9 @@ from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
 from tests.fakes.watched import WatchedResponse
+
+if TYPE_CHECKING:
+    from tests.fakes.chatgpt_auth import FakeChatGPTAuth
 
 __all__ = [
     "Disconnect",
@@ -411,6 +420,11 @@ def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) ->
     return _Plan(status, headers, [body.encode()])
 
 
+def _detail_plan(status: int, detail: str) -> _Plan:
+    body = json.dumps({"detail": detail}).encode()
+    return _Plan(status, [(b"content-type", b"application/json")], [body])
+
+
 class _PlannedResponse(WatchedResponse):
     def __init__(self, plan: _Plan, api: FakeOpenAIResponses) -> None:
         super().__init__()
@@ -447,8 +461,11 @@ class FakeOpenAIResponses:
     is larger is refused with `context_length_exceeded`, as the real API does.
     """
 
-    def __init__(self, *, api_key: str = "sk-test-fake-key-0123") -> None:
+    def __init__(
+        self, *, api_key: str = "sk-test-fake-key-0123", chatgpt: FakeChatGPTAuth | None = None
+    ) -> None:
         self.api_key = api_key
+        self.chatgpt = chatgpt
         self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptItem] = deque()
@@ -471,11 +488,14 @@ class FakeOpenAIResponses:
     def base_url(self) -> str:
         if self._serving.port is None:
             raise RuntimeError("the fake OpenAI API is not running")
-        return f"http://127.0.0.1:{self._serving.port}/v1"
+        prefix = "/backend-api/codex" if self.chatgpt is not None else "/v1"
+        return f"http://127.0.0.1:{self._serving.port}{prefix}"
 
     @property
     def env(self) -> dict[str, str]:
         """The SDK's own variables pointing at this server, for subprocesses."""
+        if self.chatgpt is not None:
+            return {"NEO_CHATGPT_BASE_URL": self.base_url}
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
 
     @property
@@ -508,9 +528,13 @@ class FakeOpenAIResponses:
         return _PlannedResponse(self._answer(request, body), self)
 
     def _answer(self, request: Request, body: Any) -> _Plan:
-        if request.url.path != "/v1/responses" or request.method != "POST":
+        if self.chatgpt is not None:
+            refused = self._chatgpt_refusal(request, body)
+            if refused is not None:
+                return refused
+        elif request.url.path != "/v1/responses" or request.method != "POST":
             return _error_plan(404, (None, "Not found", "invalid_request_error"))
-        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+        elif request.headers.get("authorization") != f"Bearer {self.api_key}":
             given = request.headers.get("authorization", "").removeprefix("Bearer ")
             masked = given[:3] + "*" * max(0, len(given) - 7) + given[-4:]
             return _error_plan(
@@ -547,6 +571,34 @@ class FakeOpenAIResponses:
         if callable(item):
             item = item(body)
         return self._plan(item, body)
+
+    def _chatgpt_refusal(self, request: Request, body: Any) -> _Plan | None:
+        assert self.chatgpt is not None
+        if request.url.path != "/backend-api/codex/responses" or request.method != "POST":
+            return _detail_plan(404, "Not Found")
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if bearer not in self.chatgpt.live_access_tokens:
+            return _error_plan(
+                401,
+                (
+                    "token_expired",
+                    "Provided authentication token is expired. Please try signing in again.",
+                    "invalid_request_error",
+                ),
+            )
+        if request.headers.get("chatgpt-account-id") != self.chatgpt.account_id:
+            return _detail_plan(403, "Workspace is not authorized in this account.")
+        if not isinstance(body, Mapping):
+            return _detail_plan(400, "Invalid body")
+        if "max_output_tokens" in body:
+            return _detail_plan(400, "Unsupported parameter: max_output_tokens")
+        if not body.get("instructions"):
+            return _detail_plan(400, "Instructions are required")
+        if body.get("store") is not False:
+            return _detail_plan(400, "Store must be set to false")
+        if body.get("stream") is not True:
+            return _detail_plan(400, "Stream must be set to true")
+        return None
 
     def _plan(self, item: Scripted, body: Mapping[str, Any]) -> _Plan:
         if isinstance(item, ErrorReply):
