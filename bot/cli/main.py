@@ -10,6 +10,7 @@ from typing import NoReturn
 from bot.cli.action import action_command, add_action_parser
 from bot.cli.common import EXIT_USAGE
 from bot.cli.jobs import add_jobs_parser, jobs_command
+from bot.cli.login import add_login_parser, add_logout_parser, login_command, logout_command
 from bot.cli.run import add_run_parser, run_command
 from bot.cli.serve import add_serve_parser, serve_command
 from bot.cli.setup_app import add_setup_app_parser, setup_app_command
@@ -36,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_worker_parser(commands)
     add_setup_app_parser(commands)
     add_action_parser(commands)
+    add_login_parser(commands)
+    add_logout_parser(commands)
     return parser
 
 
@@ -55,4 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return setup_app_command(args)
     if args.command == "action":
         return action_command(args)
+    if args.command == "login":
+        return login_command(args)
+    if args.command == "logout":
+        return logout_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands

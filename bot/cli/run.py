@@ -16,7 +16,7 @@ from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
-from runner.llm.registry import PROVIDERS
+from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
 from runner.session import neo_home
 
@@ -42,6 +42,13 @@ def add_run_parser(commands: Any) -> None:
         help="provider to turn to when the first still fails with 429 or 5xx after its retries",
     )
     run.add_argument("--fallback-model", metavar="MODEL", help="the fallback's model name")
+    run.add_argument(
+        "--openai-auth",
+        choices=OPENAI_AUTHS,
+        default="api_key",
+        help="how --provider openai signs in: OPENAI_API_KEY, or the ChatGPT sign-in "
+        "of `neo login chatgpt` (default: api_key)",
+    )
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
     run.add_argument("--timeout", type=positive_float, metavar="SECONDS")
     run.add_argument(
@@ -76,6 +83,7 @@ def run_command(args: argparse.Namespace) -> int:
             provider=args.provider,
             model=args.model,
             fallback=(args.fallback, args.fallback_model) if args.fallback else None,
+            openai_auth=args.openai_auth,
             max_turns=args.max_turns,
             timeout=args.timeout,
             resume=args.resume,

@@ -1,0 +1,94 @@
+"""`neo login chatgpt` and `neo logout`: the ChatGPT sign-in from a terminal.
+
+Only the verification page and the one-time code are printed; tokens go
+straight to `$NEO_HOME/auth/chatgpt.json` and never to the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from runner.auth import (
+    AuthError,
+    DeviceCode,
+    credentials_path,
+    delete_credentials,
+    endpoints,
+    save_credentials,
+    sign_in,
+)
+from runner.errors import ConfigError
+from runner.session import neo_home
+
+__all__ = ["add_login_parser", "add_logout_parser", "login_command", "logout_command"]
+
+SERVICES = ("chatgpt",)
+
+
+def add_login_parser(commands: Any) -> None:
+    login = commands.add_parser(
+        "login",
+        help="sign in to a model subscription (ChatGPT)",
+        description=(
+            "Sign in with a device code: open the page shown, enter the code, and Neo "
+            "stores the credentials for `--openai-auth subscription`."
+        ),
+    )
+    login.add_argument("service", choices=SERVICES, help="what to sign in to")
+
+
+def add_logout_parser(commands: Any) -> None:
+    logout = commands.add_parser(
+        "logout",
+        help="forget the stored ChatGPT sign-in",
+        description="Delete the credentials `neo login chatgpt` stored.",
+    )
+    logout.add_argument("service", nargs="?", choices=SERVICES, default="chatgpt")
+
+
+def _show(code: DeviceCode) -> None:
+    print(
+        f"To sign in to ChatGPT, open {code.verification_url}\n"
+        f"and enter the code {code.user_code} (it expires in 15 minutes; never share it).\n"
+        "Waiting for approval...",
+        flush=True,
+    )
+
+
+def login_command(args: argparse.Namespace) -> int:
+    home = neo_home()
+    try:
+        credentials = asyncio.run(sign_in(endpoints(), _show))
+        path = save_credentials(home, credentials)
+    except KeyboardInterrupt:
+        print("neo: sign-in cancelled", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except AuthError as error:
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except ConfigError as error:
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"neo: error: cannot store the credentials: {error.strerror}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"Signed in to ChatGPT (account {credentials.account_id}); credentials in {path}")
+    return EXIT_OK
+
+
+def logout_command(args: argparse.Namespace) -> int:
+    home = neo_home()
+    try:
+        deleted = delete_credentials(home)
+    except OSError as error:
+        print(f"neo: error: cannot delete the credentials: {error.strerror}", file=sys.stderr)
+        return EXIT_FAILED
+    if deleted:
+        print(f"Signed out of ChatGPT: deleted {credentials_path(home)}")
+    else:
+        print("Not signed in to ChatGPT: there were no stored credentials")
+    return EXIT_OK
