@@ -20,6 +20,7 @@ __all__ = ["Fallback", "Permission", "Provider", "RepoConfig", "Schedule"]
 _MAX_SCHEDULES = 20
 
 Provider = Literal["anthropic", "openai", "chat-completions", "openrouter", "google"]
+OpenAIAuth = Literal["api_key", "subscription"]
 Permission = Literal["admin", "maintain", "write", "triage", "read"]
 
 
@@ -162,6 +163,14 @@ class RepoConfig(_Strict):
             " the first is unavailable: it still answers 429 or 5xx after its retries, or"
             " cannot be reached. The run then stays with the fallback, and the report names"
             " the model that did the work."
+        ),
+    )
+    openai_auth: OpenAIAuth = Field(
+        default="api_key",
+        description=(
+            "How the `openai` provider signs in: `api_key` (the service's `OPENAI_API_KEY`) "
+            "or `subscription` (the ChatGPT sign-in `neo login chatgpt` stored on the "
+            "service's host)."
         ),
     )
     max_turns: int = Field(

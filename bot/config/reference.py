@@ -28,6 +28,7 @@ EXAMPLE_YAML = """\
 provider: anthropic
 model: claude-sonnet-4-5
 fallback: {provider: openai, model: gpt-5}  # when Anthropic is unavailable
+openai_auth: api_key  # or subscription, with provider: openai
 max_turns: 150
 time_limit: 45  # minutes
 max_cost_usd: 5.00

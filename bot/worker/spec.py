@@ -186,6 +186,7 @@ def job_spec(
         provider=config.provider,
         model=config.model,
         fallback=(config.fallback.provider, config.fallback.model) if config.fallback else None,
+        openai_auth=config.openai_auth,
         max_turns=config.max_turns,
         time_limit=config.time_limit * 60.0,
         max_cost_usd=config.max_cost_usd,

@@ -27,6 +27,7 @@ def test_an_empty_file_means_every_default(text: str | bytes) -> None:
     assert config == RepoConfig()
     assert config.provider == "anthropic"
     assert config.model is None
+    assert config.openai_auth == "api_key"
     assert (config.max_turns, config.time_limit) == (100, 30)
     assert config.setup == ()
     assert config.setup_network is False
@@ -120,6 +121,11 @@ def test_the_source_names_the_file() -> None:
             "model: claude-opus-5\nfallback: {provider: anthropic, model: claude-opus-5}",
             "fallback: is the same provider and model as the first; name another",
             "fallback",
+        ),
+        (
+            "openai_auth: oauth",
+            "openai_auth: Input should be 'api_key' or 'subscription'",
+            "openai_auth",
         ),
         # Out of range or empty.
         ("max_turns: 0", "max_turns: Input should be greater than or equal to 1", "max_turns"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Fallback, RepoConfig
+from bot.config.loading import parse_repo_config
 from bot.jobs import Job, JobRequest, JobState, Thread
 from bot.worker.prompt import Post
 from bot.worker.spec import (
@@ -139,6 +140,17 @@ def test_the_config_decides_the_model_the_budget_and_the_branch_prefix(
     # The time limit is in minutes in the file, in seconds for the runner.
     assert (spec.model, spec.max_turns, spec.time_limit, spec.work_branch) == expected
     assert own is False
+
+
+@pytest.mark.parametrize("auth", ["api_key", "subscription"])
+def test_the_config_decides_how_openai_signs_in(auth: str) -> None:
+    config = parse_repo_config(f"provider: openai\nopenai_auth: {auth}\n")
+
+    spec, _ = job_spec(
+        job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
+    )
+
+    assert (spec.provider, spec.openai_auth) == ("openai", auth)
 
 
 @pytest.mark.parametrize(
