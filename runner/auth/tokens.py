@@ -16,6 +16,7 @@ from pathlib import Path
 from runner.auth import oauth
 from runner.auth.credentials import Credentials, needs_refresh
 from runner.auth.endpoints import Endpoints
+from runner.auth.errors import LOGIN_HINT, AuthError
 from runner.auth.storage import load_credentials, save_credentials
 
 __all__ = ["ChatGPTTokens"]
@@ -63,5 +64,13 @@ class ChatGPTTokens:
             return
         async with oauth.client() as http:
             fresh = await oauth.refresh(http, self._ends, stored, now=self._clock())
-        save_credentials(self._home, fresh)
         self._credentials = fresh
+        try:
+            save_credentials(self._home, fresh)
+        except OSError as error:
+            # The old refresh token is spent: this process carries on with the
+            # new ones, but the next one will have to sign in again.
+            raise AuthError(
+                f"chatgpt sign-in: cannot store the refreshed tokens ({error.strerror}); "
+                f"{LOGIN_HINT} once it can be written"
+            ) from None

@@ -15,6 +15,7 @@ from runner.auth.endpoints import endpoints
 from runner.auth.errors import LOGIN_HINT
 from runner.auth.tokens import ChatGPTTokens
 from runner.llm.openai_responses import DEFAULT_MODEL, OpenAIResponsesProvider
+from runner.llm.retry import RetryPolicy
 
 __all__ = ["HEADERS", "chatgpt_provider"]
 
@@ -23,7 +24,11 @@ _HINTS = {401: LOGIN_HINT, 403: f"check your ChatGPT plan, or {LOGIN_HINT}"}
 
 
 def chatgpt_provider(
-    model: str | None, *, home: Path, env: Mapping[str, str] | None = None
+    model: str | None,
+    *,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    retry: RetryPolicy | None = None,
 ) -> OpenAIResponsesProvider:
     """Raises NotSignedIn (a ConfigError) when no credentials are stored."""
     ends = endpoints(env)
@@ -34,4 +39,5 @@ def chatgpt_provider(
         default_headers=HEADERS,
         cap_output=False,
         hints=_HINTS,
+        retry=retry,
     )

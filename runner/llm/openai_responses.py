@@ -63,6 +63,8 @@ _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permis
 # The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
 # stays out of what a user sees.
 _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
+# A ChatGPT sign-in's tokens are JWTs, should a message ever quote one.
+_JWTLIKE = re.compile(r"\beyJ[\w-]*\.[\w-]+\.[\w-]*")
 
 
 class RequestAuth(Protocol):
@@ -223,7 +225,7 @@ def _classify_status(
 
 
 def _redact(message: str) -> str:
-    return " ".join(_KEYLIKE.sub(r"\1-…", message).split())
+    return " ".join(_JWTLIKE.sub("eyJ…", _KEYLIKE.sub(r"\1-…", message)).split())
 
 
 # -- requests --------------------------------------------------------------

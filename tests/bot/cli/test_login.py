@@ -115,7 +115,8 @@ def test_run_with_the_subscription_drives_tools_end_to_end(
     repo = tmp_path / "repo"
     repo.mkdir()
     (repo / "greeting.txt").write_text("hello world\n")
-    env = {**auth.env, **backend.env}
+    # With Neo's debug log on: not even that shows a token.
+    env = {**auth.env, **backend.env, "NEO_DEBUG": "1"}
     assert neo(home, env, "login", "chatgpt").returncode == 0
     backend.script(
         Reply([function_call("call_1", "read_file", {"path": "greeting.txt"})]),

@@ -3,6 +3,8 @@ Codex backend, signed in through the fake sign-in service."""
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,9 +23,11 @@ from runner.llm.errors import ProviderHTTPError
 from runner.llm.openai_responses import OpenAIResponsesProvider
 from runner.llm.provider import Completed, StreamEvent
 from runner.llm.registry import make_provider
+from runner.llm.retry import RetryPolicy
 from runner.llm.types import TOOL_USE, Message, Request, SystemPrompt, Text, ToolSpec
 from tests.fakes.chatgpt_auth import FakeChatGPTAuth
 from tests.fakes.openai_responses import (
+    ErrorReply,
     FakeOpenAIResponses,
     Reply,
     Usage,
@@ -68,7 +72,12 @@ async def _close_providers() -> AsyncIterator[None]:
 
 
 def subscription(home: Path, auth: FakeChatGPTAuth, backend: FakeOpenAIResponses) -> Any:
-    made = chatgpt_provider(None, home=home, env={**auth.env, **backend.env})
+    made = chatgpt_provider(
+        None,
+        home=home,
+        env={**auth.env, **backend.env},
+        retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.02),
+    )
     _providers.append(made)
     return made
 
@@ -220,3 +229,51 @@ def test_the_registry_builds_it_only_when_signed_in(
 
     with pytest.raises(ConfigError, match="unknown openai_auth 'oauth'"):
         make_provider("openai", openai_auth="oauth")
+
+
+async def test_a_token_quoted_back_in_an_error_stays_out_of_the_line(
+    home: Path, auth: FakeChatGPTAuth, backend: FakeOpenAIResponses
+) -> None:
+    token = load_credentials(home).access_token
+    backend.script(ErrorReply(400, "invalid_request", f"bad request for token {token}"))
+
+    with pytest.raises(ProviderHTTPError) as caught:
+        await collect(subscription(home, auth, backend))
+
+    assert str(caught.value) == "openai 400 invalid_request: bad request for token eyJ…"
+
+
+@pytest.fixture
+def full_home(tmp_path: Path) -> Iterator[Path]:
+    """A Neo home on a 64 KiB tmpfs: a full disk, for real, once `fill` is called."""
+    home = tmp_path / "full-home"
+    home.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
+    try:
+        yield home
+    finally:
+        subprocess.run(["umount", str(home)], check=True)
+
+
+def fill(disk: Path) -> None:
+    with contextlib.suppress(OSError), (disk / "filler").open("wb", buffering=0) as filler:
+        while True:
+            filler.write(b"\0" * 512)
+
+
+async def test_refreshed_tokens_that_cannot_be_stored_are_one_line(
+    full_home: Path, auth: FakeChatGPTAuth, backend: FakeOpenAIResponses
+) -> None:
+    save_credentials(full_home, credentials_from_tokens(auth.issue(lifetime=60), now=time.time()))
+    provider = subscription(full_home, auth, backend)
+    fill(full_home)
+
+    with pytest.raises(AuthError) as caught:
+        await collect(provider)
+
+    assert str(caught.value) == (
+        "chatgpt sign-in: cannot store the refreshed tokens (No space left on device); "
+        "run `neo login chatgpt` once it can be written"
+    )
+    assert refreshes(auth) == 1
+    assert not backend.requests
