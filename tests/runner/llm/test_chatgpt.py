@@ -21,6 +21,7 @@ from runner.errors import ConfigError
 from runner.llm.chatgpt import chatgpt_provider
 from runner.llm.errors import ProviderHTTPError
 from runner.llm.openai_responses import OpenAIResponsesProvider
+from runner.llm.pricing import PricedProvider
 from runner.llm.provider import Completed, StreamEvent
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
@@ -223,8 +224,9 @@ def test_the_registry_builds_it_only_when_signed_in(
 
     monkeypatch.setenv("NEO_HOME", str(home))
     made = make_provider("openai", "gpt-5-codex", openai_auth="subscription")
-    assert isinstance(made, OpenAIResponsesProvider)
-    _providers.append(made)
+    assert isinstance(made, PricedProvider)
+    assert isinstance(made.inner, OpenAIResponsesProvider)
+    _providers.append(made.inner)
     assert made.model == "gpt-5-codex"
 
     with pytest.raises(ConfigError, match="unknown openai_auth 'oauth'"):
