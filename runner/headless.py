@@ -35,6 +35,7 @@ from runner.run import (
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
 from runner.session import Session, SessionError, SessionMeta, SessionStore
+from runner.tools.registry import editing_tools
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
 
@@ -177,6 +178,7 @@ async def _run_agent(
     budget: RunBudget,
 ) -> RunResult:
     repo = Path(meta.cwd)
+    edit_tool, shell_tool = editing_tools(provider.model)
     system = build_system_prompt(
         workdir=sandbox.root,
         project=project_context(repo),
@@ -184,6 +186,8 @@ async def _run_agent(
         network=request.sandbox != "docker",
         max_turns=request.max_turns,
         time_limit=request.timeout,
+        edit_tool=edit_tool,
+        shell_tool=shell_tool,
     )
     agent = make_agent(
         provider,

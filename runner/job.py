@@ -67,6 +67,7 @@ from runner.session import (
     utc_timestamp,
 )
 from runner.text import one_line
+from runner.tools.registry import editing_tools
 
 __all__ = [
     "WORKFLOWS_DIR",
@@ -398,6 +399,7 @@ async def _run_agent(
         previous, new_id=session_id, provider=spec.provider, model=provider.model, cwd=str(tree)
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
+    edit_tool, shell_tool = editing_tools(provider.model)
     system = build_system_prompt(
         workdir=box.root,
         project=project,
@@ -411,6 +413,8 @@ async def _run_agent(
         time_limit=spec.time_limit,
         pull_request=True,
         allow_workflow_edits=spec.allow_workflow_edits,
+        edit_tool=edit_tool,
+        shell_tool=shell_tool,
     )
     agent = make_agent(
         provider,

@@ -12,7 +12,7 @@ from typing import Final
 from runner.llm.types import SystemPrompt
 from runner.text import one_line
 
-BASE_PROMPT: Final = """\
+_BASE: Final = """\
 You are Neo, a coding agent. You work autonomously and headless in the working \
 tree of a repository: you read the code, change it, and run commands to check \
 your work. Nobody watches the run and nobody can answer a question, so carry \
@@ -25,11 +25,11 @@ code you are about to change, its callers, its tests and the project's docs.
 - Reproduce first. For a bug, run the failing test or a command that shows \
 it before you change anything, so you know what your fix changed.
 - Fix the root cause, not the symptom, in the code whose job it is. Make \
-targeted changes with edit_file, follow the conventions of the code around \
+targeted changes with {edit_tool}, follow the conventions of the code around \
 you, keep the change as small as the task allows and leave unrelated code alone.
 - Add a regression test when behaviour changes: one that fails without your \
 fix and passes with it, beside the existing tests.
-- Use bash to check your work: the targeted tests first, then the broader \
+- Use {shell_tool} to check your work: the targeted tests first, then the broader \
 suite, linters and builds, preferring the commands the project itself \
 documents (README, AGENTS.md, Makefile, CI configuration). When something \
 fails, read the error, fix the cause and run it again. Never claim a result \
@@ -63,6 +63,14 @@ deleted. Then end with a concise summary: what you changed and why, how you \
 verified it (the commands you ran and their outcome; say plainly when a check \
 still fails), and any assumptions you made or work left undone."""
 
+
+def base_prompt(edit_tool: str = "edit_file", shell_tool: str = "bash") -> str:
+    """The base segment, naming the tools the model edits files and runs commands with."""
+    return _BASE.format(edit_tool=edit_tool, shell_tool=shell_tool)
+
+
+BASE_PROMPT: Final = base_prompt()
+
 # Setup commands shown in the environment segment: enough to tell what is
 # installed, without letting a long list crowd out the task.
 MAX_SETUP_SHOWN: Final = 20
@@ -84,6 +92,8 @@ def build_system_prompt(
     max_cost_usd: float | None = None,
     pull_request: bool = False,
     allow_workflow_edits: bool | None = None,
+    edit_tool: str = "edit_file",
+    shell_tool: str = "bash",
 ) -> SystemPrompt:
     """The system prompt: base, project context, environment, then `extra`.
 
@@ -96,7 +106,8 @@ def build_system_prompt(
     succeeded); the budget (`max_turns`, `time_limit` in seconds,
     `max_cost_usd`); `pull_request`, whether the final message becomes a pull
     request's summary; `allow_workflow_edits`, whether changes under
-    `.github/workflows/` survive. Empty segments are left out.
+    `.github/workflows/` survive; `edit_tool` and `shell_tool`, the names of
+    the tools the model has for those jobs. Empty segments are left out.
     """
     environment = _environment(
         workdir=workdir,
@@ -110,7 +121,7 @@ def build_system_prompt(
         pull_request=pull_request,
         allow_workflow_edits=allow_workflow_edits,
     )
-    segments = (BASE_PROMPT, project.strip(), environment, extra.strip())
+    segments = (base_prompt(edit_tool, shell_tool), project.strip(), environment, extra.strip())
     return SystemPrompt(segments=tuple(segment for segment in segments if segment))
 
 

@@ -9,7 +9,7 @@ from runner.tools.edit_file import EditFileTool
 from runner.tools.glob import GlobTool
 from runner.tools.grep import GrepTool
 from runner.tools.read_file import ReadFileTool
-from runner.tools.registry import default_tools, patch_family, tools_for
+from runner.tools.registry import default_tools, editing_tools, patch_family, tools_for
 from runner.tools.shell import ShellTool
 from runner.tools.write_file import WriteFileTool
 
@@ -33,6 +33,7 @@ __all__ = [
     "ToolOutput",
     "WriteFileTool",
     "default_tools",
+    "editing_tools",
     "patch_family",
     "tools_for",
 ]

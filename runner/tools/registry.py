@@ -17,7 +17,7 @@ from runner.tools.read_file import ReadFileTool
 from runner.tools.shell import ShellTool
 from runner.tools.write_file import WriteFileTool
 
-__all__ = ["default_tools", "patch_family", "tools_for"]
+__all__ = ["default_tools", "editing_tools", "patch_family", "tools_for"]
 
 # OpenAI's GPT-5 and codex models, and the o-series, learnt to edit with
 # apply_patch and to run argv lists; a provider prefix ("openai/") may come first.
@@ -27,6 +27,11 @@ _PATCH_FAMILY = re.compile(r"(?:^|/)(?:gpt-5|o[1-9](?![\w.]))|codex", re.IGNOREC
 def patch_family(model: str) -> bool:
     """Whether `model` is of the family trained on apply_patch and shell."""
     return _PATCH_FAMILY.search(model) is not None
+
+
+def editing_tools(model: str) -> tuple[str, str]:
+    """The names of the tools `model` edits files and runs commands with."""
+    return ("apply_patch", "shell") if patch_family(model) else ("edit_file", "bash")
 
 
 def tools_for(model: str, sandbox: Sandbox, *, checklist: Checklist | None = None) -> list[Tool]:

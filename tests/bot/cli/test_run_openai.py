@@ -86,6 +86,9 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
     assert first["store"] is False
     assert first["reasoning"] == {"effort": "low"}
     assert "read_file" in {tool["name"] for tool in first["tools"]}
+    # The prompt names the tools gpt-5 has, not Claude's.
+    assert "targeted changes with apply_patch" in first["instructions"]
+    assert "edit_file" not in first["instructions"]
 
     # The resumed run replays the saved encrypted reasoning; the fake would refuse it otherwise.
     again = neo_run(fake_openai, home, "--resume", result["session_id"], "what did I ask?")

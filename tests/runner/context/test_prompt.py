@@ -221,3 +221,17 @@ def test_text_joins_segments() -> None:
     prompt = build_system_prompt(workdir="/w", project="P", extra="E")
     assert prompt.text == "\n\n".join(prompt.segments)
     assert prompt.text.endswith("\n\nP\n\n# Environment\n\nWorking directory: /w\n\nE")
+
+
+def test_the_base_names_the_tools_the_model_has() -> None:
+    default = build_system_prompt(workdir="", project="").segments[0]
+    assert "targeted changes with edit_file" in default
+    assert "Use bash to check your work" in default
+
+    patching = build_system_prompt(
+        workdir="", project="", edit_tool="apply_patch", shell_tool="shell"
+    ).segments[0]
+    assert "targeted changes with apply_patch" in patching
+    assert "Use shell to check your work" in patching
+    assert "edit_file" not in patching
+    assert "bash" not in patching

@@ -7,7 +7,7 @@ import pytest
 
 from runner.llm.types import JSON
 from runner.sandbox import LocalSandbox
-from runner.tools import Checklist, default_tools, patch_family, tools_for
+from runner.tools import Checklist, default_tools, editing_tools, patch_family, tools_for
 
 
 def keys(schema: JSON) -> set[str]:
@@ -112,3 +112,4 @@ def test_claude_gets_edit_file_and_bash(sandbox: LocalSandbox) -> None:
 )
 def test_the_family_is_told_by_the_model_name(model: str, patches: bool) -> None:
     assert patch_family(model) is patches
+    assert editing_tools(model) == (("apply_patch", "shell") if patches else ("edit_file", "bash"))
