@@ -21,7 +21,7 @@ from runner.context import build_system_prompt, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
 from runner.llm.fallback import with_fallback
 from runner.llm.pricing import cost_usd
-from runner.llm.provider import Provider, close_provider
+from runner.llm.provider import Provider, close_provider, prepare_provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
 from runner.llm.types import JSON, Effort, Usage
 from runner.run import (
@@ -151,6 +151,12 @@ async def run_headless(
         model=provider.model,
         cwd=str(repo),
     )
+    try:
+        # A local server too small for an agent is a configuration error.
+        await prepare_provider(provider)
+    except ConfigError:
+        await close_provider(provider)
+        raise
     sandbox = open_sandbox(
         request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
     )

@@ -156,10 +156,14 @@ class ChatCompletionsProvider:
     async def aclose(self) -> None:
         await self._client.close()
 
-    async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
+    async def prepare(self) -> None:
+        """Check the server before the run: raises ConfigError when it refuses the model."""
         if not self._checked:
             await self._preflight()
             self._checked = True
+
+    async def stream(self, request: llm.Request) -> AsyncIterator[StreamEvent]:
+        await self.prepare()
         params = build_params(
             self._model,
             request,
@@ -257,7 +261,12 @@ class ChatCompletionsProvider:
             models = await _get_json(http, "GET", f"{self._base_url}/models")
             # Ollama's native API knows the window it actually runs with.
             show = await _get_json(http, "POST", f"{root}/api/show", {"model": self._model})
-        problem, window = preflight_problem(self._model, self._base_url, models, show)
+            running = None
+            if isinstance(show, Mapping) and not _NUM_CTX.search(str(show.get("parameters"))):
+                running = await _ollama_window(http, root, self._model)
+        problem, window = preflight_problem(
+            self._model, self._base_url, models, show, running=running
+        )
         if problem:
             raise ConfigError(problem)
         self._window = window
@@ -270,6 +279,26 @@ async def _get_json(http: httpx2.AsyncClient, method: str, url: str, body: objec
         return answer.json() if answer.status_code == 200 else None
     except (httpx2.HTTPError, ValueError):
         return None
+
+
+async def _ollama_window(http: httpx2.AsyncClient, root: str, model: str) -> int | None:
+    """The window Ollama runs `model` with, when the model sets no `num_ctx`.
+
+    The server decides it (`OLLAMA_CONTEXT_LENGTH`, else by the GPU's memory)
+    and says it only for a loaded model, so the model is loaded first, as the
+    run's first call would.
+    """
+    for attempt in range(2):
+        loaded = await _get_json(http, "GET", f"{root}/api/ps")
+        entries = loaded.get("models") if isinstance(loaded, Mapping) else None
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, Mapping) and model in (entry.get("name"), entry.get("model")):
+                window = entry.get("context_length")
+                return window if isinstance(window, int) and window > 0 else None
+        if attempt == 0:
+            # A request with no prompt only loads the model.
+            await _get_json(http, "POST", f"{root}/api/generate", {"model": model})
+    return None
 
 
 def _api_message(error: openai.APIStatusError) -> str:
@@ -306,7 +335,7 @@ def is_local_url(url: str) -> bool:
 
 
 def preflight_problem(
-    model: str, base_url: str, models: Any, show: Any
+    model: str, base_url: str, models: Any, show: Any, *, running: int | None = None
 ) -> tuple[str | None, int | None]:
     """The line refusing `model`, or None, and its context window when known.
 
@@ -314,7 +343,8 @@ def preflight_problem(
     /api/show` answer (None where the server has no such endpoint). The
     window is read from vLLM's `max_model_len`, the `context_length` of
     OpenRouter and LM Studio listings, llama.cpp's `meta.n_ctx_train`, and
-    Ollama's `num_ctx` parameter. Tool support is judged from Ollama's
+    Ollama's `num_ctx` parameter, or `running`, the window Ollama's `/api/ps`
+    reports for the loaded model when it sets none. Tool support is judged from Ollama's
     `capabilities`, the one server that reports it; elsewhere a server that
     ignores tools shows in its answers, not upfront.
     """
@@ -344,6 +374,8 @@ def preflight_problem(
         found = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
         if found:
             window = int(found.group(1))
+        elif running is not None:
+            window = running
         advice = "set num_ctx (PARAMETER num_ctx 32768 in a Modelfile, or OLLAMA_CONTEXT_LENGTH)"
     if window is not None and window < MIN_CONTEXT_WINDOW:
         return (

@@ -13,7 +13,13 @@ import logging
 from collections.abc import AsyncIterator, Callable
 
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
-from runner.llm.provider import Provider, Retrying, StreamEvent, close_provider
+from runner.llm.provider import (
+    Provider,
+    Retrying,
+    StreamEvent,
+    close_provider,
+    prepare_provider,
+)
 from runner.llm.types import Request
 
 __all__ = ["FallbackProvider", "falls_back", "models_of", "with_fallback"]
@@ -69,6 +75,10 @@ class FallbackProvider:
     async def aclose(self) -> None:
         await close_provider(self._primary)
         await close_provider(self._fallback)
+
+    async def prepare(self) -> None:
+        await prepare_provider(self._primary)
+        await prepare_provider(self._fallback)
 
     @property
     def _current(self) -> Provider:

@@ -12,7 +12,13 @@ from collections.abc import AsyncIterator
 from dataclasses import replace
 from decimal import Decimal
 
-from runner.llm.provider import Completed, Provider, StreamEvent, close_provider
+from runner.llm.provider import (
+    Completed,
+    Provider,
+    StreamEvent,
+    close_provider,
+    prepare_provider,
+)
 from runner.llm.types import Request, Usage
 
 __all__ = ["PricedProvider", "cost_usd", "price_known", "priced"]
@@ -73,6 +79,9 @@ class PricedProvider:
 
     async def aclose(self) -> None:
         await close_provider(self._inner)
+
+    async def prepare(self) -> None:
+        await prepare_provider(self._inner)
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         async for event in self._inner.stream(request):

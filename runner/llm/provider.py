@@ -59,3 +59,14 @@ async def close_provider(provider: Provider) -> None:
     if close is not None:
         with contextlib.suppress(Exception):
             await close()
+
+
+async def prepare_provider(provider: Provider) -> None:
+    """Let `provider` check, before a run, what it can (a local server's window).
+
+    Raises ConfigError when the provider refuses the run; providers with
+    nothing to check have no `prepare`.
+    """
+    prepare = getattr(provider, "prepare", None)
+    if prepare is not None:
+        await prepare()

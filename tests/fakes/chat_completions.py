@@ -111,10 +111,16 @@ class ModelInfo:
 
 @dataclass(frozen=True, slots=True)
 class OllamaModel:
-    """What Ollama's `/api/show` reports: `num_ctx` among its parameters."""
+    """What Ollama's `/api/show` reports: `num_ctx` among its parameters.
+
+    Without `num_ctx` the server loads the model with `server_ctx` tokens
+    (its `OLLAMA_CONTEXT_LENGTH`, else what the GPU's memory allows), which
+    only `/api/ps` tells, once the model is loaded.
+    """
 
     num_ctx: int | None = None
     capabilities: Sequence[str] = ("completion", "tools")
+    server_ctx: int = 4096
 
 
 ScriptedReply: TypeAlias = Reply | ErrorReply | BrokenStream
@@ -287,6 +293,8 @@ class FakeChatCompletions:
         self.api_key = api_key
         self.models: list[ModelInfo] = [ModelInfo("fake-model")]
         self.ollama: dict[str, OllamaModel] = {}
+        # Ollama models loaded into memory, as `/api/ps` lists them.
+        self.loaded: set[str] = set()
         self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptItem] = deque()
@@ -332,6 +340,10 @@ class FakeChatCompletions:
         self.requests.append(RecordedRequest(request.method, path, dict(request.headers), body))
         if path == "/api/show" and request.method == "POST":
             return self._show(body)
+        if path == "/api/generate" and request.method == "POST":
+            return self._load(body)
+        if path == "/api/ps" and request.method == "GET":
+            return self._running()
         auth = request.headers.get("authorization")
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
             shown = (auth or "").removeprefix("Bearer ")
@@ -362,6 +374,22 @@ class FakeChatCompletions:
                 "capabilities": list(model.capabilities),
             }
         )
+
+    def _load(self, body: Any) -> Response:
+        # Ollama's /api/generate with no prompt loads the model and returns.
+        name = body.get("model") if isinstance(body, Mapping) else None
+        if not isinstance(name, str) or name not in self.ollama:
+            return JSONResponse({"error": f"model '{name}' not found"}, status_code=404)
+        self.loaded.add(name)
+        return JSONResponse({"model": name, "response": "", "done": True, "done_reason": "load"})
+
+    def _running(self) -> Response:
+        models = []
+        for name in sorted(self.loaded):
+            model = self.ollama[name]
+            window = model.num_ctx or model.server_ctx
+            models.append({"name": name, "model": name, "context_length": window})
+        return JSONResponse({"models": models})
 
     def _complete(self, body: Any) -> Response:
         if not isinstance(body, Mapping) or not isinstance(body.get("model"), str):

@@ -692,13 +692,15 @@ def test_chat_completions_refuses_a_small_local_model_in_one_line(
         )
 
     err = capsys.readouterr().err
-    # Refused at the first model call, before any request: the run fails.
-    assert code == 1
-    assert err.strip().splitlines()[:1] == [
+    # Refused before the run, as the configuration error it is.
+    assert code == 2
+    assert err.strip().splitlines() == [
         f"neo: error: llama3.2 at {base_url} has a 2,048-token context window; Neo needs "
         "at least 16,384: set num_ctx (PARAMETER num_ctx 32768 in a Modelfile, or "
         "OLLAMA_CONTEXT_LENGTH)"
     ]
+    assert server.completions == []
+    assert not (home / "sessions").exists() or not any((home / "sessions").iterdir())
 
 
 def test_openai_gpt5_edits_with_apply_patch_end_to_end(

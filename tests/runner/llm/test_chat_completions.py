@@ -466,6 +466,35 @@ async def test_preflight_refuses_a_small_ollama_window_in_one_line(
     assert fake.pending == 1
 
 
+async def test_preflight_loads_an_ollama_model_without_num_ctx_to_learn_its_window(
+    fake: FakeChatCompletions,
+) -> None:
+    # The server's default (4,096 tokens on a small GPU) is the window it runs with.
+    fake.ollama["qwen3"] = OllamaModel(server_ctx=4096)
+    fake.script(Reply(text="never sent"))
+
+    with pytest.raises(ConfigError, match=r"has a 4,096-token context window"):
+        await collect(provider(fake, model="qwen3"))
+
+    paths = [r.path for r in fake.requests]
+    assert paths == ["/v1/models", "/api/show", "/api/ps", "/api/generate", "/api/ps"]
+    assert fake.completions == []
+
+
+async def test_preflight_accepts_an_ollama_server_run_with_a_large_context_length(
+    fake: FakeChatCompletions,
+) -> None:
+    # OLLAMA_CONTEXT_LENGTH=32768 on the server, and the model already loaded.
+    fake.ollama["qwen3"] = OllamaModel(server_ctx=32768)
+    fake.loaded.add("qwen3")
+    fake.script(Reply(text="ok"))
+
+    completed(await collect(provider(fake, model="qwen3")))
+
+    assert "/api/generate" not in [r.path for r in fake.requests]
+    assert fake.completions[0].body["max_tokens"] == 32768 // 4
+
+
 async def test_preflight_refuses_a_model_without_tools(fake: FakeChatCompletions) -> None:
     fake.ollama["gemma"] = OllamaModel(num_ctx=32768, capabilities=("completion", "vision"))
 
