@@ -44,7 +44,7 @@ from starlette.routing import Route
 from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import WatchedResponse
+from tests.fakes.watched import Hangups, WatchedResponse
 
 __all__ = [
     "BrokenStream",
@@ -578,6 +578,7 @@ class _PlannedResponse(WatchedResponse):
         super().__init__()
         self._steps = steps
         self._api = api
+        self.hangups = api.hangups
 
     async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
         for step in self._steps:
@@ -630,6 +631,9 @@ class FakeAnthropicAPI:
         # the model's window, before it takes a scripted reply.
         self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
+        # Responses whose connection closed before they ended: a client hanging
+        # up (a cancelled stream) or a scripted drop.
+        self.hangups = Hangups()
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()

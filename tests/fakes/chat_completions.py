@@ -13,7 +13,7 @@ does for the models in `ollama` (404 otherwise, as other servers do).
         server.script(Reply(tool_calls=[call("call_1", "bash", {"command": "ls"})]))
 
 Each completion request takes the next scripted `Reply`, `ErrorReply`,
-`BrokenStream`, or a callable `(request_body) -> reply`. Requests the real API
+`BrokenStream`, `Stall`, or a callable `(request_body) -> reply`. Requests the real API
 would reject (a bad key, a malformed transcript, an unanswered tool call, a
 tool message for an unknown id, a prompt over `context_window`) get its 4xx
 answer and consume nothing. Every request is appended to `requests`.
@@ -29,12 +29,15 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
+from tests.fakes.watched import Hangups, WatchedResponse
 
 __all__ = [
     "BrokenStream",
@@ -44,6 +47,7 @@ __all__ = [
     "OllamaModel",
     "RecordedRequest",
     "Reply",
+    "Stall",
     "call",
     "chunks",
     "validate_messages",
@@ -102,6 +106,18 @@ class BrokenStream:
 
 
 @dataclass(frozen=True, slots=True)
+class Stall:
+    """Stream `after` chunks of `reply`, go silent for `seconds`, then the rest.
+
+    The silence ends early when the client hangs up or the server stops.
+    """
+
+    seconds: float
+    after: int = 2
+    reply: Reply = Reply(text="A slow answer, in several pieces.")
+
+
+@dataclass(frozen=True, slots=True)
 class ModelInfo:
     """An entry of `GET /v1/models`; `max_model_len` as vLLM reports it."""
 
@@ -123,7 +139,7 @@ class OllamaModel:
     server_ctx: int = 4096
 
 
-ScriptedReply: TypeAlias = Reply | ErrorReply | BrokenStream
+ScriptedReply: TypeAlias = Reply | ErrorReply | BrokenStream | Stall
 ScriptItem: TypeAlias = ScriptedReply | Callable[[dict[str, Any]], ScriptedReply]
 
 
@@ -280,6 +296,31 @@ class _Dropped(Exception):
     """Raised inside a streaming body: uvicorn closes the connection mid-response."""
 
 
+class _Stalled(WatchedResponse):
+    """An event stream that pauses after some chunks, watching for a hang-up."""
+
+    def __init__(self, data: list[bytes], stall: Stall, api: FakeChatCompletions) -> None:
+        super().__init__()
+        self._data = data
+        self._stall = stall
+        self._api = api
+        self.hangups = api.hangups
+
+    async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
+        headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for n, data in enumerate(self._data):
+            if n == self._stall.after:
+                with anyio.move_on_after(self._stall.seconds):
+                    while not gone.is_set() and not self._api.stopping:
+                        with anyio.move_on_after(0.02):
+                            await gone.wait()
+            if gone.is_set() or self._api.stopping:
+                return
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 # --- the server ----------------------------------------------------------------
 
 
@@ -297,6 +338,9 @@ class FakeChatCompletions:
         self.loaded: set[str] = set()
         self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
+        # Responses whose client hung up before they ended (a cancelled stream).
+        self.hangups = Hangups()
+        self._stopping = threading.Event()
         self._script: deque[ScriptItem] = deque()
         self._lock = threading.Lock()
         self._count = 0
@@ -323,11 +367,17 @@ class FakeChatCompletions:
             raise RuntimeError("the fake Chat Completions server is not running")
         return f"http://127.0.0.1:{self._serving.port}/v1"
 
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
     def __enter__(self) -> FakeChatCompletions:
+        self._stopping.clear()
         self._serving.start()
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self._stopping.set()
         self._serving.stop()
 
     async def _endpoint(self, request: Request) -> Response:
@@ -423,6 +473,9 @@ class FakeChatCompletions:
             return JSONResponse(
                 {"error": error}, status_code=reply.status, headers=dict(reply.headers)
             )
+        if isinstance(reply, Stall):
+            data = [_sse(c) for c in chunks(reply.reply, body, completion_id)] + [_sse("[DONE]")]
+            return _Stalled(data, reply, self)
         streamed = reply.reply if isinstance(reply, BrokenStream) else reply
         cut = reply.after if isinstance(reply, BrokenStream) else None
         return StreamingResponse(

@@ -47,7 +47,7 @@ from starlette.routing import Route
 from starlette.types import Scope, Send
 
 from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import WatchedResponse
+from tests.fakes.watched import Hangups, WatchedResponse
 
 if TYPE_CHECKING:
     from tests.fakes.chatgpt_auth import FakeChatGPTAuth
@@ -430,6 +430,7 @@ class _PlannedResponse(WatchedResponse):
         super().__init__()
         self._plan = plan
         self._api = api
+        self.hangups = api.hangups
 
     async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
         plan = self._plan
@@ -468,6 +469,9 @@ class FakeOpenAIResponses:
         self.chatgpt = chatgpt
         self.context_window: int | None = None
         self.requests: list[RecordedRequest] = []
+        # Responses whose connection closed before they ended: a client hanging
+        # up (a cancelled stream) or a scripted drop.
+        self.hangups = Hangups()
         self._script: deque[ScriptItem] = deque()
         self._issued = _Issued()
         self._lock = threading.Lock()
