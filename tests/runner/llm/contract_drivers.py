@@ -1,0 +1,467 @@
+"""One driver per adapter for the shared contract suite (test_contract.py).
+
+A driver scripts its own wire-level fake with neutral steps (a reply of text
+and tool calls ending for a neutral reason, an HTTP error, a stall mid-stream),
+reads back what the fake received (tool results by id, the tools offered), and
+builds the real adapter pointed at that fake. The suite then asks the same
+things of every adapter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from runner.llm import anthropic, google
+from runner.llm.anthropic import AnthropicProvider
+from runner.llm.chat_completions import CHAT_COMPLETIONS, ChatCompletionsProvider, Dialect
+from runner.llm.google import GoogleProvider
+from runner.llm.openai_responses import OpenAIResponsesProvider
+from runner.llm.openrouter import OPENROUTER
+from runner.llm.provider import Provider
+from runner.llm.retry import RetryPolicy
+from runner.llm.types import END_TURN, MAX_TOKENS, REFUSAL, TOOL_USE
+from tests.fakes import anthropic_api as anth
+from tests.fakes import chat_completions as chat
+from tests.fakes import gemini_api as gem
+from tests.fakes import openai_responses as oai
+
+__all__ = ["DRIVERS", "UNKNOWN", "Call", "Driver", "Sleep", "Tokens", "serving"]
+
+# A stop reason no adapter knows: each says it in its own way, and the loop
+# must fail closed on it.
+UNKNOWN = "unknown"
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    name: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """Usage in the neutral sense: uncached input, output, and cache reads."""
+
+    input: int
+    output: int
+    cached: int = 0
+
+
+class Driver(Protocol):
+    """What the contract suite needs of one adapter and its fake."""
+
+    name: str
+    # The variable a bad key's error line must point at.
+    key_variable: str
+    # The adapter's models for each tool family: Claude's set, then GPT-5's.
+    claude_model: str
+    patch_model: str
+
+    @property
+    def api_key(self) -> str: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def pending(self) -> int: ...
+
+    @property
+    def hangups(self) -> int: ...
+
+    def env(self) -> dict[str, str]:
+        """The variables make_provider reads to reach the fake."""
+        ...
+
+    def provider(
+        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
+    ) -> Provider: ...
+
+    def reply(
+        self,
+        text: str = "",
+        calls: Sequence[Call] = (),
+        stop: str = END_TURN,
+        tokens: Tokens | None = None,
+    ) -> object:
+        """A scripted answer; `stop` is END_TURN, TOOL_USE, MAX_TOKENS, REFUSAL or UNKNOWN."""
+        ...
+
+    def error(self, status: int, retry_after: float | None = None) -> object:
+        """A transient HTTP failure (429 or 5xx), with `retry-after` when given."""
+        ...
+
+    def stall(self, seconds: float) -> object:
+        """An answer that streams some text, then goes silent for `seconds`."""
+        ...
+
+    def script(self, *items: object) -> None: ...
+
+    def overflow(self) -> None:
+        """Make the fake refuse any prompt as too long, as its API words it."""
+        ...
+
+    def tool_results(self, n: int) -> list[tuple[str, str]]:
+        """(call id, output) of every tool result the n-th request carried, in order."""
+        ...
+
+    def offered(self, n: int) -> set[str]:
+        """The tool names the n-th request offered."""
+        ...
+
+
+# How each wire says the neutral stop reasons.
+_ANTHROPIC_STOPS: Mapping[str, str] = {
+    END_TURN: "end_turn",
+    TOOL_USE: "tool_use",
+    MAX_TOKENS: "max_tokens",
+    REFUSAL: "refusal",
+    UNKNOWN: "model_went_fishing",
+}
+
+_CHAT_FINISH: Mapping[str, str] = {
+    END_TURN: "auto",
+    TOOL_USE: "auto",
+    MAX_TOKENS: "length",
+    REFUSAL: "content_filter",
+    UNKNOWN: "function_call",
+}
+
+_GEMINI_FINISH: Mapping[str, str] = {
+    END_TURN: "STOP",
+    TOOL_USE: "STOP",
+    MAX_TOKENS: "MAX_TOKENS",
+    REFUSAL: "SAFETY",
+    UNKNOWN: "MALFORMED_FUNCTION_CALL",
+}
+
+
+def _text(content: object) -> str:
+    """The text of a result given as a string or as a list of text parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+class _Base:
+    _fake: Any
+
+    def __init__(self, fake: Any) -> None:
+        self._fake = fake
+
+    @property
+    def api_key(self) -> str:
+        return str(self._fake.api_key)
+
+    @property
+    def pending(self) -> int:
+        return int(self._fake.pending)
+
+    @property
+    def hangups(self) -> int:
+        return int(self._fake.hangups.count)
+
+    def script(self, *items: object) -> None:
+        self._fake.script(*items)
+
+    def overflow(self) -> None:
+        self._fake.context_window = 5
+
+    def _body(self, n: int) -> dict[str, Any]:
+        body = self._posted()[n].body
+        assert isinstance(body, dict)
+        return body
+
+    def _posted(self) -> list[Any]:
+        return list(self._fake.requests)
+
+    @property
+    def requests(self) -> int:
+        return len(self._posted())
+
+
+class AnthropicDriver(_Base):
+    name = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+    claude_model = patch_model = anthropic.DEFAULT_MODEL
+
+    def env(self) -> dict[str, str]:
+        return dict(self._fake.env)
+
+    def provider(
+        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
+    ) -> Provider:
+        return AnthropicProvider(
+            model,
+            api_key=api_key or self.api_key,
+            base_url=self._fake.base_url,
+            retry=retry,
+            sleep=sleep,
+        )
+
+    def reply(
+        self,
+        text: str = "",
+        calls: Sequence[Call] = (),
+        stop: str = END_TURN,
+        tokens: Tokens | None = None,
+    ) -> object:
+        content = [anth.text(text)] if text else []
+        content += [anth.tool_use(c.id, c.name, c.input) for c in calls]
+        usage = None
+        if tokens is not None:
+            usage = anth.Usage(tokens.input, tokens.output, cache_read_input_tokens=tokens.cached)
+        return anth.Reply(content, stop_reason=_ANTHROPIC_STOPS[stop], usage=usage)
+
+    def error(self, status: int, retry_after: float | None = None) -> object:
+        kind = "rate_limit_error" if status == 429 else "api_error"
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        return anth.ErrorReply(status, kind, "Slow down, please.", headers)
+
+    def stall(self, seconds: float) -> object:
+        reply = anth.Reply([anth.text("The first words of a slow answer, then nothing.")])
+        return anth.Stall(seconds, after_events=5, reply=reply)
+
+    def tool_results(self, n: int) -> list[tuple[str, str]]:
+        return [
+            (block["tool_use_id"], _text(block.get("content")))
+            for message in self._body(n)["messages"]
+            if message["role"] == "user" and isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        ]
+
+    def offered(self, n: int) -> set[str]:
+        return {tool["name"] for tool in self._body(n).get("tools", [])}
+
+
+class OpenAIDriver(_Base):
+    name = "openai"
+    key_variable = "OPENAI_API_KEY"
+    claude_model = "gpt-4.1"
+    patch_model = "gpt-5"
+
+    def env(self) -> dict[str, str]:
+        return dict(self._fake.env)
+
+    def provider(
+        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
+    ) -> Provider:
+        return OpenAIResponsesProvider(
+            model,
+            api_key=api_key or self.api_key,
+            base_url=self._fake.base_url,
+            retry=retry,
+            sleep=sleep,
+        )
+
+    def reply(
+        self,
+        text: str = "",
+        calls: Sequence[Call] = (),
+        stop: str = END_TURN,
+        tokens: Tokens | None = None,
+    ) -> object:
+        output = [oai.refusal(text) if stop == REFUSAL else oai.message(text)] if text else []
+        output += [oai.function_call(c.id, c.name, c.input) for c in calls]
+        usage = None
+        if tokens is not None:
+            # The API counts cached tokens into input_tokens.
+            prompt = tokens.input + tokens.cached
+            usage = oai.Usage(prompt, tokens.output, cached_tokens=tokens.cached)
+        if stop == MAX_TOKENS:
+            return oai.Reply(output, "incomplete", "max_output_tokens", usage=usage)
+        if stop == UNKNOWN:
+            return oai.Reply(output, "cancelled", usage=usage)
+        return oai.Reply(output, usage=usage)
+
+    def error(self, status: int, retry_after: float | None = None) -> object:
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        if status == 429:
+            return oai.ErrorReply(
+                429, "rate_limit_exceeded", "Rate limit reached.", "tokens", headers
+            )
+        return oai.ErrorReply(status, None, "The server had an error.", "server_error", headers)
+
+    def stall(self, seconds: float) -> object:
+        reply = oai.Reply([oai.message("The first words of a slow answer, then nothing.")])
+        return oai.Stall(seconds, after_events=5, reply=reply)
+
+    def tool_results(self, n: int) -> list[tuple[str, str]]:
+        return [
+            (item["call_id"], _text(item.get("output")))
+            for item in self._body(n)["input"]
+            if item.get("type") == "function_call_output"
+        ]
+
+    def offered(self, n: int) -> set[str]:
+        return {tool["name"] for tool in self._body(n).get("tools", [])}
+
+
+class ChatDriver(_Base):
+    name = "chat-completions"
+    key_variable = "OPENAI_API_KEY"
+    claude_model = "gpt-4.1"
+    patch_model = "gpt-5"
+    _dialect: Dialect = CHAT_COMPLETIONS
+
+    def env(self) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": self._fake.base_url, "OPENAI_API_KEY": self.api_key}
+
+    def provider(
+        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
+    ) -> Provider:
+        return ChatCompletionsProvider(
+            model,
+            dialect=self._dialect,
+            api_key=api_key or self.api_key,
+            base_url=self._fake.base_url,
+            retry=retry,
+            sleep=sleep,
+        )
+
+    def reply(
+        self,
+        text: str = "",
+        calls: Sequence[Call] = (),
+        stop: str = END_TURN,
+        tokens: Tokens | None = None,
+    ) -> object:
+        # prompt_tokens include the cached ones; None: the fake estimates.
+        return chat.Reply(
+            text=text,
+            tool_calls=[chat.call(c.id, c.name, c.input) for c in calls],
+            finish_reason=_CHAT_FINISH[stop],
+            prompt_tokens=None if tokens is None else tokens.input + tokens.cached,
+            completion_tokens=None if tokens is None else tokens.output,
+            cached_tokens=None if tokens is None else tokens.cached,
+        )
+
+    def error(self, status: int, retry_after: float | None = None) -> object:
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        if status == 429:
+            return chat.ErrorReply(
+                429, "Rate limit reached.", "requests", "rate_limit_exceeded", headers
+            )
+        return chat.ErrorReply(status, "The server had an error.", "server_error", None, headers)
+
+    def stall(self, seconds: float) -> object:
+        reply = chat.Reply(text="The first words of a slow answer, then nothing.")
+        return chat.Stall(seconds, after=3, reply=reply)
+
+    def _posted(self) -> list[Any]:
+        return list(self._fake.completions)
+
+    def tool_results(self, n: int) -> list[tuple[str, str]]:
+        return [
+            (message["tool_call_id"], _text(message.get("content")))
+            for message in self._body(n)["messages"]
+            if message["role"] == "tool"
+        ]
+
+    def offered(self, n: int) -> set[str]:
+        return {tool["function"]["name"] for tool in self._body(n).get("tools", [])}
+
+
+class OpenRouterDriver(ChatDriver):
+    name = "openrouter"
+    key_variable = "OPENROUTER_API_KEY"
+    claude_model = "anthropic/claude-sonnet-4.5"
+    patch_model = "openai/gpt-5"
+    _dialect = OPENROUTER
+
+    def env(self) -> dict[str, str]:
+        return {"OPENROUTER_BASE_URL": self._fake.base_url, "OPENROUTER_API_KEY": self.api_key}
+
+
+class GoogleDriver(_Base):
+    name = "google"
+    key_variable = "GEMINI_API_KEY"
+    claude_model = patch_model = google.DEFAULT_MODEL
+
+    def env(self) -> dict[str, str]:
+        return dict(self._fake.env)
+
+    def provider(
+        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
+    ) -> Provider:
+        return GoogleProvider(
+            model,
+            api_key=api_key or self.api_key,
+            base_url=self._fake.base_url,
+            retry=retry,
+            sleep=sleep,
+        )
+
+    def reply(
+        self,
+        text: str = "",
+        calls: Sequence[Call] = (),
+        stop: str = END_TURN,
+        tokens: Tokens | None = None,
+    ) -> object:
+        parts = [gem.text(text)] if text else []
+        parts += [gem.call(c.name, c.input, id=c.id) for c in calls]
+        usage = gem.Usage()
+        if tokens is not None:
+            # promptTokenCount includes the cached ones.
+            usage = gem.Usage(tokens.input + tokens.cached, tokens.output, cached=tokens.cached)
+        return gem.Reply(parts, _GEMINI_FINISH[stop], usage)
+
+    def error(self, status: int, retry_after: float | None = None) -> object:
+        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+        if status == 429:
+            return gem.ErrorReply(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", headers=headers)
+        return gem.ErrorReply(
+            status, "INTERNAL", "An internal error has occurred.", headers=headers
+        )
+
+    def stall(self, seconds: float) -> object:
+        reply = gem.Reply([gem.text("The first words of a slow answer, then nothing.")])
+        return gem.Stall(seconds, after_chunks=1, reply=reply)
+
+    def tool_results(self, n: int) -> list[tuple[str, str]]:
+        results: list[tuple[str, str]] = []
+        for content in self._body(n)["contents"]:
+            for part in content.get("parts") or []:
+                answer = part.get("functionResponse")
+                if answer is not None:
+                    response = answer.get("response") or {}
+                    text = response.get("output", response.get("error", ""))
+                    results.append((answer.get("id", ""), str(text)))
+        return results
+
+    def offered(self, n: int) -> set[str]:
+        return {
+            declaration["name"]
+            for tool in self._body(n).get("tools", [])
+            for declaration in tool.get("functionDeclarations", [])
+        }
+
+
+_Fake = Callable[[], contextlib.AbstractContextManager[Any]]
+_FAKES: dict[str, tuple[_Fake, Callable[[Any], Driver]]] = {
+    "anthropic": (anth.FakeAnthropicAPI, AnthropicDriver),
+    "openai": (oai.FakeOpenAIResponses, OpenAIDriver),
+    "chat-completions": (chat.FakeChatCompletions, ChatDriver),
+    "openrouter": (chat.FakeChatCompletions, OpenRouterDriver),
+    "google": (gem.FakeGemini, GoogleDriver),
+}
+
+DRIVERS = tuple(_FAKES)
+
+
+@contextlib.contextmanager
+def serving(name: str) -> Iterator[Driver]:
+    """The named adapter's driver, its fake serving for the duration."""
+    make_fake, driver = _FAKES[name]
+    with make_fake() as fake:
+        yield driver(fake)
