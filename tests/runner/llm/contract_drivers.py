@@ -10,6 +10,7 @@ things of every adapter.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -99,6 +100,10 @@ class Driver(Protocol):
 
     def stall(self, seconds: float) -> object:
         """An answer that streams some text, then goes silent for `seconds`."""
+        ...
+
+    def cut(self) -> object:
+        """An answer whose connection drops after some of it was streamed."""
         ...
 
     def script(self, *items: object) -> None: ...
@@ -230,6 +235,9 @@ class AnthropicDriver(_Base):
         reply = anth.Reply([anth.text("The first words of a slow answer, then nothing.")])
         return anth.Stall(seconds, after_events=5, reply=reply)
 
+    def cut(self) -> object:
+        return anth.BrokenStream(after_events=5)
+
     def tool_results(self, n: int) -> list[tuple[str, str]]:
         return [
             (block["tool_use_id"], _text(block.get("content")))
@@ -295,6 +303,13 @@ class OpenAIDriver(_Base):
         reply = oai.Reply([oai.message("The first words of a slow answer, then nothing.")])
         return oai.Stall(seconds, after_events=5, reply=reply)
 
+    def cut(self) -> object:
+        # This fake drops only before the headers; a stream that ends before
+        # `response.completed` is the mid-stream failure the SDK sees.
+        started = {"type": "response.created", "sequence_number": 0}
+        started["response"] = {"id": "resp_cut", "status": "in_progress", "output": []}
+        return oai.RawStream(f"event: response.created\ndata: {json.dumps(started)}\n\n")
+
     def tool_results(self, n: int) -> list[tuple[str, str]]:
         return [
             (item["call_id"], _text(item.get("output")))
@@ -356,6 +371,9 @@ class ChatDriver(_Base):
     def stall(self, seconds: float) -> object:
         reply = chat.Reply(text="The first words of a slow answer, then nothing.")
         return chat.Stall(seconds, after=3, reply=reply)
+
+    def cut(self) -> object:
+        return chat.BrokenStream(after=3)
 
     def _posted(self) -> list[Any]:
         return list(self._fake.completions)
@@ -427,6 +445,9 @@ class GoogleDriver(_Base):
     def stall(self, seconds: float) -> object:
         reply = gem.Reply([gem.text("The first words of a slow answer, then nothing.")])
         return gem.Stall(seconds, after_chunks=1, reply=reply)
+
+    def cut(self) -> object:
+        return gem.Cut(after_chunks=1)
 
     def tool_results(self, n: int) -> list[tuple[str, str]]:
         results: list[tuple[str, str]] = []

@@ -243,6 +243,16 @@ async def test_a_429_waits_as_retry_after_asks_then_answers(driver: Driver) -> N
     assert completed(events).text == "ok"
 
 
+async def test_a_stream_cut_short_is_started_over(driver: Driver) -> None:
+    driver.script(driver.cut(), driver.reply("whole"))
+
+    events = await collect(build(driver))
+
+    assert sum(isinstance(event, Retrying) for event in events) == 1
+    assert completed(events).text == "whole"
+    assert driver.requests == 2
+
+
 async def test_a_500_past_the_policy_is_one_line(driver: Driver) -> None:
     driver.script(driver.error(500), driver.error(500), driver.reply("unused"))
 
