@@ -568,8 +568,3 @@ async def test_openrouter_headers_usage_accounting_cost_and_reasoning_replay(
     assert p.name == "openrouter"
     total = first.usage + second.usage
     assert cost_usd("anthropic/claude-sonnet-4.5", total) == 0.015
-
-
-async def test_openrouter_401_names_its_variable(fake: FakeChatCompletions) -> None:
-    with pytest.raises(ProviderHTTPError, match=r"^openrouter 401 .*\(check OPENROUTER_API_KEY\)$"):
-        await collect(provider(fake, api_key="wrong-key-123", dialect=OPENROUTER))
