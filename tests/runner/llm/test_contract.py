@@ -222,9 +222,13 @@ async def test_every_stop_reason_maps_to_the_neutral_one(
         assert response.stop_reason == neutral
     if loop_error is not None:
         driver.script(driver.reply("Some words.", calls, stop))
-        agent = Agent(build(driver), tools=tools_for(driver.claude_model, LocalSandbox(tmp_path)))
-        with pytest.raises(loop_error):
-            await agent.send("go")
+        box = LocalSandbox(tmp_path)
+        agent = Agent(build(driver), tools=tools_for(driver.claude_model, box))
+        try:
+            with pytest.raises(loop_error):
+                await agent.send("go")
+        finally:
+            await box.aclose()
 
 
 # -- retries and errors -------------------------------------------------------------
