@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 
 import pytest
 
 from runner.errors import ConfigError
 from runner.llm.anthropic import AnthropicProvider, build_params
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Retrying, TextDelta
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     Effort,
@@ -39,28 +38,7 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes import Usage as WireUsage
-
-HELLO = Request(messages=(Message("user", (Text("hello"),)),))
-
-
-class Sleeps:
-    """Records the waits the adapter asks for instead of waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
-_providers: list[AnthropicProvider] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    while _providers:
-        await _providers.pop().aclose()
+from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
 
 
 def provider(
@@ -79,17 +57,8 @@ def provider(
         retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
         sleep=sleeps or Sleeps(),
     )
-    _providers.append(made)
+    opened(made)
     return made
-
-
-async def collect(p: AnthropicProvider, request: Request = HELLO) -> list[StreamEvent]:
-    return [event async for event in p.stream(request)]
-
-
-def completed(events: list[StreamEvent]) -> Completed:
-    assert isinstance(events[-1], Completed)
-    return events[-1]
 
 
 async def test_streams_text_and_reports_usage_with_cache_tokens(
@@ -350,7 +319,7 @@ async def test_no_credentials_at_all_is_a_config_error_naming_the_variable(
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     made = AnthropicProvider("claude-sonnet-5-5", base_url=fake_anthropic.base_url)
-    _providers.append(made)
+    opened(made)
 
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
         await collect(made)

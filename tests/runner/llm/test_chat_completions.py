@@ -3,7 +3,7 @@ against the wire-level fake."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from runner.llm.chat_completions import (
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.openrouter import OPENROUTER
 from runner.llm.pricing import cost_usd
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Retrying, TextDelta
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import Message, Opaque, Request, SystemPrompt, Text, ToolResult, ToolUse
@@ -38,26 +38,7 @@ from tests.fakes.chat_completions import (
     call,
     validate_messages,
 )
-
-HELLO = Request(messages=(Message("user", (Text("hello"),)),))
-
-
-class Sleeps:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
-_providers: list[ChatCompletionsProvider] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    while _providers:
-        await _providers.pop().aclose()
+from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
 
 
 @pytest.fixture
@@ -83,17 +64,8 @@ def provider(
         sleep=sleeps or Sleeps(),
         dialect=dialect,
     )
-    _providers.append(made)
+    opened(made)
     return made
-
-
-async def collect(p: ChatCompletionsProvider, request: Request = HELLO) -> list[StreamEvent]:
-    return [event async for event in p.stream(request)]
-
-
-def completed(events: list[StreamEvent]) -> Completed:
-    assert isinstance(events[-1], Completed)
-    return events[-1]
 
 
 # -- text, usage, stop reasons ---------------------------------------------------
@@ -395,7 +367,7 @@ async def test_an_unreachable_server_names_the_base_url_variable() -> None:
         retry=RetryPolicy(max_retries=1),
         sleep=Sleeps(),
     )
-    _providers.append(made)
+    opened(made)
 
     with pytest.raises(ProviderConnectionError) as caught:
         await collect(made)
@@ -442,7 +414,7 @@ async def test_a_keyless_local_server_gets_a_placeholder_key() -> None:
     with FakeChatCompletions(api_key=None) as server:
         server.script(Reply(text="hi"))
         made = ChatCompletionsProvider("fake-model", base_url=server.base_url)
-        _providers.append(made)
+        opened(made)
 
         completed(await collect(made))
 

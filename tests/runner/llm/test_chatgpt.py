@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from runner.llm.chatgpt import chatgpt_provider
 from runner.llm.errors import ProviderHTTPError
 from runner.llm.openai_responses import OpenAIResponsesProvider
 from runner.llm.pricing import PricedProvider
-from runner.llm.provider import Completed, StreamEvent
+from runner.llm.provider import Completed
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import TOOL_USE, Message, Request, SystemPrompt, Text, ToolSpec
@@ -35,6 +35,7 @@ from tests.fakes.openai_responses import (
     function_call,
     message,
 )
+from tests.runner.llm.streams import collect, opened
 
 HELLO = Request(
     messages=(Message("user", (Text("hello"),)),),
@@ -62,16 +63,6 @@ def home(tmp_path: Path, auth: FakeChatGPTAuth) -> Path:
     return tmp_path
 
 
-_providers: list[OpenAIResponsesProvider] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    while _providers:
-        await _providers.pop().aclose()
-
-
 def subscription(home: Path, auth: FakeChatGPTAuth, backend: FakeOpenAIResponses) -> Any:
     made = chatgpt_provider(
         None,
@@ -79,12 +70,8 @@ def subscription(home: Path, auth: FakeChatGPTAuth, backend: FakeOpenAIResponses
         env={**auth.env, **backend.env},
         retry=RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.02),
     )
-    _providers.append(made)
+    opened(made)
     return made
-
-
-async def collect(provider: Any, request: Request = HELLO) -> list[StreamEvent]:
-    return [event async for event in provider.stream(request)]
 
 
 def refreshes(auth: FakeChatGPTAuth) -> int:
@@ -101,7 +88,7 @@ async def test_a_call_is_signed_as_the_account_and_shaped_for_the_backend(
         )
     )
 
-    events = await collect(subscription(home, auth, backend))
+    events = await collect(subscription(home, auth, backend), HELLO)
 
     done = events[-1]
     assert isinstance(done, Completed)
@@ -131,8 +118,8 @@ async def test_a_token_about_to_expire_is_refreshed_first_and_stored(
     backend.script(Reply([message("one")]), Reply([message("two")]))
     provider = subscription(tmp_path, auth, backend)
 
-    await collect(provider)
-    await collect(provider)
+    await collect(provider, HELLO)
+    await collect(provider, HELLO)
 
     assert refreshes(auth) == 1
     stored = load_credentials(tmp_path)
@@ -147,7 +134,7 @@ async def test_a_refused_token_is_refreshed_once_and_the_call_goes_through(
     auth.revoke(load_credentials(home).access_token)
     backend.script(Reply([message("after the refresh")]))
 
-    events = await collect(subscription(home, auth, backend))
+    events = await collect(subscription(home, auth, backend), HELLO)
 
     assert isinstance(events[-1], Completed)
     assert events[-1].response.text == "after the refresh"
@@ -164,7 +151,7 @@ async def test_a_401_after_the_refresh_is_one_line_naming_the_login(
     auth.revoke_new = True
 
     with pytest.raises(ProviderHTTPError) as caught:
-        await collect(subscription(home, auth, backend))
+        await collect(subscription(home, auth, backend), HELLO)
 
     line = str(caught.value)
     assert line == (
@@ -185,7 +172,7 @@ async def test_a_refresh_the_service_refuses_is_one_line(
         await oauth.refresh(http, endpoints(auth.env), stored, now=time.time())
 
     with pytest.raises(AuthError) as caught:
-        await collect(subscription(home, auth, backend))
+        await collect(subscription(home, auth, backend), HELLO)
 
     assert str(caught.value) == (
         "chatgpt sign-in: token refresh refused: 400 refresh_token_reused: Your refresh "
@@ -205,7 +192,7 @@ async def test_tokens_another_process_refreshed_are_used_without_refreshing_agai
     save_credentials(home, fresh)
     backend.script(Reply([message("shared")]))
 
-    events = await collect(provider)
+    events = await collect(provider, HELLO)
 
     assert isinstance(events[-1], Completed)
     assert refreshes(auth) == 1  # the other process's only
@@ -226,7 +213,7 @@ def test_the_registry_builds_it_only_when_signed_in(
     made = make_provider("openai", "gpt-5-codex", openai_auth="subscription")
     assert isinstance(made, PricedProvider)
     assert isinstance(made.inner, OpenAIResponsesProvider)
-    _providers.append(made.inner)
+    opened(made.inner)
     assert made.model == "gpt-5-codex"
 
     with pytest.raises(ConfigError, match="unknown openai_auth 'oauth'"):
@@ -240,7 +227,7 @@ async def test_a_token_quoted_back_in_an_error_stays_out_of_the_line(
     backend.script(ErrorReply(400, "invalid_request", f"bad request for token {token}"))
 
     with pytest.raises(ProviderHTTPError) as caught:
-        await collect(subscription(home, auth, backend))
+        await collect(subscription(home, auth, backend), HELLO)
 
     assert str(caught.value) == "openai 400 invalid_request: bad request for token eyJ…"
 
@@ -271,7 +258,7 @@ async def test_refreshed_tokens_that_cannot_be_stored_are_one_line(
     fill(full_home)
 
     with pytest.raises(AuthError) as caught:
-        await collect(provider)
+        await collect(provider, HELLO)
 
     assert str(caught.value) == (
         "chatgpt sign-in: cannot store the refreshed tokens (No space left on device); "

@@ -9,7 +9,7 @@ stop reason, retries, the one-line errors, usage and cost, cancellation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +25,6 @@ from runner.llm.provider import (
     Retrying,
     StreamEvent,
     TextDelta,
-    close_provider,
 )
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
@@ -45,8 +44,8 @@ from runner.sandbox import LocalSandbox
 from runner.tools.base import Tool
 from runner.tools.registry import patch_family, tools_for
 from tests.runner.llm.contract_drivers import DRIVERS, UNKNOWN, Call, Driver, Tokens, serving
+from tests.runner.llm.streams import HELLO, Sleeps, collect, opened
 
-HELLO = Request(messages=(Message("user", (Text("hello"),)),))
 QUICK = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.02)
 
 CLAUDE, GPT5 = "claude", "gpt-5"
@@ -54,30 +53,10 @@ CLAUDE, GPT5 = "claude", "gpt-5"
 FAMILY_MODEL = {CLAUDE: "claude-sonnet-4-5", GPT5: "gpt-5"}
 
 
-class Sleeps:
-    """Records the waits an adapter asks for instead of waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
 @pytest.fixture(params=DRIVERS)
 def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
     with serving(request.param) as made:
         yield made
-
-
-_providers: list[Provider] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    while _providers:
-        await close_provider(_providers.pop())
 
 
 def build(
@@ -91,12 +70,8 @@ def build(
     made = driver.provider(
         model or driver.claude_model, retry=retry, sleep=sleeps or Sleeps(), api_key=api_key
     )
-    _providers.append(made)
+    opened(made)
     return made
-
-
-async def collect(provider: Provider, request: Request = HELLO) -> list[StreamEvent]:
-    return [event async for event in provider.stream(request)]
 
 
 def completed(events: list[StreamEvent]) -> Response:
@@ -309,7 +284,7 @@ async def test_usage_and_cost_through_make_provider(
     driver.script(driver.reply("counted", tokens=Tokens(1200, 300, cached=800)))
 
     provider = make_provider(driver.name, driver.claude_model)
-    _providers.append(provider)
+    opened(provider)
     assert isinstance(provider, PricedProvider)
     usage = completed(await collect(provider)).usage
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from runner.llm import codec
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.openai_responses import OpenAIResponsesProvider, build_params, cache_key
 from runner.llm.pricing import PricedProvider, cost_usd
-from runner.llm.provider import Completed, Retrying, StreamEvent, TextDelta
+from runner.llm.provider import Retrying, TextDelta
 from runner.llm.registry import make_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
@@ -48,28 +47,7 @@ from tests.fakes.openai_responses import (
     refusal,
 )
 from tests.fakes.openai_responses import Usage as WireUsage
-
-HELLO = Request(messages=(Message("user", (Text("hello"),)),))
-
-
-class Sleeps:
-    """Records the waits the adapter asks for instead of waiting."""
-
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    async def __call__(self, delay: float) -> None:
-        self.delays.append(delay)
-
-
-_providers: list[OpenAIResponsesProvider] = []
-
-
-@pytest.fixture(autouse=True)
-async def _close_providers() -> AsyncIterator[None]:
-    yield
-    while _providers:
-        await _providers.pop().aclose()
+from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
 
 
 def provider(
@@ -89,17 +67,8 @@ def provider(
         retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
         sleep=sleeps or Sleeps(),
     )
-    _providers.append(made)
+    opened(made)
     return made
-
-
-async def collect(p: OpenAIResponsesProvider, request: Request = HELLO) -> list[StreamEvent]:
-    return [event async for event in p.stream(request)]
-
-
-def completed(events: list[StreamEvent]) -> Completed:
-    assert isinstance(events[-1], Completed)
-    return events[-1]
 
 
 def body(fake: FakeOpenAIResponses, n: int) -> dict[str, Any]:
@@ -569,7 +538,7 @@ async def test_the_registry_builds_it_from_the_sdks_variables(
     made = make_provider("openai")
     assert isinstance(made, PricedProvider)
     assert isinstance(made.inner, OpenAIResponsesProvider)
-    _providers.append(made.inner)
+    opened(made.inner)
 
     assert made.model == "gpt-5"
     assert completed(await collect(made.inner)).response.text == "from the environment"
