@@ -668,6 +668,41 @@ def test_chat_completions_against_a_local_server_from_the_console_script(
     ]
 
 
+def test_openrouter_from_the_console_script_reports_the_billed_cost(home: Path, repo: Path) -> None:
+    with FakeChatCompletions(api_key="or-key-0000") as server:
+        server.script(
+            ChatReply(
+                tool_calls=[call("call_1", "read_file", {"path": "greeting.txt"})], cost=0.01
+            ),
+            lambda body: ChatReply(text=f"It says: {body['messages'][-1]['content']}", cost=0.002),
+        )
+        env = {
+            key: value
+            for key, value in subprocess_env({"NEO_HOME": str(home)}).items()
+            if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+        }
+        env["OPENROUTER_API_KEY"] = "or-key-0000"
+        env["OPENROUTER_BASE_URL"] = server.base_url
+        argv = [str(NEO), "run", "--output-format", "json", "--provider", "openrouter"]
+        done = subprocess.run(
+            [*argv, "--repo", str(repo), "read greeting.txt"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "hello world" in result["result"]
+    # What OpenRouter billed, not a published price.
+    assert result["cost_usd"] == 0.012
+    first = server.completions[0]
+    assert first.body["model"] == "anthropic/claude-sonnet-4.5"
+    assert first.headers["x-title"] == "Neo"
+
+
 def test_chat_completions_refuses_a_small_local_model_in_one_line(
     home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
