@@ -68,7 +68,9 @@ def overridden(config: RepoConfig, source: ConfigSource, where: str) -> RepoConf
     if not source.overrides:
         return config
     try:
-        return RepoConfig.model_validate({**dict(config), **source.overrides})
+        # Only what the file set, so the result still tells a default from a choice.
+        chosen = {name: getattr(config, name) for name in config.model_fields_set}
+        return RepoConfig.model_validate({**chosen, **source.overrides})
     except ValidationError as error:
         name, message = _first_problem(error)
         raise ConfigError(

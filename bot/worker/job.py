@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from bot.worker.access import Access, unauthorised_run, unauthorised_stop
 from bot.worker.config import ConfigResolver
 from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
+from bot.worker.providers import unavailable, unavailable_text
 from bot.worker.spec import Identity, ThreadContext, WorkerSettings, job_spec, task_title
 from bot.worker.texts import (
     error_line,
@@ -137,6 +139,12 @@ class JobSteps:
                     )
                     self.chore(self._react(github, request))
                 outcome = Outcome(conclusion=Conclusion.FAILED, error=str(config_error))
+            elif (refusal := self._unavailable(config)) is not None:
+                # Before any comment, clone or sandbox: the run could not start.
+                if not threadless:
+                    key = f"provider-unavailable-{job.id}"
+                    await github.reply_once(request.thread.number, key, refusal)
+                outcome = Outcome(conclusion=Conclusion.FAILED, error=refusal)
             else:
                 if not threadless:
                     # The comment first: mutating calls are spaced a second apart,
@@ -211,6 +219,20 @@ class JobSteps:
             self._log("stop_failed", job=job.id, error=outcome.error)
         self._check_alive(running)
         await self._finish(running, outcome)
+
+    def _unavailable(self, config: RepoConfig) -> str | None:
+        """Why the service cannot run `config`'s providers (their keys are in its
+        environment), or None."""
+        source = self.config.source
+        where = {
+            key: f"from {source.overrides_source}"
+            if key in source.overrides
+            else f"from `{source.path}`"
+            for key in ("provider", "fallback")
+            if key in source.overrides or key in config.model_fields_set
+        }
+        problem = unavailable(config, os.environ, source=where)
+        return None if problem is None else unavailable_text(problem)
 
     async def repo_client(self, request: JobRequest) -> RepoClient:
         """The job's github: every effect on its thread goes through it."""

@@ -488,6 +488,67 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
     assert github.pulls(REPO) == []
 
 
+@pytest.mark.parametrize(
+    ("config", "line"),
+    [
+        (
+            "provider: openai\n",
+            "Neo did not run: the provider `openai` (from `.github/neo.yml`) is not offered by"
+            " this Neo service: it has no `OPENAI_API_KEY`. Ask the operator to set it, or"
+            " choose one of: anthropic.",
+        ),
+        (
+            "fallback:\n  provider: google\n",
+            "Neo did not run: the fallback provider `google` (from `.github/neo.yml`) is not"
+            " offered by this Neo service: it has no `GEMINI_API_KEY`. Ask the operator to set"
+            " it, or choose one of: anthropic.",
+        ),
+    ],
+    ids=["provider", "fallback"],
+)
+async def test_a_provider_the_service_has_no_key_for_gets_one_comment_and_nothing_runs(
+    config: str,
+    line: str,
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    git_server: FakeGitServer,
+    fake_anthropic: FakeAnthropicAPI,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NEO_HOME", str(tmp_path / "home"))
+    github.put_file(REPO, ".github/neo.yml", config)
+    number = github.add_issue(REPO, "Do something")
+    comment = github.add_comment(REPO, number, "@neo do it", user="mona")
+    job_id = await enqueue(queue, request(number, comment))
+
+    w = worker(queue, app, settings)
+    await run_until(w, finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert job.result.error == line
+    # One comment, that line; no progress comment, reaction, token, clone or model call.
+    [mine] = bot_comments(github, number)
+    assert mine["body"].splitlines()[-1] == line
+    assert fake_anthropic.requests == []
+    assert git_server.requests == []
+    assert github.reactions(REPO) == []
+    assert github.pulls(REPO) == []
+    assert fake_anthropic.api_key is not None
+    assert fake_anthropic.api_key not in mine["body"]
+
+    # The job run again (`neo jobs retry`) finds its comment rather than say it twice.
+    assert await queue.retry(job_id)
+    await run_until(w, finished(queue, job_id))
+    assert [c["id"] for c in bot_comments(github, number)] == [mine["id"]]
+
+
 async def test_a_sandbox_image_missing_on_the_host_fails_the_job_with_one_line(
     queue: SqliteQueue,
     app: GitHubApp,
