@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from bot.config import CONFIG_PATH, RepoConfig
 from bot.config.handle import handle_problem
 from runner.errors import ConfigError
-from runner.llm.registry import PROVIDERS
+from runner.llm.registry import PROVIDERS, missing_credentials
 from runner.llm.types import EFFORTS
 
 __all__ = [
@@ -155,6 +155,8 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         raise InputError("input config_path: must be a path inside the repository")
     keys = {variable: get(name) for name, variable in API_KEY_VARIABLES.items() if get(name)}
     bots = frozenset(_words(get("allowed_bots")))
+    overrides = _overrides(get, bots)
+    _check_key(overrides.get("provider"), {**env, **keys})
     return ActionInputs(
         prompt=prompt if prompt.strip() else None,
         trigger_phrase=trigger_phrase,
@@ -164,8 +166,20 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         sandbox="docker" if sandbox == "docker" else "local",
         config_path=config_path,
         allowed_bots=bots,
-        overrides=_overrides(get, bots),
+        overrides=overrides,
     )
+
+
+def _check_key(provider: str | None, env: Mapping[str, str]) -> None:
+    """Refuse a provider input whose key is neither an input nor in the job's environment."""
+    if provider is None:
+        return
+    missing = missing_credentials(provider, env)
+    if missing is None:
+        return
+    given_by = next((name for name, v in API_KEY_VARIABLES.items() if v == missing), None)
+    how = f"pass it in the {given_by} input" if given_by else "set it in the job's env"
+    raise InputError(f"input provider: {provider} needs {missing}: {how} (a secret)")
 
 
 def _words(text: str) -> list[str]:

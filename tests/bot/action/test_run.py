@@ -54,6 +54,8 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes.github_api import error_json, user_json
+from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
+from tests.fakes.openai_responses import Reply as ResponsesReply
 
 REPO = "octo/hello"
 INSTALLATION = 7
@@ -216,6 +218,42 @@ def test_a_bad_input_is_one_line_naming_it(values: dict[str, str], message: str)
         inputs(**values)
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("provider", "line"),
+    [
+        (
+            "openai",
+            "input provider: openai needs OPENAI_API_KEY: pass it in the openai_api_key input"
+            " (a secret)",
+        ),
+        (
+            "chat-completions",
+            "input provider: chat-completions needs OPENAI_API_KEY: pass it in the"
+            " openai_api_key input (a secret)",
+        ),
+        (
+            "google",
+            "input provider: google needs GEMINI_API_KEY: pass it in the gemini_api_key input"
+            " (a secret)",
+        ),
+    ],
+)
+def test_a_provider_input_without_its_key_is_one_line_naming_the_variable(
+    provider: str, line: str
+) -> None:
+    with pytest.raises(InputError) as raised:
+        inputs(provider=provider, anthropic_api_key=ANTHROPIC_KEY)
+    assert str(raised.value) == line
+
+
+def test_a_provider_key_from_the_input_or_the_jobs_env_will_do() -> None:
+    assert inputs(provider="openai", openai_api_key="sk-1").api_keys == {"OPENAI_API_KEY": "sk-1"}
+    env = {input_variable("github_token"): "ghs_token", input_variable("provider"): "openrouter"}
+    assert read_inputs({**env, "OPENROUTER_API_KEY": "sk-or-2"}).overrides == {
+        "provider": "openrouter"
+    }
 
 
 def test_inputs_set_who_may_run_the_branch_prefix_and_the_settings_file() -> None:
@@ -1151,3 +1189,66 @@ def test_cancelling_the_run_cancels_the_job_and_its_comment_says_so(
     (report,) = bot_comments(github, number)
     assert "**Cancelled**" in report["body"]
     assert github.pulls(REPO) == []
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+def test_the_openai_provider_input_runs_the_job_with_gpt_5s_tools(
+    run: Runner,
+    github: FakeGitHub,
+    origin: Path,
+    fake_openai: FakeOpenAIResponses,
+    anthropic: FakeAnthropicAPI,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    number = github.add_issue(REPO, "Say hello", user=REQUESTER)
+    comment = github.add_comment(REPO, number, "@neo say hello", user=REQUESTER)
+    patch = "*** Begin Patch\n*** Update File: README.md\n@@\n # fixture\n+\n+Hi.\n*** End Patch\n"
+    fake_openai.script(
+        ResponsesReply([function_call("c1", "apply_patch", {"input": patch})]),
+        ResponsesReply([message("Said hello in README.md.")]),
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
+    # Empty, not unset: the key neo action puts in os.environ is then undone after the test.
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+
+    step = run(
+        "issue_comment",
+        comment_payload(number, comment, "@neo say hello"),
+        provider="openai",
+        openai_api_key=fake_openai.api_key,
+    )
+
+    assert step.code == 0, step.err
+    assert anthropic.requests == []
+    assert fake_openai.pending == 0
+    first = fake_openai.requests[0].body
+    assert first["model"] == "gpt-5"
+    assert {"apply_patch", "shell"} <= {tool["name"] for tool in first["tools"]}
+    (pull,) = github.pulls(REPO)
+    assert pull["draft"] is True
+    assert git(origin, "show", f"refs/heads/neo/issue-{number}:README.md") == "# fixture\n\nHi."
+    (report,) = bot_comments(github, number)
+    assert "Model: `gpt-5`" in report["body"]
+    assert fake_openai.api_key not in step.out + step.err + step.summary + report["body"]
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+def test_a_provider_input_without_its_key_exits_2_naming_it_before_any_request(
+    run: Runner, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    number = github.add_issue(REPO, "Say hello", user=REQUESTER)
+    comment = github.add_comment(REPO, number, "@neo say hello", user=REQUESTER)
+    monkeypatch.setenv("OPENAI_API_KEY", "")
+
+    step = run(
+        "issue_comment", comment_payload(number, comment, "@neo say hello"), provider="openai"
+    )
+
+    assert step.code == 2
+    assert step.err == (
+        "neo: error: input provider: openai needs OPENAI_API_KEY: pass it in the openai_api_key"
+        " input (a secret)\n"
+    )
+    assert step.outputs["conclusion"] == "failed"
+    assert "OPENAI_API_KEY" in step.summary
+    assert github.requests == []
