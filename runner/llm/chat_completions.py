@@ -36,6 +36,7 @@ from runner.llm.errors import (
     ProviderError,
     ProviderHTTPError,
 )
+from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
 from runner.llm.retrying import Transient, retried
@@ -71,6 +72,8 @@ _OVERFLOW_MARKERS = (
     "exceeds the available context size",
     "context window",
 )
+# Each message's chat messages, built once for all the turns that resend it.
+_ENCODED: Memo[list[dict[str, Any]]] = Memo()
 _NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 _NEUTRAL_STOPS = frozenset(
     {
@@ -417,7 +420,7 @@ def build_params(
     if request.system.text:
         messages.append({"role": "system", "content": request.system.text})
     for message in request.messages:
-        messages.extend(_messages(message, dialect.name))
+        messages.extend(_ENCODED.get(message, lambda m: _messages(m, dialect.name), dialect.name))
     max_tokens = request.max_tokens if window is None else min(request.max_tokens, window // 4)
     params: dict[str, Any] = {
         "model": model,

@@ -34,6 +34,7 @@ from runner.llm.errors import (
     ProviderHTTPError,
 )
 from runner.llm.limits import limits_for
+from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
 from runner.llm.retrying import Transient, retried
@@ -57,6 +58,8 @@ _TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _REFUSALS = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII"})
 # Ids Neo made up for calls the API sent without one; never sent back.
 _SYNTHETIC = "neo-call-"
+# Each message's contents, built once for all the turns that resend it.
+_CONTENTS: Memo[gt.Content | None] = Memo()
 # Thinking budgets (tokens) for the 2.5 family, which takes no effort level.
 _BUDGETS: dict[llm.Effort, int] = {"low": 2_048, "medium": 8_192, "high": 24_576}
 _KEYLIKE = re.compile(r"AIza[\w\-]{8,}")
@@ -193,7 +196,11 @@ def _retry_delay(details: Sequence[Mapping[str, Any]], response: object) -> floa
 def _call_prefix(request: llm.Request) -> str:
     # Stable for one request (a retry makes the same ids) and different for
     # each turn, since the transcript grows.
-    digest = hashlib.sha256(repr(request.messages).encode()).hexdigest()[:10]
+    # The transcript only grows, so its length and newest message tell turns
+    # apart without hashing all of it every call.
+    messages = request.messages
+    newest = repr(messages[-1]) if messages else ""
+    digest = hashlib.sha256(f"{len(messages)}:{newest}".encode()).hexdigest()[:10]
     return f"{_SYNTHETIC}{digest}-"
 
 
@@ -244,12 +251,25 @@ def _contents(messages: Sequence[llm.Message]) -> list[gt.Content]:
     names = {use.id: use.name for m in messages for use in m.tool_uses}
     contents: list[gt.Content] = []
     for message in messages:
-        parts = _user_parts(message, names) if message.role == "user" else _model_parts(message)
-        if parts:
-            contents.append(
-                gt.Content(role="user" if message.role == "user" else "model", parts=parts)
+        if message.role == "user":
+            # A user message's parts name the calls it answers, so they key it too.
+            answered = tuple(
+                names.get(b.tool_use_id) for b in message.content if isinstance(b, llm.ToolResult)
             )
+            content = _CONTENTS.get(message, lambda m: _content(m, names), answered)
+        else:
+            content = _CONTENTS.get(message, lambda m: _content(m, names))
+        if content is not None:
+            contents.append(content)
     return contents
+
+
+def _content(message: llm.Message, names: Mapping[str, str]) -> gt.Content | None:
+    user = message.role == "user"
+    parts = _user_parts(message, names) if user else _model_parts(message)
+    if not parts:
+        return None
+    return gt.Content(role="user" if user else "model", parts=parts)
 
 
 def _user_parts(message: llm.Message, names: Mapping[str, str]) -> list[gt.Part]:

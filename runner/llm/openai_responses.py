@@ -34,6 +34,7 @@ from runner.llm.errors import (
     body_excerpt,
 )
 from runner.llm.limits import limits_for
+from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
 from runner.llm.retrying import Transient, retried
@@ -63,6 +64,8 @@ _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permis
 # The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
 # stays out of what a user sees.
 _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
+# Each message's input items, encoded once for all the turns that resend it.
+_ITEMS: Memo[list[dict[str, Any]]] = Memo()
 # A ChatGPT sign-in's tokens are JWTs, should a message ever quote one.
 _JWTLIKE = re.compile(r"\beyJ[\w-]*\.[\w-]+\.[\w-]*")
 
@@ -285,11 +288,12 @@ def cache_key(request: llm.Request) -> str | None:
 def _input(messages: Sequence[llm.Message]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in messages:
-        if message.role == "user":
-            items.extend(_user_items(message))
-        else:
-            items.extend(_assistant_items(message))
+        items.extend(_ITEMS.get(message, _items))
     return items
+
+
+def _items(message: llm.Message) -> list[dict[str, Any]]:
+    return _user_items(message) if message.role == "user" else _assistant_items(message)
 
 
 def _user_items(message: llm.Message) -> list[dict[str, Any]]:
