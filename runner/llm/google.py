@@ -60,6 +60,9 @@ _REFUSALS = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST"
 _SYNTHETIC = "neo-call-"
 # Each message's contents, built once for all the turns that resend it.
 _CONTENTS: Memo[gt.Content | None] = Memo()
+# A session sends the same tools and settings every turn; the SDK copies
+# the config it is given, so one can serve every call.
+_CONFIGS: Memo[gt.GenerateContentConfig] = Memo()
 # Thinking budgets (tokens) for the 2.5 family, which takes no effort level.
 _BUDGETS: dict[llm.Effort, int] = {"low": 2_048, "medium": 8_192, "high": 24_576}
 _KEYLIKE = re.compile(r"AIza[\w\-]{8,}")
@@ -195,13 +198,26 @@ def _retry_delay(details: Sequence[Mapping[str, Any]], response: object) -> floa
 
 def _call_prefix(request: llm.Request) -> str:
     # Stable for one request (a retry makes the same ids) and different for
-    # each turn, since the transcript grows.
-    # The transcript only grows, so its length and newest message tell turns
-    # apart without hashing all of it every call.
+    # each turn. The transcript grows (or is compacted into fewer messages),
+    # so its length and newest message tell turns apart without hashing all
+    # of it on every call.
     messages = request.messages
-    newest = repr(messages[-1]) if messages else ""
-    digest = hashlib.sha256(f"{len(messages)}:{newest}".encode()).hexdigest()[:10]
-    return f"{_SYNTHETIC}{digest}-"
+    digest = hashlib.sha256(str(len(messages)).encode())
+    for block in messages[-1].content if messages else ():
+        digest.update(_fingerprint(block).encode())
+    return f"{_SYNTHETIC}{digest.hexdigest()[:10]}-"
+
+
+def _fingerprint(block: llm.Block | llm.Image) -> str:
+    if isinstance(block, llm.Text):
+        return f"t{len(block.text)}:{block.text}"
+    if isinstance(block, llm.ToolResult):
+        return f"r{block.tool_use_id}:" + "".join(_fingerprint(p) for p in block.content)
+    if isinstance(block, llm.ToolUse):
+        return f"u{block.id}:{block.name}"
+    if isinstance(block, llm.Image):
+        return f"i{len(block.data)}"
+    return f"o{block.kind}"
 
 
 # -- requests --------------------------------------------------------------
@@ -209,46 +225,65 @@ def _call_prefix(request: llm.Request) -> str:
 
 def build_params(model: str, request: llm.Request) -> dict[str, Any]:
     """The keyword arguments of `generate_content_stream` for `request`."""
-    config = gt.GenerateContentConfig(
-        max_output_tokens=request.max_tokens,
-        # Calls come back to the loop, never run by the SDK.
-        automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
-    )
-    if request.system.text:
-        config.system_instruction = request.system.text
-    if request.tools:
-        config.tools = [
-            gt.Tool(
-                function_declarations=[
-                    gt.FunctionDeclaration(
-                        name=t.name,
-                        description=t.description,
-                        # Taken as JSON Schema, so no keyword needs stripping.
-                        parameters_json_schema=dict(t.input_schema),
-                    )
-                    for t in request.tools
-                ]
-            )
-        ]
-        mode = gt.FunctionCallingConfigMode.NONE if request.tool_choice == "none" else None
-        if mode is not None:
-            config.tool_config = gt.ToolConfig(
-                function_calling_config=gt.FunctionCallingConfig(mode=mode)
-            )
-    thinking = limits_for(model).thinking
-    if request.effort is not None and thinking == "budget":
-        # Thinking counts against the output ceiling: leave room for the answer.
-        budget = min(_BUDGETS[request.effort], request.max_tokens // 2)
-        config.thinking_config = gt.ThinkingConfig(thinking_budget=budget)
-    elif request.effort is not None and thinking == "adaptive":
-        config.thinking_config = gt.ThinkingConfig(
-            thinking_level=gt.ThinkingLevel(request.effort.upper())
-        )
+    settings = (model, request.system, request.max_tokens, request.tool_choice, request.effort)
+    config = _CONFIGS.get(request.tools, lambda tools: _config(tools, *settings), settings)
     return {"model": model, "contents": _contents(request.messages), "config": config}
 
 
+def _config(
+    tools: Sequence[llm.ToolSpec],
+    model: str,
+    system: llm.SystemPrompt,
+    max_tokens: int,
+    tool_choice: str,
+    effort: llm.Effort | None,
+) -> gt.GenerateContentConfig:
+    config = gt.GenerateContentConfig(
+        max_output_tokens=max_tokens,
+        # Calls come back to the loop, never run by the SDK.
+        automatic_function_calling=gt.AutomaticFunctionCallingConfig(disable=True),
+    )
+    if system.text:
+        config.system_instruction = system.text
+    if tools:
+        config.tools = cast(Any, _tools(tools))
+        if tool_choice == "none":
+            config.tool_config = gt.ToolConfig(
+                function_calling_config=gt.FunctionCallingConfig(
+                    mode=gt.FunctionCallingConfigMode.NONE
+                )
+            )
+    thinking = limits_for(model).thinking
+    if effort is not None and thinking == "budget":
+        # Thinking counts against the output ceiling: leave room for the answer.
+        budget = min(_BUDGETS[effort], max_tokens // 2)
+        config.thinking_config = gt.ThinkingConfig(thinking_budget=budget)
+    elif effort is not None and thinking == "adaptive":
+        config.thinking_config = gt.ThinkingConfig(thinking_level=gt.ThinkingLevel(effort.upper()))
+    return config
+
+
+def _tools(specs: Sequence[llm.ToolSpec]) -> list[gt.Tool]:
+    declarations = [
+        gt.FunctionDeclaration(
+            name=t.name,
+            description=t.description,
+            # Taken as JSON Schema, so no keyword needs stripping.
+            parameters_json_schema=dict(t.input_schema),
+        )
+        for t in specs
+    ]
+    return [gt.Tool(function_declarations=declarations)]
+
+
 def _contents(messages: Sequence[llm.Message]) -> list[gt.Content]:
-    names = {use.id: use.name for m in messages for use in m.tool_uses}
+    names = {
+        b.id: b.name
+        for m in messages
+        if m.role == "assistant"
+        for b in m.content
+        if isinstance(b, llm.ToolUse)
+    }
     contents: list[gt.Content] = []
     for message in messages:
         if message.role == "user":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.llm import chat_completions, google, openai_responses
 from runner.llm.memo import Memo
-from runner.llm.types import Message, Request, Text, ToolResult, ToolUse
+from runner.llm.types import Message, Request, Text, ToolResult, ToolSpec, ToolUse
 
 
 def test_a_value_is_made_once_per_object() -> None:
@@ -34,9 +34,10 @@ def test_an_equal_but_distinct_object_and_another_extra_are_made_afresh() -> Non
     assert memo.get(twin, make) == 2
     assert memo.get(first, make, "other") == 3
     assert memo.get(first, make) == 1
+    assert memo.get(twin, make) == 2
 
 
-def test_the_least_recently_used_entry_goes_first() -> None:
+def test_the_oldest_entry_goes_first() -> None:
     memo: Memo[int] = Memo(size=2)
     a, b, c = (Message("user", (Text(t),)) for t in "abc")
     count = iter(range(100))
@@ -46,11 +47,10 @@ def test_the_least_recently_used_entry_goes_first() -> None:
 
     memo.get(a, make)
     memo.get(b, make)
-    memo.get(a, make)  # a is now the most recent
-    memo.get(c, make)  # evicts b
+    memo.get(c, make)  # evicts a
     assert len(memo) == 2
-    assert memo.get(a, make) == 0
-    assert memo.get(b, make) == 3
+    assert memo.get(b, make) == 1
+    assert memo.get(a, make) == 3
 
 
 def _request(turns: int) -> Request:
@@ -86,3 +86,22 @@ def test_gemini_responses_follow_the_names_of_the_calls_they_answer() -> None:
         for call in asked
     ]
     assert names == ["first", "second"]
+
+
+def test_gemini_configs_follow_each_requests_settings() -> None:
+    tools = (ToolSpec("echo", "Echo.", {"type": "object"}),)
+    base = Request(messages=[Message("user", (Text("go"),))], tools=tools, max_tokens=1000)
+    other = Request(messages=base.messages, tools=tools, max_tokens=2000, tool_choice="none")
+    configs = [google.build_params("gemini-2.5-pro", r)["config"] for r in (base, other, base)]
+    assert [c.max_output_tokens for c in configs] == [1000, 2000, 1000]
+    assert [c.tool_config is None for c in configs] == [True, False, True]
+
+
+def test_gemini_call_ids_differ_by_turn_and_stay_for_a_retry() -> None:
+    turns = [_request(n) for n in (1, 2, 2)]
+    prefixes = [google._call_prefix(r) for r in turns]
+    assert prefixes[1] == prefixes[2]
+    assert prefixes[0] != prefixes[1]
+    # Same length, different newest message.
+    changed = Request(messages=[*turns[1].messages[:-1], Message("user", (Text("other"),))])
+    assert google._call_prefix(changed) != prefixes[1]
