@@ -21,7 +21,9 @@ Each request consumes the next scripted reply (first in, first out):
 
 Requests the real API would reject (auth, schema, turn order, tool pairing,
 cache_control count) get its 400/401 answer and consume nothing. Every
-request, rejected or not, is appended to `server.requests`.
+request, rejected or not, is appended to `server.requests`. With
+`prompt_cache = True`, replies without scripted usage report cache reads and
+writes from the breakpoints sent (see `tests.fakes.prompt_cache`).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import string
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import anyio
@@ -43,6 +45,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
+from tests.fakes.prompt_cache import BreakpointCache
 from tests.fakes.threaded import ThreadedServer
 from tests.fakes.watched import Hangups, WatchedResponse
 
@@ -630,6 +633,9 @@ class FakeAnthropicAPI:
         # over this many tokens is refused as the real API refuses one over
         # the model's window, before it takes a scripted reply.
         self.context_window: int | None = None
+        # Model prompt caching in the usage of replies that script none.
+        self.prompt_cache = False
+        self._cache = BreakpointCache()
         self.requests: list[RecordedRequest] = []
         # Responses whose connection closed before they ended: a client hanging
         # up (a cancelled stream) or a scripted drop.
@@ -756,6 +762,17 @@ class FakeAnthropicAPI:
                 item = item(body)
             except Exception as exc:  # the test's own reply factory failed
                 return reject(500, "api_error", f"fake: reply factory raised {exc!r}")
+        if self.prompt_cache and isinstance(item, Reply) and item.usage is None:
+            use = self._cache.use(str(body.get("model")), body)
+            item = replace(
+                item,
+                usage=Usage(
+                    input_tokens=use.uncached,
+                    output_tokens=_estimate_usage(body, item.content).output_tokens,
+                    cache_creation_input_tokens=use.written,
+                    cache_read_input_tokens=use.read,
+                ),
+            )
         return _plan(item, body, request_id)
 
 

@@ -26,7 +26,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import anyio
@@ -36,6 +36,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
+from tests.fakes.prompt_cache import PrefixCache
 from tests.fakes.threaded import ThreadedServer
 from tests.fakes.watched import Hangups, WatchedResponse
 
@@ -50,6 +51,8 @@ __all__ = [
     "Stall",
     "call",
     "chunks",
+    "prompt_text",
+    "prompt_tokens",
     "validate_messages",
 ]
 
@@ -221,7 +224,12 @@ def validate_messages(messages: object) -> str | None:
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
     """The fake's count of a request's prompt: about 4 characters a token."""
-    return max(1, len(json.dumps([body.get("messages"), body.get("tools")])) // 4)
+    return max(1, len(prompt_text(body)) // 4)
+
+
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """The prompt as the fake counts it, tools first as servers cache it."""
+    return json.dumps([body.get("tools"), body.get("messages")])
 
 
 def _pieces(text: str, size: int = 7) -> list[str]:
@@ -337,6 +345,9 @@ class FakeChatCompletions:
         # Ollama models loaded into memory, as `/api/ps` lists them.
         self.loaded: set[str] = set()
         self.context_window: int | None = None
+        # Model prompt caching (per model) in the usage of replies that script none.
+        self.prompt_cache = False
+        self._cache = PrefixCache()
         self.requests: list[RecordedRequest] = []
         # Responses whose client hung up before they ended (a cancelled stream).
         self.hangups = Hangups()
@@ -467,6 +478,9 @@ class FakeChatCompletions:
                 status_code=500,
             )
         reply = item(dict(body)) if callable(item) else item
+        if self.prompt_cache and isinstance(reply, Reply) and reply.cached_tokens is None:
+            cached = self._cache.read(str(body["model"]), prompt_text(body))
+            reply = replace(reply, cached_tokens=cached)
         if isinstance(reply, ErrorReply):
             error = {"message": reply.message, "type": reply.type, "param": None}
             error["code"] = reply.code

@@ -27,7 +27,7 @@ import secrets
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import anyio
@@ -37,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
+from tests.fakes.prompt_cache import PrefixCache
 from tests.fakes.threaded import ThreadedServer
 from tests.fakes.watched import Hangups, WatchedResponse
 
@@ -52,6 +53,7 @@ __all__ = [
     "Usage",
     "call",
     "chunks_for",
+    "prompt_text",
     "rate_limited",
     "text",
     "thought",
@@ -292,6 +294,11 @@ def _tokens(body: Mapping[str, Any]) -> int:
     return len(json.dumps([body.get("systemInstruction"), body.get("contents")])) // 4
 
 
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """The whole prompt, tools included, in the order it is cached."""
+    return json.dumps([body.get("tools"), body.get("systemInstruction"), body.get("contents")])
+
+
 # --- the wire -------------------------------------------------------------------
 
 _SSE_HEADERS = [(b"content-type", b"text/event-stream")]
@@ -375,6 +382,10 @@ class FakeGemini:
     def __init__(self, *, api_key: str = "AIzaSyFakeTestKey-0123456789abcdefghij") -> None:
         self.api_key = api_key
         self.context_window: int | None = None
+        # Model implicit caching (per model): replies then report their prompt
+        # from its size and the cached part of it, in place of scripted counts.
+        self.prompt_cache = False
+        self._cache = PrefixCache()
         self.requests: list[RecordedRequest] = []
         # Responses whose connection closed before they ended: a client hanging
         # up (a cancelled stream) or a scripted drop.
@@ -477,7 +488,14 @@ class FakeGemini:
             return _error_plan(500, "INTERNAL", "fake: no scripted reply left")
         if callable(item):
             item = item(body)
-        return self._plan(item, prefix.removeprefix("/v1beta/models/"))
+        model = prefix.removeprefix("/v1beta/models/")
+        if self.prompt_cache and isinstance(item, Reply):
+            prompt = prompt_text(body)
+            usage = replace(
+                item.usage, prompt=len(prompt) // 4, cached=self._cache.read(model, prompt)
+            )
+            item = replace(item, usage=usage)
+        return self._plan(item, model)
 
     def _plan(self, item: Scripted, model: str) -> _Plan:
         if isinstance(item, ErrorReply):

@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import anyio
@@ -46,6 +46,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope, Send
 
+from tests.fakes.prompt_cache import PrefixCache
 from tests.fakes.threaded import ThreadedServer
 from tests.fakes.watched import Hangups, WatchedResponse
 
@@ -63,6 +64,7 @@ __all__ = [
     "Usage",
     "function_call",
     "message",
+    "prompt_text",
     "reasoning",
     "refusal",
     "sse_events",
@@ -379,10 +381,13 @@ def sse_events(
     return [{**event, "sequence_number": n} for n, event in enumerate(events)]
 
 
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """The prompt as the fake counts it, in the order the API caches it."""
+    return json.dumps([body.get("instructions"), body.get("tools"), body.get("input")])
+
+
 def _estimate(body: Mapping[str, Any], output: list[Item], cached_share: float) -> Usage:
-    prompt = max(
-        1, len(json.dumps([body.get("instructions"), body.get("tools"), body.get("input")])) // 4
-    )
+    prompt = max(1, len(prompt_text(body)) // 4)
     return Usage(
         input_tokens=prompt,
         output_tokens=max(1, len(json.dumps(output)) // 4),
@@ -468,6 +473,10 @@ class FakeOpenAIResponses:
         self.api_key = api_key
         self.chatgpt = chatgpt
         self.context_window: int | None = None
+        # Model prompt caching (per model and prompt_cache_key) in the usage
+        # of replies that script none.
+        self.prompt_cache = False
+        self._cache = PrefixCache()
         self.requests: list[RecordedRequest] = []
         # Responses whose connection closed before they ended: a client hanging
         # up (a cancelled stream) or a scripted drop.
@@ -614,6 +623,9 @@ class FakeOpenAIResponses:
         reply = item.reply if isinstance(item, Stall) else item
         output = self._issue(reply.output, body)
         usage = reply.usage or _estimate(body, output, reply.cached_share)
+        if self.prompt_cache and reply.usage is None:
+            key = f"{body.get('model')}/{body.get('prompt_cache_key')}"
+            usage = replace(usage, cached_tokens=self._cache.read(key, prompt_text(body)))
         chunks = [_sse(event) for event in sse_events(body, reply, output, usage)]
         if isinstance(item, Stall):
             return _Plan(
