@@ -3,15 +3,17 @@
 For transcripts of 50 and 200 tool turns (10 KB of tool output each, the same
 content for every adapter) this prints, per adapter, the median time to build
 the request and to parse a reply of one text block and one tool call: the
-adapter's pure functions, no network, no HTTP client. Parsing starts from the
-SDK's own types validated from wire JSON, as the SDK hands them over (the
-finished message for Anthropic and OpenAI Responses, the chunks for Chat
-Completions and Gemini). Each case is warmed up, then timed `--repeat` times
-with the garbage collector off (as `timeit` does), the adapters taking
-turns; the medians are compared
-with the targets: at most 2 ms a turn, within 1.5x of the Anthropic adapter.
+adapter's pure functions, no network, no HTTP client. Each timed turn's newest
+exchange is a fresh object, as a session's next turn is new to the adapter.
+Parsing starts from the SDK's own objects (the finished message for Anthropic
+and OpenAI Responses, the chunks for Chat Completions and Gemini); building
+those from wire JSON is the SDK's work, shown apart as `sdk ms`. Each case is
+warmed up, then timed `--repeat` times with the garbage collector off (as
+`timeit` does), the adapters taking turns so a slow spell of the machine hits
+them alike; the medians are compared with the targets: at most 2 ms a turn,
+within 1.5x of the Anthropic adapter.
 
-    uv run python -m bench.adapter_overhead [--repeat 200]
+    uv run python -m bench.adapter_overhead [--repeat 300]
 """
 
 from __future__ import annotations
