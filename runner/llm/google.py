@@ -289,7 +289,7 @@ def _contents(messages: Sequence[llm.Message]) -> list[gt.Content]:
         if message.role == "user":
             # A user message's parts name the calls it answers, so they key it too.
             answered = tuple(
-                names.get(b.tool_use_id) for b in message.content if isinstance(b, llm.ToolResult)
+                [names.get(b.tool_use_id) for b in message.content if isinstance(b, llm.ToolResult)]
             )
             content = _CONTENTS.get(message, lambda m: _content(m, names), answered)
         else:

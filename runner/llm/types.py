@@ -98,7 +98,8 @@ class Usage:
         }
 
 
-@dataclass(frozen=True, slots=True)
+# Weakly referable, so an encoding remembered for a message (llm/memo.py) goes with it.
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Message:
     role: Role
     content: tuple[Block, ...]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from runner.llm import chat_completions, google, openai_responses
 from runner.llm.memo import Memo
 from runner.llm.types import Message, Request, Text, ToolResult, ToolSpec, ToolUse
@@ -105,3 +107,23 @@ def test_gemini_call_ids_differ_by_turn_and_stay_for_a_retry() -> None:
     # Same length, different newest message.
     changed = Request(messages=[*turns[1].messages[:-1], Message("user", (Text("other"),))])
     assert google._call_prefix(changed) != prefixes[1]
+
+
+def test_an_entry_goes_with_its_message() -> None:
+    memo: Memo[str] = Memo()
+    kept = Message("user", (Text("kept"),))
+    memo.get(kept, lambda m: m.text)
+    gone = Message("user", (Text("gone"),))
+    memo.get(gone, lambda m: m.text)
+    del gone
+    gc.collect()
+    memo.get(Message("user", (Text("next"),)), lambda m: m.text)  # an addition tidies up
+    assert len(memo) == 2
+    assert memo.get(kept, lambda m: "made again") == "kept"
+
+
+def test_an_owner_weakref_cannot_track_is_kept_alive() -> None:
+    memo: Memo[int] = Memo()
+    specs = (ToolSpec("echo", "Echo.", {}),)
+    assert memo.get(specs, len) == 1
+    assert memo.get(specs, lambda s: 99) == 1
