@@ -3,8 +3,9 @@
 For transcripts of 50 and 200 tool turns (10 KB of tool output each, the same
 content for every adapter) this prints, per adapter, the median time to build
 the request and to parse a reply of one text block and one tool call: the
-adapter's pure functions, no network, no HTTP client. Each timed turn's newest
-exchange is a fresh object, as a session's next turn is new to the adapter.
+adapter's pure functions, no network, no HTTP client. Each timed turn gets the
+transcript as the agent loop passes it (a fresh copy of every message holding
+tool calls), its newest exchange new to the adapter.
 Parsing starts from the SDK's own objects (the finished message for Anthropic
 and OpenAI Responses, the chunks for Chat Completions and Gemini); building
 those from wire JSON is the SDK's work, shown apart as `sdk ms`. Each case is
@@ -32,6 +33,7 @@ from google.genai import types as gt
 from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import Response as OpenAIResponse
 
+from runner.agent.copying import copy_block, copy_message
 from runner.llm import anthropic as anthropic_adapter
 from runner.llm import chat_completions, google, openai_responses
 from runner.llm.openrouter import OPENROUTER
@@ -244,13 +246,17 @@ ADAPTERS = (
 
 
 def turn_requests(turns: int, count: int) -> list[Request]:
-    """`count` requests for turn `turns`: the same earlier messages, and a newest
-    exchange made afresh for each, as a session's next turn is new to the adapter."""
+    """`count` requests for turn `turns`, each as the agent loop sends one: a
+    copy of the transcript (`copy_message`, which shares the frozen blocks and
+    copies tool calls), whose newest exchange is new to the adapter."""
     base = transcript(turns)
     head, tail = list(base.messages[:-2]), base.messages[-2:]
     return [
         Request(
-            messages=[*head, *(Message(m.role, m.content) for m in tail)],
+            messages=[
+                *(copy_message(m) for m in head),
+                *(Message(m.role, tuple(copy_block(b) for b in m.content)) for m in tail),
+            ],
             system=base.system,
             tools=base.tools,
         )

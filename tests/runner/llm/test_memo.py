@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+from runner.agent.copying import copy_message
 from runner.llm import chat_completions, google, openai_responses
 from runner.llm.memo import Memo
 from runner.llm.types import Message, Request, Text, ToolResult, ToolSpec, ToolUse
@@ -127,3 +128,20 @@ def test_an_owner_weakref_cannot_track_is_kept_alive() -> None:
     specs = (ToolSpec("echo", "Echo.", {}),)
     assert memo.get(specs, len) == 1
     assert memo.get(specs, lambda s: 99) == 1
+
+
+def test_a_copy_of_a_message_with_tool_calls_is_found_by_value() -> None:
+    made: list[Message] = []
+    memo: Memo[int] = Memo()
+    original = Message("assistant", (Text("w"), ToolUse("c1", "echo", {"n": 1})))
+
+    def make(message: Message) -> int:
+        made.append(message)
+        return len(made)
+
+    assert memo.get(original, make) == 1
+    assert memo.get(copy_message(original), make) == 1
+    # Same id and signature, other input: equality tells them apart.
+    changed = Message("assistant", (Text("w"), ToolUse("c1", "echo", {"n": 2})))
+    assert memo.get(changed, make) == 2
+    assert len(made) == 2
