@@ -6,9 +6,9 @@ once. Most owners are found by identity: one that can be weakly referenced
 takes its entry with it when it goes, any other is kept alive by its entry,
 so its id is never reused while the entry exists. The agent loop hands
 adapters a fresh copy of every message holding tool calls or replay data
-(`runner.agent.copying`), so those are found by value: a cheap signature
-picks the entry, and full equality with the message it was made for
-confirms it. Past `size` entries of a kind the oldest go first. Cached
+(`runner.agent.copying`), so assistant messages are found by value: a cheap
+signature picks the entry, and full equality with the message it was made
+for confirms it. Past `size` entries of a kind the oldest go first. Cached
 encodings are shared between requests: whoever receives them treats them as
 read-only, as the SDKs do when they serialise a request.
 """
@@ -50,7 +50,7 @@ class Memo(Generic[V]):
         entry = self._by_id.get(key)
         if entry is not None and entry[0]() is owner:
             return entry[1]
-        if isinstance(owner, llm.Message) and _copied(owner):
+        if isinstance(owner, llm.Message) and owner.role == "assistant":
             return self._get_by_value(owner, make, extra)
         value = make(owner)
         try:
@@ -86,11 +86,6 @@ class Memo(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._by_id) + len(self._by_value)
-
-
-def _copied(message: llm.Message) -> bool:
-    """Whether the loop copies `message` for every call (as `copy_message` does)."""
-    return any(isinstance(block, llm.ToolUse | llm.Opaque) for block in message.content)
 
 
 def _signature(message: llm.Message) -> Hashable:
