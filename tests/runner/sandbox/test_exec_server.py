@@ -187,7 +187,7 @@ def test_its_output_bound_matches_the_output_buffer(seed: int) -> None:
 
 
 def wait_for_text(path: Path) -> str:
-    for _ in range(500):
+    for _ in range(1000):
         if path.exists() and path.read_text().strip():
             return path.read_text().strip()
         time.sleep(0.01)
@@ -195,7 +195,9 @@ def wait_for_text(path: Path) -> str:
 
 
 def wait_gone(pid: int) -> bool:
-    for _ in range(200):
+    # Up to 10 s: on a machine running the suite in four processes a
+    # signalled process can take longer than a second to be reaped.
+    for _ in range(1000):
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
@@ -304,7 +306,8 @@ def test_collect_ends_like_the_local_sandbox(
 
 def group_gone(pgid: int) -> bool:
     """Whether no process of group `pgid` runs (zombies awaiting their reaper aside)."""
-    for _ in range(200):
+    # Up to 10 s, as wait_gone.
+    for _ in range(1000):
         running = []
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
