@@ -12,7 +12,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runner.agent import Event
@@ -35,6 +35,7 @@ from runner.run import (
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
 from runner.session import Session, SessionError, SessionMeta, SessionStore
+from runner.skills import run_skills, tree_skills
 from runner.tools.registry import editing_tools
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
@@ -61,6 +62,8 @@ class RunRequest:
     effort: Effort | None = None
     # US dollars the run's model calls may cost; None: no limit.
     max_cost_usd: float | None = None
+    # Skills left out of the catalog and never invoked (`--no-skill`).
+    disabled_skills: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,10 +187,15 @@ async def _run_agent(
     budget: RunBudget,
 ) -> RunResult:
     repo = Path(meta.cwd)
+    # The prompt is all the requester's own: its `$name` invokes a skill.
+    found = await asyncio.to_thread(tree_skills, find_git_root(repo) or repo)
+    skills = run_skills(found, request=request.prompt, disabled=request.disabled_skills)
+    meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
     edit_tool, shell_tool = editing_tools(provider.model)
     system = build_system_prompt(
         workdir=sandbox.root,
         project=project_context(repo),
+        skills=skills.catalog,
         is_git_repo=find_git_root(repo) is not None,
         network=request.sandbox != "docker",
         max_turns=request.max_turns,
@@ -203,12 +211,15 @@ async def _run_agent(
         max_turns=request.max_turns,
         effort=request.effort,
         budget=budget,
+        skills=skills.discovery.skills,
     )
     run = AgentRun(agent, store, meta, on_event=on_event)
+    if skills.invoked and on_event is not None:
+        on_event(skills.notice())
     error: NeoError | None = None
     try:
         error = await bounded(
-            run.send(request.prompt),
+            run.send(skills.first_message(request.prompt)),
             time_limit=request.timeout,
             stop=stop,
             stopped="interrupted",

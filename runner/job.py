@@ -66,6 +66,7 @@ from runner.session import (
     start_job,
     utc_timestamp,
 )
+from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
 from runner.text import one_line
 from runner.tools.registry import editing_tools
 
@@ -136,6 +137,13 @@ class JobSpec:
     # The thread (e.g. "owner/repo#12") whose conversation this job continues.
     session_key: str | None = None
     commit_message: str | None = None
+    # The requester's own words inside `prompt` (a trigger comment, a
+    # schedule's prompt): only there do `$name` and `/name` invoke a skill.
+    invocation: str = ""
+    # Read the repository's skills from this branch of the remote, not the
+    # tree: a pull request job's default branch, so the PR cannot rewrite them.
+    skills_branch: str | None = None
+    disabled_skills: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +339,22 @@ async def _prepare_and_run_agent(
     project = project_context
     if project is None:
         project = await asyncio.to_thread(read_project_context, tree)
+    skills = await _skills(spec, tree)
     async with _sandbox(spec, tree) as box:
         _mark(spec, "sandbox_ready")
-        await _run_agent(spec, box, provider, project, progress, on_event, tree, budget)
+        await _run_agent(spec, box, provider, project, skills, progress, on_event, tree, budget)
+
+
+async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
+    if spec.skills_branch is not None:
+        ref = f"refs/remotes/origin/{spec.skills_branch}"
+        found = await ref_skills(tree, ref, label=spec.skills_branch)
+    else:
+        found = await asyncio.to_thread(tree_skills, tree)
+    skills = run_skills(found, request=spec.invocation, disabled=spec.disabled_skills)
+    for skipped in skills.discovery.skipped:
+        log.info("job %s: skill %s skipped: %s", spec.job_id, skipped.path, skipped.reason)
+    return skills
 
 
 def _mark(spec: JobSpec, event: str, **fields: object) -> None:
@@ -384,6 +405,7 @@ async def _run_agent(
     box: Sandbox,
     provider: Provider,
     project: str,
+    skills: RunSkills,
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
     tree: Path,
@@ -399,10 +421,12 @@ async def _run_agent(
         previous, new_id=session_id, provider=spec.provider, model=provider.model, cwd=str(tree)
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
+    meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
     edit_tool, shell_tool = editing_tools(provider.model)
     system = build_system_prompt(
         workdir=box.root,
         project=project,
+        skills=skills.catalog,
         extra=spec.system_extra,
         is_git_repo=True,
         # Only a docker sandbox takes the network away (after setup).
@@ -424,6 +448,7 @@ async def _run_agent(
         max_turns=spec.max_turns,
         effort=spec.effort,
         budget=budget,
+        skills=skills.discovery.skills,
     )
     asked: list[bool] = []  # the first model call of this job is logged
 
@@ -441,8 +466,11 @@ async def _run_agent(
     # keeps its last save from before, until the job ends (`_end_session`).
     agent_run = AgentRun(agent, store, meta, on_event=observe, hold_after_compaction=True)
     progress.run = agent_run
+    if skills.invoked:
+        _mark(spec, "skills_invoked", skills=list(skills.names))
+        observe(skills.notice())
     try:
-        progress.error = await agent_run.send(spec.prompt)
+        progress.error = await agent_run.send(skills.first_message(spec.prompt))
     finally:
         agent_run.save()
 

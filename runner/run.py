@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -29,6 +29,7 @@ from runner.session import (
     SessionStore,
     utc_timestamp,
 )
+from runner.skills import Skill, with_skill_reads
 from runner.tools import Checklist, tools_for
 
 __all__ = [
@@ -116,12 +117,14 @@ def make_agent(
     max_turns: int,
     effort: Effort | None,
     budget: RunBudget,
+    skills: Sequence[Skill] = (),
 ) -> Agent:
     """The agent with the tools its model's family knows on `box`, continuing
-    `previous`'s conversation."""
+    `previous`'s conversation; read_file also reads `skills` not in the tree."""
+    tools = tools_for(provider.model, box, checklist=Checklist())
     return Agent(
         provider,
-        tools=tools_for(provider.model, box, checklist=Checklist()),
+        tools=with_skill_reads(tools, skills),
         system=system,
         max_turns=max_turns,
         messages=previous.messages if previous else (),

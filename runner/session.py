@@ -80,6 +80,8 @@ class SessionMeta:
     usage: Usage = field(default_factory=Usage)  # cumulative over the session
     job: JobMark | None = None
     compactions: tuple[CompactionRecord, ...] = ()
+    # The skills the session's requests invoked, by name, first use first.
+    skills: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +243,8 @@ def _meta_to_json(meta: SessionMeta) -> JSONObject:
             }
             for c in meta.compactions
         ]
+    if meta.skills:
+        obj["skills"] = list(meta.skills)
     return obj
 
 
@@ -313,7 +317,14 @@ def _meta_from_json(obj: dict[str, object], session_id: str) -> SessionMeta:
         usage=usage_from_json(obj.get("usage", {})),
         job=_mark_from_json(obj["job"]) if obj.get("job") is not None else None,
         compactions=_compactions_from_json(obj.get("compactions", [])),
+        skills=_skills_from_json(obj.get("skills", [])),
     )
+
+
+def _skills_from_json(obj: object) -> tuple[str, ...]:
+    if not isinstance(obj, list) or not all(isinstance(name, str) for name in obj):
+        raise _Corrupt(f"session skills must be a list of names, got {_show(obj)}")
+    return tuple(obj)
 
 
 def _count(value: object) -> bool:

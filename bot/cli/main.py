@@ -14,6 +14,7 @@ from bot.cli.login import add_login_parser, add_logout_parser, login_command, lo
 from bot.cli.run import add_run_parser, run_command
 from bot.cli.serve import add_serve_parser, serve_command
 from bot.cli.setup_app import add_setup_app_parser, setup_app_command
+from bot.cli.skills import add_skills_parser, skills_command
 from bot.cli.worker import add_worker_parser, worker_command
 from bot.logs import debug_logging
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_action_parser(commands)
     add_login_parser(commands)
     add_logout_parser(commands)
+    add_skills_parser(commands)
     return parser
 
 
@@ -62,4 +64,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return login_command(args)
     if args.command == "logout":
         return logout_command(args)
+    if args.command == "skills":
+        return skills_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands

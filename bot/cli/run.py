@@ -64,6 +64,13 @@ def add_run_parser(commands: Any) -> None:
     )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
+    run.add_argument(
+        "--no-skill",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave the skill NAME out of the catalog and never invoke it (repeatable)",
+    )
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -89,6 +96,7 @@ def run_command(args: argparse.Namespace) -> int:
             resume=args.resume,
             effort=args.effort,
             max_cost_usd=args.max_cost,
+            disabled_skills=tuple(args.no_skill),
         )
         result = asyncio.run(_run(request, output))
     except ConfigError as error:

@@ -67,6 +67,8 @@ def _branch_name(value: str) -> str:
 _Text = Annotated[str, Field(min_length=1, max_length=200)]
 _BotLogin = Annotated[str, Field(pattern=r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")]
 _Command = Annotated[str, Field(min_length=1)]
+# A skill's name as SKILL.md's front matter spells it (runner.skills.skill).
+_SkillName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$", max_length=64)]
 
 
 class _Strict(BaseModel):
@@ -275,6 +277,14 @@ class RepoConfig(_Strict):
         description=(
             "Whether Neo may push changes to `.github/workflows/`. When false, such "
             "changes are left out and the report says why."
+        ),
+    )
+    disabled_skills: tuple[_SkillName, ...] = Field(
+        default=(),
+        description=(
+            "Skills Neo leaves out, by name, e.g. `[update-dependencies]`: built-in ones or"
+            " the repository's own. They are not listed in the prompt, and `$name` in a"
+            " request stays plain text."
         ),
     )
     schedules: tuple[Schedule, ...] = Field(

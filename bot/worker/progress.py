@@ -30,6 +30,7 @@ from runner.agent.events import (
 )
 from runner.headless import RunResult
 from runner.llm.types import Usage
+from runner.skills import SkillsInvoked
 from runner.text import one_line
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
@@ -281,6 +282,8 @@ class ProgressState:
     turns: int
     # Each compaction of the conversation: tokens before and after.
     compactions: tuple[tuple[int, int], ...] = ()
+    # The skills the request invoked: the job's label.
+    skills: tuple[str, ...] = ()
 
     def elapsed(self, now: float) -> float:
         """Seconds since the job started (or was queued), frozen once it ended."""
@@ -323,6 +326,7 @@ class Progress:
         self._commands: list[Command] = []
         self._turns = 0
         self._compactions: list[tuple[int, int]] = []
+        self._skills: tuple[str, ...] = ()
 
     @property
     def state(self) -> ProgressState:
@@ -338,6 +342,7 @@ class Progress:
             commands=tuple(self._commands),
             turns=self._turns,
             compactions=tuple(self._compactions),
+            skills=self._skills,
         )
 
     def start(self) -> None:
@@ -384,6 +389,8 @@ class Progress:
         elif isinstance(event, ToolNotice):
             if isinstance(event.payload, ChecklistChanged):
                 self._checklist = event.payload.items
+            elif isinstance(event.payload, SkillsInvoked):
+                self._skills = event.payload.names
         elif isinstance(event, Compacted):
             self._compactions.append((event.tokens_before, event.tokens_after))
             self._step = Step(_compacted(event.tokens_before, event.tokens_after))
@@ -486,6 +493,8 @@ def render_progress(state: ProgressState, *, now: float) -> str:
         job_marker(state.job_id),
         f"{_STATUS_LINE[state.status]} · {_coarse(state.elapsed(now))}",
     ]
+    if state.skills:
+        parts.append(_skills_line(state.skills))
     checklist = _checklist_lines(state.checklist[:_MAX_CHECKLIST])
     if len(state.checklist) > _MAX_CHECKLIST:
         checklist.append(f"- … {len(state.checklist) - _MAX_CHECKLIST} more steps")
@@ -502,6 +511,10 @@ def render_progress(state: ProgressState, *, now: float) -> str:
     if notes:
         parts.append(f"<sub>{' · '.join(notes)}</sub>")
     return _clamp("\n\n".join(parts))
+
+
+def _skills_line(names: Sequence[str]) -> str:
+    return f"**Skills:** {', '.join(_code(name) for name in names)}"
 
 
 def _compacted(before: int, after: int) -> str:
@@ -679,6 +692,8 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
 
     checks = [command for command in state.commands if kinds(command.command)]
     sections: list[str | _Part] = [job_marker(state.job_id), _heading(outcome, duration)]
+    if state.skills:
+        sections.append(_skills_line(state.skills))
     if outcome.conclusion is Conclusion.FAILED:
         sections.append(f"**Error:** {_code(one_line(outcome.error or 'unknown error', 1_000))}")
     elif outcome.conclusion is Conclusion.INCOMPLETE:

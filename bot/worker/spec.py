@@ -201,8 +201,26 @@ def job_spec(
         bot_email=noreply_email(who.bot),
         session_key=session_key,
         commit_message=message,
+        invocation=_requester_text(request),
+        # Like AGENTS.md: a pull request cannot rewrite the skills Neo follows.
+        skills_branch=default_branch if request.thread.is_pull_request else None,
+        disabled_skills=config.disabled_skills,
     )
     return spec, own_branch
+
+
+def _requester_text(request: JobRequest) -> str:
+    """The words the requester wrote for this job, where `$name` invokes a skill.
+
+    A comment or review that triggered it, an issue its author opened
+    mentioning Neo, a workflow's or schedule's prompt. A label or an
+    assignment is not: the text it points at is someone else's.
+    """
+    threadless = request.thread.number == 0
+    own = request.event.startswith((*COMMENT_EVENTS, "issues.opened"))
+    if threadless or request.instruction_from_workflow or own:
+        return request.instruction
+    return ""
 
 
 def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:

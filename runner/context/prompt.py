@@ -82,6 +82,7 @@ def build_system_prompt(
     *,
     workdir: str,
     project: str,
+    skills: str = "",
     extra: str = "",
     is_git_repo: bool | None = None,
     network: bool | None = None,
@@ -95,9 +96,10 @@ def build_system_prompt(
     edit_tool: str = "edit_file",
     shell_tool: str = "bash",
 ) -> SystemPrompt:
-    """The system prompt: base, project context, environment, then `extra`.
+    """The system prompt: base, project context, skills, environment, then `extra`.
 
-    `project` is the rendered AGENTS.md context (see `project_context`).
+    `project` is the rendered AGENTS.md context (see `project_context`);
+    `skills` the skills catalog (`runner.skills.catalog`).
     The rest describes the run, each fact stated only when given:
     `is_git_repo`; `network`, whether the agent's commands reach the network;
     `setup`, the repository's setup commands, which had the network when
@@ -121,7 +123,13 @@ def build_system_prompt(
         pull_request=pull_request,
         allow_workflow_edits=allow_workflow_edits,
     )
-    segments = (base_prompt(edit_tool, shell_tool), project.strip(), environment, extra.strip())
+    segments = (
+        base_prompt(edit_tool, shell_tool),
+        project.strip(),
+        skills.strip(),
+        environment,
+        extra.strip(),
+    )
     return SystemPrompt(segments=tuple(segment for segment in segments if segment))
 
 

@@ -1695,3 +1695,60 @@ async def test_jobs_of_a_worker_share_its_mirror_cache_and_take_its_spare_trees(
             inodes.append(mirrors.spare_path(url).stat().st_ino)
     # The second job took the spare the first one left, and left a new one.
     assert inodes[0] != inodes[1]
+
+
+# --- skills
+
+
+RELEASE_NOTES_SKILL = b"""---
+name: release-notes
+description: Our release notes, in CHANGES.md.
+---
+Group the changes under Added and Fixed, and link each pull request.
+"""
+
+
+async def test_a_mention_invoking_a_repository_skill_puts_its_body_in_the_first_message(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    add_commit(origin, {".neo/skills/release-notes/SKILL.md": RELEASE_NOTES_SKILL})
+    number = github.add_issue(REPO, "Release 1.2", "Time for a release.", user="mona")
+    ask = "@neo $release-notes for 1.2, and mind $5 and docs/$fix-ci"
+    comment = github.add_comment(REPO, number, ask, user="mona")
+    fake_anthropic.script(
+        Reply([tool_use("t1", "read_file", {"path": "/neo/skills/fix-ci/SKILL.md"})], "tool_use"),
+        Reply([text("Nothing to release yet.")]),
+    )
+    job_id = await enqueue(queue, replace(request(number, comment), instruction=ask))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.result is not None
+    first = prompt_of(fake_anthropic)
+    # The repository's skill, not the built-in of the same name; the path-like
+    # `docs/$fix-ci` invokes nothing.
+    assert "Group the changes under Added and Fixed" in first
+    assert '<skill name="release-notes">' in first
+    assert "Keep a Changelog" not in first
+    assert '<skill name="fix-ci">' not in first
+    system = "".join(block["text"] for block in fake_anthropic.requests[0].body["system"])
+    assert (
+        "- release-notes — Our release notes, in CHANGES.md."
+        " (.neo/skills/release-notes/SKILL.md)" in system
+    )
+    assert "(/neo/skills/fix-ci/SKILL.md)" in system
+    # A built-in's virtual path is readable, and nothing of it reaches the tree.
+    result = conversation(fake_anthropic, 1)[-1]["content"][0]
+    assert "Fixing a failing CI run" in str(result["content"])
+    assert not result.get("is_error")
+    report = bot_comments(github, number)[0]["body"]
+    assert "**Skills:** `release-notes`" in report
+    session = (settings.data_dir / "sessions" / f"{job.result.session_id}.jsonl").read_text()
+    assert json.loads(session.splitlines()[0])["skills"] == ["release-notes"]
