@@ -61,7 +61,9 @@ def merge(found: Iterable[Skill | Skipped], *, disabled: Iterable[str] = ()) -> 
         if isinstance(each, Skipped):
             skipped.append(each)
         elif each.name in off:
-            skipped.append(Skipped(each.origin, f"{each.name!r} is disabled by the configuration"))
+            skipped.append(
+                Skipped(each.origin, f"{each.name!r} is disabled (disabled_skills or --no-skill)")
+            )
         elif each.name in kept:
             winner = kept[each.name].origin
             skipped.append(Skipped(each.origin, f"{each.name!r} is already defined by {winner}"))
@@ -90,10 +92,8 @@ def tree_skills(root: Path) -> list[Skill | Skipped]:
     top = root.resolve()
     found: list[Skill | Skipped] = []
     for directory in REPOSITORY_DIRS:
-        base = root / directory
-        if not base.exists() and not base.is_symlink():
-            continue
-        real = base.resolve()
+        # Resolved before anything is read: `.agents` itself may be the link.
+        real = (root / directory).resolve()
         if not real.is_relative_to(top):
             found.append(Skipped(directory, "it links outside the repository"))
             continue

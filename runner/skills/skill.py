@@ -98,8 +98,10 @@ def _split(text: str) -> tuple[str, str] | str:
 def _check(meta: dict[object, object], folder: str) -> str:
     name = meta.get("name")
     description = meta.get("description")
-    if not isinstance(name, str) or not name:
+    if name is None or name == "":
         return "front matter has no `name`"
+    if not isinstance(name, str):
+        return f"`name` must be text, got {type(name).__name__}"
     if len(name) > MAX_NAME:
         return f"name is longer than {MAX_NAME} characters"
     if not _NAME_RE.fullmatch(name):
@@ -109,8 +111,10 @@ def _check(meta: dict[object, object], folder: str) -> str:
         )
     if name != folder:
         return f"name {name!r} does not match its folder {folder!r}"
-    if not isinstance(description, str) or not description.strip():
+    if description is None or (isinstance(description, str) and not description.strip()):
         return "front matter has no `description`"
+    if not isinstance(description, str):
+        return f"`description` must be text, got {type(description).__name__}"
     if len(description) > MAX_DESCRIPTION:
         return f"description is longer than {MAX_DESCRIPTION} characters"
     # One line in the prompt and on a terminal: no escape sequences in it.

@@ -470,3 +470,16 @@ def test_utc_timestamp_is_iso_8601_utc() -> None:
     moment = datetime(2026, 11, 29, 23, 24, 38, 999, tzinfo=UTC)
     assert utc_timestamp(moment) == "2026-11-29T23:24:38Z"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", utc_timestamp())
+
+
+def test_the_invoked_skills_are_kept_in_the_metadata(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    base = make_session()
+    session = replace(base, meta=replace(base.meta, skills=("release-notes", "fix-ci")))
+    store.save(session)
+
+    assert store.load(session.meta.id) == session
+    path = tmp_path / "sessions" / f"{session.meta.id}.jsonl"
+    assert json.loads(path.read_text().splitlines()[0])["skills"] == ["release-notes", "fix-ci"]
+    store.save(base)
+    assert "skills" not in json.loads(path.read_text().splitlines()[0])

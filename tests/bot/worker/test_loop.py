@@ -1718,6 +1718,7 @@ async def test_a_mention_invoking_a_repository_skill_puts_its_body_in_the_first_
 ) -> None:
     add_commit(origin, {".neo/skills/release-notes/SKILL.md": RELEASE_NOTES_SKILL})
     number = github.add_issue(REPO, "Release 1.2", "Time for a release.", user="mona")
+    github.add_comment(REPO, number, "/fix-ci would help too", user="octocat")
     ask = "@neo $release-notes for 1.2, and mind $5 and docs/$fix-ci"
     comment = github.add_comment(REPO, number, ask, user="mona")
     fake_anthropic.script(
@@ -1737,6 +1738,8 @@ async def test_a_mention_invoking_a_repository_skill_puts_its_body_in_the_first_
     assert "Group the changes under Added and Fixed" in first
     assert '<skill name="release-notes">' in first
     assert "Keep a Changelog" not in first
+    # Another's comment is quoted in the task, and invokes nothing.
+    assert "/fix-ci would help too" in first
     assert '<skill name="fix-ci">' not in first
     system = "".join(block["text"] for block in fake_anthropic.requests[0].body["system"])
     assert (

@@ -45,6 +45,7 @@ from runner.agent.events import (
 from runner.headless import RunResult
 from runner.llm.types import JSON, JSONObject, Usage
 from runner.sandbox import LocalSandbox
+from runner.skills import SkillsInvoked
 from runner.tools import BashTool, ToolContext
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
@@ -869,3 +870,14 @@ def test_an_incomplete_report_says_why_it_stopped_and_links_the_work_so_far() ->
     ) in report
     assert report.index("Stopped before the end") < report.index("Fixed half.")
     assert "**Error:**" not in report
+
+
+def test_the_invoked_skills_label_the_live_comment_and_the_report() -> None:
+    progress = working()
+    progress.apply(ToolNotice("", "skills", SkillsInvoked(("release-notes", "fix-ci"))))
+    label = "**Skills:** `release-notes`, `fix-ci`"
+
+    assert label in render_progress(progress.state, now=1000.0).split("\n\n")
+    progress.finish(Conclusion.SUCCESS)
+    assert render_report(progress.state, outcome()).split("\n\n")[2] == label
+    assert "Skills" not in render_report(working().state, outcome())

@@ -210,3 +210,59 @@ def test_who_co_authors_the_commit(
         # The prompt names who started it only when a user did.
         assert ("started by @mona" in spec.prompt) is not unchecked
     assert spec.bot_email == f"{BOT}@users.noreply.github.com"
+
+
+@pytest.mark.parametrize(
+    ("event", "threadless", "from_workflow", "invocation"),
+    [
+        ("issue_comment.created", False, False, "@neo $release-notes"),
+        ("pull_request_review_comment.created", False, False, "@neo $release-notes"),
+        ("issues.opened", False, False, "@neo $release-notes"),
+        # A label points at someone else's text: it invokes nothing.
+        ("issues.labeled", False, False, ""),
+        ("schedule", True, False, "@neo $release-notes"),
+        ("issues.labeled", False, True, "@neo $release-notes"),
+    ],
+)
+def test_only_the_requesters_own_words_may_invoke_a_skill(
+    event: str, threadless: bool, from_workflow: bool, invocation: str
+) -> None:
+    request = replace(
+        REQUEST,
+        event=event,
+        instruction="@neo $release-notes",
+        instruction_from_workflow=from_workflow,
+        thread=Thread("octo/hello", 0 if threadless else 12),
+        branch="neo/notes" if threadless else None,
+    )
+    thread = None if threadless else THREAD
+    config = RepoConfig(disabled_skills=("fix-ci",))
+
+    spec, _ = job_spec(
+        job(request),
+        config,
+        _Settings(),
+        default_branch="main",
+        thread=thread,
+        who=Identity(BOT, "t"),
+    )
+
+    assert spec.invocation == invocation
+    assert spec.disabled_skills == ("fix-ci",)
+    assert spec.skills_branch is None
+
+
+def test_a_pull_request_job_reads_its_skills_from_the_default_branch() -> None:
+    request = replace(REQUEST, thread=Thread("octo/hello", 12, is_pull_request=True))
+    thread = replace(THREAD, head_ref="feature", same_repository=True)
+
+    spec, _ = job_spec(
+        job(request),
+        RepoConfig(),
+        _Settings(),
+        default_branch="trunk",
+        thread=thread,
+        who=Identity(BOT, "t"),
+    )
+
+    assert spec.skills_branch == "trunk"

@@ -21,6 +21,17 @@ def test_segments_in_order() -> None:
     )
 
 
+def test_the_skills_catalog_comes_after_agents_md_and_before_the_environment() -> None:
+    prompt = build_system_prompt(
+        workdir="/w", project="# Project instructions (AGENTS.md)", skills="# Skills\n\n- a"
+    )
+    assert prompt.segments[1:] == (
+        "# Project instructions (AGENTS.md)",
+        "# Skills\n\n- a",
+        "# Environment\n\nWorking directory: /w",
+    )
+
+
 def test_empty_segments_are_omitted() -> None:
     assert build_system_prompt(workdir="", project="").segments == (BASE_PROMPT,)
     only_extra = build_system_prompt(workdir="", project="  \n", extra="extra")
