@@ -43,10 +43,11 @@ allowed_bots: ["renovate[bot]"]
 branch_prefix: neo/
 draft: true
 allow_workflow_edits: false
+disabled_skills: [review-pull-request]  # by name; see the README's Skills
 schedules:
   - name: weekly dependency update
     cron: "0 6 * * MON"
-    prompt: Update the dependencies, run the tests and fix what breaks.
+    prompt: $update-dependencies, then run the tests and fix what breaks.
     branch: neo/deps
 """
 
