@@ -22,11 +22,12 @@ import pytest
 from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 
-from runner.agent import Event, ToolStarted
+from runner.agent import Event, ToolNotice, ToolStarted
 from runner.git import MirrorCache
 from runner.job import JobResult, JobSpec, run, session_id_for
 from runner.llm.types import Message, Text, ToolResult, ToolUse
 from runner.session import JobMark, Session, SessionStore, before_job
+from runner.skills import SkillsInvoked
 from tests.fakes import (
     ErrorReply,
     FakeAnthropicAPI,
@@ -1117,3 +1118,45 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     assert_no_token_sent(fake_anthropic)
     assert not (data_dir / "workspaces" / "job-docker").exists()
     assert not docker_client.containers.list(all=True, filters={"label": "neo.job=job-docker"})
+
+
+def skill_md(body: str) -> bytes:
+    return f"---\nname: release-notes\ndescription: Notes.\n---\n{body}\n".encode()
+
+
+async def test_a_pull_request_job_follows_its_default_branchs_skill_not_the_branchs(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
+) -> None:
+    add_commit(origin, {".neo/skills/release-notes/SKILL.md": skill_md("the main way")})
+    git(origin, "branch", "feature", "main")
+    add_commit(
+        origin, {".neo/skills/release-notes/SKILL.md": skill_md("the branch way")}, branch="feature"
+    )
+    path = "/neo/skills/release-notes/SKILL.md"
+    fake_anthropic.script(
+        Reply([tool_use("t1", "read_file", {"path": path})], "tool_use"),
+        Reply([text("Done.")]),
+    )
+    events: list[Event] = []
+
+    result = await run(
+        make_spec(
+            work_branch="feature",
+            skills_branch="main",
+            prompt="Quoted task with $release-notes",
+            invocation="$release-notes please",
+        ),
+        on_event=events.append,
+    )
+
+    assert result.conclusion == "no_changes", result.error_message
+    first = conversation(fake_anthropic, 0)[0]["content"]
+    assert "the main way" in str(first)
+    assert "the branch way" not in str(first)
+    system = "".join(block["text"] for block in fake_anthropic.requests[0].body["system"])
+    assert f"- release-notes — Notes. ({path})" in system
+    read = conversation(fake_anthropic, 1)[-1]["content"][0]
+    assert "the main way" in str(read["content"])
+    assert [e.payload for e in events if isinstance(e, ToolNotice)] == [
+        SkillsInvoked(("release-notes",))
+    ]
