@@ -766,3 +766,28 @@ def test_openai_gpt5_edits_with_apply_patch_end_to_end(
     assert "edit_file" not in offered
     (item,) = [i for i in server.requests[1].body["input"] if i["type"] == "function_call_output"]
     assert item["output"] == "applied the patch:\nM greeting.txt"
+
+
+def test_a_skill_named_in_the_prompt_is_added_and_no_skill_leaves_one_out(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    fake_anthropic.script(Reply([text("done")]), Reply([text("done")]))
+
+    code, result, err = run_json(capsys, "--repo", str(repo), "$fix-ci and $review-pull-request")
+    again, _, _ = run_json(capsys, "--repo", str(repo), "--no-skill", "fix-ci", "$fix-ci please")
+
+    assert (code, again) == (0, 0), err
+    first = fake_anthropic.requests[0].body["messages"][0]["content"][0]["text"]
+    assert first.startswith("$fix-ci and $review-pull-request\n\n")
+    assert '<skill name="fix-ci">\n# Fixing a failing CI run' in first
+    assert '<skill name="review-pull-request">' in first
+    meta = SessionStore(Path(env["NEO_HOME"])).load(result["session_id"]).meta
+    assert meta.skills == ("fix-ci", "review-pull-request")
+    second = fake_anthropic.requests[1].body
+    assert second["messages"][0]["content"][0]["text"] == "$fix-ci please"
+    system = "".join(block["text"] for block in second["system"])
+    assert "- review-pull-request — " in system
+    assert "fix-ci" not in system
