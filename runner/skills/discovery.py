@@ -92,19 +92,36 @@ def tree_skills(root: Path) -> list[Skill | Skipped]:
     top = root.resolve()
     found: list[Skill | Skipped] = []
     for directory in REPOSITORY_DIRS:
-        # Resolved before anything is read: `.agents` itself may be the link.
-        real = (root / directory).resolve()
-        if not real.is_relative_to(top):
-            found.append(Skipped(directory, "it links outside the repository"))
+        try:
+            # Resolved before anything is read: `.agents` itself may be the link.
+            real = (root / directory).resolve()
+            if not real.is_relative_to(top):
+                found.append(Skipped(directory, "it links outside the repository"))
+                continue
+            if not real.is_dir():
+                continue
+            folders = sorted(os.listdir(real))[:MAX_FOLDERS]
+        except (OSError, RuntimeError) as error:
+            found.append(Skipped(directory, _unreadable(error)))
             continue
-        if not real.is_dir():
-            continue
-        for folder in sorted(os.listdir(real))[:MAX_FOLDERS]:
-            found.extend(_folder(top, real / folder, f"{directory}/{folder}"))
+        for folder in folders:
+            shown = f"{directory}/{folder}"
+            try:
+                found.extend(_folder(top, real / folder, shown))
+            except (OSError, RuntimeError) as error:
+                found.append(Skipped(shown, _unreadable(error)))
     return found
 
 
+def _unreadable(error: OSError | RuntimeError) -> str:
+    # pathlib reports a loop of links as a RuntimeError.
+    if isinstance(error, RuntimeError):
+        return "a loop of symbolic links"
+    return f"unreadable: {error.strerror or type(error).__name__}"
+
+
 def _folder(top: Path, folder: Path, shown: str) -> list[Skill | Skipped]:
+    """The folder's skill, or why not; raises OSError or RuntimeError (a link loop)."""
     real = folder.resolve()
     if not real.is_relative_to(top):
         return [Skipped(shown, "it links outside the repository")]
@@ -119,11 +136,8 @@ def _folder(top: Path, folder: Path, shown: str) -> list[Skill | Skipped]:
         return [Skipped(path, "it links outside the repository")]
     if not target.is_file():
         return [Skipped(path, "not a regular file")]
-    try:
-        with target.open("rb") as handle:
-            data = handle.read(MAX_SKILL_BYTES + 1)
-    except OSError as error:
-        return [Skipped(path, f"unreadable: {error.strerror or type(error).__name__}")]
+    with target.open("rb") as handle:
+        data = handle.read(MAX_SKILL_BYTES + 1)
     return [parse_skill(data, folder=folder.name, path=path, source="repository")]
 
 

@@ -153,3 +153,17 @@ async def test_a_branchs_skills_are_read_from_git_and_its_links_never_followed(
         Skipped(".neo/skills/stolen on main", "a symbolic link, not followed"),
         Skipped(".claude/skills/big/SKILL.md on main", "larger than 64 KiB"),
     )
+
+
+def test_a_loop_of_links_is_one_note_not_a_traceback(repo: Path) -> None:
+    (repo / ".neo/skills").mkdir(parents=True)
+    os.symlink("two", repo / ".neo/skills/one")
+    os.symlink("one", repo / ".neo/skills/two")
+    os.symlink("loop", repo / ".claude")
+    os.symlink(".claude", repo / "loop")
+
+    assert tree_skills(repo) == [
+        Skipped(".neo/skills/one", "a loop of symbolic links"),
+        Skipped(".neo/skills/two", "a loop of symbolic links"),
+        Skipped(".claude/skills", "a loop of symbolic links"),
+    ]
