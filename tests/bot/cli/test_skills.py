@@ -50,6 +50,26 @@ def test_it_lists_what_a_run_sees_and_why_each_other_was_skipped(tmp_path: Path)
     )
 
 
+def test_the_repositorys_config_disables_skills_and_an_invalid_one_is_one_line(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github/neo.yml").write_text("disabled_skills: [fix-ci]\n")
+
+    done = neo(cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert "  built-in fix-ci: 'fix-ci' is disabled (disabled_skills or --no-skill)" in (
+        done.stdout.splitlines()
+    )
+    (tmp_path / ".github/neo.yml").write_text("disabled_skills: [Fix CI]\n")
+    bad = neo(cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stdout == ""
+    assert bad.stderr.startswith("neo: error: .github/neo.yml: disabled_skills")
+    assert bad.stderr.count("\n") == 1
+
+
 def test_a_missing_repository_is_one_line_and_usage_status(tmp_path: Path) -> None:
     done = neo("--repo", str(tmp_path / "nowhere"), cwd=tmp_path)
 
