@@ -32,22 +32,18 @@ import itertools
 import json
 import secrets
 import string
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import Scope, Send
 
 from tests.fakes.prompt_cache import BreakpointCache
-from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import Hangups, WatchedResponse
+from tests.fakes.scripted_server import Disconnect, RawStream, RecordedRequest, ScriptedServer
+from tests.fakes.watched import WatchedResponse
 
 __all__ = [
     "BrokenStream",
@@ -196,35 +192,11 @@ class Stall:
     reply: Reply = Reply(content=(text("A slow answer."),))
 
 
-@dataclass(frozen=True, slots=True)
-class Disconnect:
-    """Close the connection before sending any response headers."""
-
-
-@dataclass(frozen=True, slots=True)
-class RawStream:
-    """A 200 event stream of exactly `body`: for streams no real API would send
-    (data that is not JSON, events of the wrong shape)."""
-
-    body: str
-
-
 ScriptedReply: TypeAlias = (
     Reply | ErrorReply | BrokenStream | StreamError | Stall | Disconnect | RawStream
 )
 ReplyFactory: TypeAlias = Callable[[dict[str, Any]], ScriptedReply]
 ScriptItem: TypeAlias = ScriptedReply | ReplyFactory
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """One request as received. `body` is the parsed JSON (None if it was not JSON)."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    raw_body: bytes
 
 
 # --- the pure core: validation, messages, events ------------------------------
@@ -597,37 +569,29 @@ class _PlannedResponse(WatchedResponse):
             elif isinstance(step, _Finish):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             elif isinstance(step, _Pause):
-                deadline = anyio.current_time() + step.seconds
-                while not gone.is_set() and not self._api.stopping:
-                    remaining = deadline - anyio.current_time()
-                    if remaining <= 0:
-                        break
-                    with anyio.move_on_after(min(remaining, 0.02)):
-                        await gone.wait()
+                await self._api.pause(step.seconds, gone)
                 if self._api.stopping:
-                    return await self._drop(scope, gone)
+                    return await self._api.hang_up(scope, gone)
             else:
-                return await self._drop(scope, gone)
+                return await self._api.hang_up(scope, gone)
         return None
-
-    async def _drop(self, scope: Scope, gone: anyio.Event) -> None:
-        # ASGI has no way to drop a connection, so close the uvicorn transport
-        # serving this client; close() still flushes what was already written.
-        self._api._close_connection(scope["client"])
-        with anyio.move_on_after(2):
-            await gone.wait()
 
 
 # --- the server ----------------------------------------------------------------
 
 
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(ScriptedServer[ScriptItem]):
     """The fake API served on 127.0.0.1 in a background thread; a context manager.
 
     `api_key=None` accepts any key (or none).
     """
 
+    _thread_name = "fake-anthropic"
+    _label = "the fake Anthropic API"
+    _methods = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
     def __init__(self, *, api_key: str | None = "test-key") -> None:
+        super().__init__()
         self.api_key = api_key
         # A request whose estimated prompt (about 4 characters a token) is
         # over this many tokens is refused as the real API refuses one over
@@ -636,93 +600,19 @@ class FakeAnthropicAPI:
         # Model prompt caching in the usage of replies that script none.
         self.prompt_cache = False
         self._cache = BreakpointCache()
-        self.requests: list[RecordedRequest] = []
-        # Responses whose connection closed before they ended: a client hanging
-        # up (a cancelled stream) or a scripted drop.
-        self.hangups = Hangups()
-        self._script: deque[ScriptItem] = deque()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
-        self._serving = ThreadedServer(self._app, "fake-anthropic")
-
-    # -- scripting and inspection --
-
-    def script(self, *replies: ScriptItem) -> None:
-        """Queue replies; each request takes the oldest one."""
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        """Scripted replies not yet consumed."""
-        with self._lock:
-            return len(self._script)
 
     @property
     def base_url(self) -> str:
-        if self._serving.port is None:
-            raise RuntimeError("the fake Anthropic API is not running")
-        return f"http://127.0.0.1:{self._serving.port}"
+        return self.origin
 
     @property
     def env(self) -> dict[str, str]:
         """The SDK's own variables pointing at this server, for subprocesses."""
         return {"ANTHROPIC_BASE_URL": self.base_url, "ANTHROPIC_API_KEY": self.api_key or ""}
 
-    @property
-    def running(self) -> bool:
-        return self._serving.running
-
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
-
-    # -- lifecycle --
-
-    def __enter__(self) -> FakeAnthropicAPI:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self, timeout: float = 10.0) -> None:
-        """Serve on an OS-chosen port; return once connections are accepted."""
-        self._stopping.clear()
-        self._serving.start(timeout)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop serving; stalled replies end at once."""
-        self._stopping.set()
-        self._serving.stop(timeout)
-
-    def _close_connection(self, client: tuple[str, int] | None) -> None:
-        """Close the server side of the connection from `client`, if it is still open."""
-        for connection in self._serving.connections:
-            if client is not None and getattr(connection, "client", None) == tuple(client):
-                connection.transport.close()
-
-    # -- the HTTP side --
-
-    async def _endpoint(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            RecordedRequest(
-                method=request.method,
-                path=request.url.path,
-                headers=dict(request.headers),
-                body=body,
-                raw_body=raw,
-            )
-        )
+    def _respond(self, request: Request, raw: bytes, body: Any) -> Response:
         request_id = _random_id("req_011")
-        steps = self._answer(request, raw, body, request_id)
-        return _PlannedResponse(steps, self)
+        return _PlannedResponse(self._answer(request, raw, body, request_id), self)
 
     def _authorized(self, request: Request) -> bool:
         # SDK 2.x sends the key as a bearer token; older clients send x-api-key.
@@ -753,8 +643,7 @@ class FakeAnthropicAPI:
                     "invalid_request_error",
                     f"prompt is too long: {prompt} tokens > {self.context_window} maximum",
                 )
-        with self._lock:
-            item = self._script.popleft() if self._script else None
+        item = self._next()
         if item is None:
             return reject(500, "api_error", "fake: no scripted reply left")
         if callable(item):
@@ -774,6 +663,3 @@ class FakeAnthropicAPI:
                 ),
             )
         return _plan(item, body, request_id)
-
-
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]

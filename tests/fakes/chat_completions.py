@@ -22,23 +22,17 @@ answer and consume nothing. Every request is appended to `requests`.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
-from starlette.types import Scope, Send
+from starlette.responses import JSONResponse, Response
 
+from tests.fakes.planned import Plan, PlannedResponse
 from tests.fakes.prompt_cache import PrefixCache
-from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import Hangups, WatchedResponse
+from tests.fakes.scripted_server import RecordedRequest, ScriptedServer
 
 __all__ = [
     "BrokenStream",
@@ -144,14 +138,6 @@ class OllamaModel:
 
 ScriptedReply: TypeAlias = Reply | ErrorReply | BrokenStream | Stall
 ScriptItem: TypeAlias = ScriptedReply | Callable[[dict[str, Any]], ScriptedReply]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
 # --- the pure core ------------------------------------------------------------
@@ -300,45 +286,23 @@ def _sse(data: Mapping[str, Any] | str) -> bytes:
     return f"data: {text}\n\n".encode()
 
 
-class _Dropped(Exception):
-    """Raised inside a streaming body: uvicorn closes the connection mid-response."""
-
-
-class _Stalled(WatchedResponse):
-    """An event stream that pauses after some chunks, watching for a hang-up."""
-
-    def __init__(self, data: list[bytes], stall: Stall, api: FakeChatCompletions) -> None:
-        super().__init__()
-        self._data = data
-        self._stall = stall
-        self._api = api
-        self.hangups = api.hangups
-
-    async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
-        headers = [(b"content-type", b"text/event-stream; charset=utf-8")]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        for n, data in enumerate(self._data):
-            if n == self._stall.after:
-                with anyio.move_on_after(self._stall.seconds):
-                    while not gone.is_set() and not self._api.stopping:
-                        with anyio.move_on_after(0.02):
-                            await gone.wait()
-            if gone.is_set() or self._api.stopping:
-                return
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+_SSE_HEADERS = [(b"content-type", b"text/event-stream; charset=utf-8")]
 
 
 # --- the server ----------------------------------------------------------------
 
 
-class FakeChatCompletions:
+class FakeChatCompletions(ScriptedServer[ScriptItem]):
     """The fake served on 127.0.0.1 in a background thread; a context manager.
 
     `api_key=None` accepts any key or none (a local server).
     """
 
+    _thread_name = "fake-chat-completions"
+    _label = "the fake Chat Completions server"
+
     def __init__(self, *, api_key: str | None = "test-key") -> None:
+        super().__init__()
         self.api_key = api_key
         self.models: list[ModelInfo] = [ModelInfo("fake-model")]
         self.ollama: dict[str, OllamaModel] = {}
@@ -348,24 +312,7 @@ class FakeChatCompletions:
         # Model prompt caching (per model) in the usage of replies that script none.
         self.prompt_cache = False
         self._cache = PrefixCache()
-        self.requests: list[RecordedRequest] = []
-        # Responses whose client hung up before they ended (a cancelled stream).
-        self.hangups = Hangups()
-        self._stopping = threading.Event()
-        self._script: deque[ScriptItem] = deque()
-        self._lock = threading.Lock()
         self._count = 0
-        routes = [Route("/{path:path}", self._endpoint, methods=["GET", "POST"])]
-        self._serving = ThreadedServer(Starlette(routes=routes), "fake-chat-completions")
-
-    def script(self, *replies: ScriptItem) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
 
     @property
     def completions(self) -> list[RecordedRequest]:
@@ -374,31 +321,10 @@ class FakeChatCompletions:
 
     @property
     def base_url(self) -> str:
-        if self._serving.port is None:
-            raise RuntimeError("the fake Chat Completions server is not running")
-        return f"http://127.0.0.1:{self._serving.port}/v1"
+        return f"{self.origin}/v1"
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
-
-    def __enter__(self) -> FakeChatCompletions:
-        self._stopping.clear()
-        self._serving.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stopping.set()
-        self._serving.stop()
-
-    async def _endpoint(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
+    def _respond(self, request: Request, raw: bytes, body: Any) -> Response:
         path = request.url.path
-        self.requests.append(RecordedRequest(request.method, path, dict(request.headers), body))
         if path == "/api/show" and request.method == "POST":
             return self._show(body)
         if path == "/api/generate" and request.method == "POST":
@@ -468,8 +394,8 @@ class FakeChatCompletions:
             return JSONResponse(
                 _error(message, "context_length_exceeded", "messages"), status_code=400
             )
+        item = self._next()
         with self._lock:
-            item = self._script.popleft() if self._script else None
             self._count += 1
             completion_id = f"chatcmpl-fake{self._count}"
         if item is None:
@@ -487,19 +413,12 @@ class FakeChatCompletions:
             return JSONResponse(
                 {"error": error}, status_code=reply.status, headers=dict(reply.headers)
             )
+        streamed = reply if isinstance(reply, Reply) else reply.reply
+        data = [_sse(c) for c in chunks(streamed, body, completion_id)]
+        plan = Plan(200, _SSE_HEADERS, [*data, _sse("[DONE]")])
         if isinstance(reply, Stall):
-            data = [_sse(c) for c in chunks(reply.reply, body, completion_id)] + [_sse("[DONE]")]
-            return _Stalled(data, reply, self)
-        streamed = reply.reply if isinstance(reply, BrokenStream) else reply
-        cut = reply.after if isinstance(reply, BrokenStream) else None
-        return StreamingResponse(
-            self._events(list(chunks(streamed, body, completion_id)), cut),
-            media_type="text/event-stream",
-        )
-
-    async def _events(self, items: list[dict[str, Any]], cut: int | None) -> AsyncIterator[bytes]:
-        for n, item in enumerate(items):
-            if cut is not None and n >= cut:
-                raise _Dropped
-            yield _sse(item)
-        yield _sse("[DONE]")
+            plan = replace(plan, pause_after=reply.after, pause=reply.seconds)
+        # A cut past the last chunk is no cut: the stream ends whole.
+        if isinstance(reply, BrokenStream) and reply.after < len(data):
+            plan = replace(plan, cut_after=reply.after)
+        return PlannedResponse(plan, self)

@@ -24,22 +24,16 @@ from __future__ import annotations
 import base64
 import json
 import secrets
-import threading
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
-import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
-from starlette.types import Scope, Send
 
+from tests.fakes.planned import Plan, PlannedResponse
 from tests.fakes.prompt_cache import PrefixCache
-from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import Hangups, WatchedResponse
+from tests.fakes.scripted_server import Disconnect, RawStream, RecordedRequest, ScriptedServer
 
 __all__ = [
     "Cut",
@@ -135,11 +129,6 @@ def rate_limited(seconds: float) -> ErrorReply:
 
 
 @dataclass(frozen=True, slots=True)
-class Disconnect:
-    """Close the connection before sending any response headers."""
-
-
-@dataclass(frozen=True, slots=True)
 class Cut:
     """Send `after_chunks` chunks of `reply`, then close the connection."""
 
@@ -156,23 +145,8 @@ class Stall:
     reply: Reply = Reply([text("A slow answer.")])
 
 
-@dataclass(frozen=True, slots=True)
-class RawStream:
-    """A 200 event stream of exactly `body`."""
-
-    body: str
-
-
 Scripted: TypeAlias = Reply | ErrorReply | Disconnect | Cut | Stall | RawStream
 ScriptItem: TypeAlias = Scripted | Callable[[dict[str, Any]], Scripted]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
 # --- the pure core: validation and chunks -------------------------------------
@@ -308,145 +282,57 @@ def _sse(chunk: Mapping[str, Any]) -> bytes:
     return f"data: {json.dumps(chunk, separators=(',', ':'))}\r\n\r\n".encode()
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    status: int
-    headers: list[tuple[bytes, bytes]]
-    chunks: list[bytes]
-    pause_after: int | None = None
-    pause: float = 0.0
-    drop: bool = False
-    cut_after: int | None = None
-
-
 def _error_plan(
     status: int,
     code: str,
     message: str,
     details: Sequence[Mapping[str, Any]] = (),
     headers: Mapping[str, str] | None = None,
-) -> _Plan:
+) -> Plan:
     error: dict[str, Any] = {"code": status, "message": message, "status": code}
     if details:
         error["details"] = list(details)
     extra = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    return _Plan(
+    return Plan(
         status,
         [(b"content-type", b"application/json; charset=UTF-8"), *extra],
         [json.dumps({"error": error}, indent=2).encode()],
     )
 
 
-class _PlannedResponse(WatchedResponse):
-    def __init__(self, plan: _Plan, api: FakeGemini) -> None:
-        super().__init__()
-        self._plan = plan
-        self._api = api
-        self.hangups = api.hangups
-
-    async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
-        plan = self._plan
-        if plan.drop:
-            self._api._close_connection(scope["client"])
-            with anyio.move_on_after(2):
-                await gone.wait()
-            return
-        await send({"type": "http.response.start", "status": plan.status, "headers": plan.headers})
-        for n, chunk in enumerate(plan.chunks):
-            if n == plan.cut_after:
-                self._api._close_connection(scope["client"])
-                with anyio.move_on_after(2):
-                    await gone.wait()
-                return
-            if n == plan.pause_after:
-                deadline = anyio.current_time() + plan.pause
-                while not gone.is_set() and not self._api.stopping:
-                    remaining = deadline - anyio.current_time()
-                    if remaining <= 0:
-                        break
-                    with anyio.move_on_after(min(remaining, 0.02)):
-                        await gone.wait()
-            if gone.is_set() or self._api.stopping:
-                return
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class FakeGemini:
+class FakeGemini(ScriptedServer[ScriptItem]):
     """The fake API served on 127.0.0.1 in a background thread; a context manager.
 
     `context_window`: a request whose estimated prompt (4 characters a token)
     is larger is refused as the real API refuses it.
     """
 
+    _thread_name = "fake-gemini"
+    _label = "the fake Gemini API"
+
     def __init__(self, *, api_key: str = "AIzaSyFakeTestKey-0123456789abcdefghij") -> None:
+        super().__init__()
         self.api_key = api_key
         self.context_window: int | None = None
         # Model implicit caching (per model): replies then report their prompt
         # from its size and the cached part of it, in place of scripted counts.
         self.prompt_cache = False
         self._cache = PrefixCache()
-        self.requests: list[RecordedRequest] = []
-        # Responses whose connection closed before they ended: a client hanging
-        # up (a cancelled stream) or a scripted drop.
-        self.hangups = Hangups()
-        self._script: deque[ScriptItem] = deque()
         self._signed: dict[str, str] = {}
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=["GET", "POST"])])
-        self._serving = ThreadedServer(app, "fake-gemini")
-
-    def script(self, *replies: ScriptItem) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
 
     @property
     def base_url(self) -> str:
-        if self._serving.port is None:
-            raise RuntimeError("the fake Gemini API is not running")
-        return f"http://127.0.0.1:{self._serving.port}"
+        return self.origin
 
     @property
     def env(self) -> dict[str, str]:
         """The SDK's own variables pointing at this server, for subprocesses."""
         return {"GOOGLE_GEMINI_BASE_URL": self.base_url, "GEMINI_API_KEY": self.api_key}
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
+    def _respond(self, request: Request, raw: bytes, body: Any) -> Response:
+        return PlannedResponse(self._answer(request, body), self)
 
-    def __enter__(self) -> FakeGemini:
-        self._stopping.clear()
-        self._serving.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stopping.set()
-        self._serving.stop()
-
-    def _close_connection(self, client: tuple[str, int] | None) -> None:
-        for connection in self._serving.connections:
-            if client is not None and getattr(connection, "client", None) == tuple(client):
-                connection.transport.close()
-
-    async def _endpoint(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            RecordedRequest(request.method, request.url.path, dict(request.headers), body)
-        )
-        return _PlannedResponse(self._answer(request, body), self)
-
-    def _answer(self, request: Request, body: Any) -> _Plan:
+    def _answer(self, request: Request, body: Any) -> Plan:
         path = request.url.path
         prefix, _, action = path.rpartition(":")
         if (
@@ -482,8 +368,7 @@ class FakeGemini:
                 f"The input token count ({_tokens(body)}) exceeds the maximum number of "
                 f"tokens allowed ({self.context_window}).",
             )
-        with self._lock:
-            item = self._script.popleft() if self._script else None
+        item = self._next()
         if item is None:
             return _error_plan(500, "INTERNAL", "fake: no scripted reply left")
         if callable(item):
@@ -497,22 +382,22 @@ class FakeGemini:
             item = replace(item, usage=usage)
         return self._plan(item, model)
 
-    def _plan(self, item: Scripted, model: str) -> _Plan:
+    def _plan(self, item: Scripted, model: str) -> Plan:
         if isinstance(item, ErrorReply):
             return _error_plan(item.status, item.code, item.message, item.details, item.headers)
         if isinstance(item, Disconnect):
-            return _Plan(0, [], [], drop=True)
+            return Plan(0, [], [], drop=True)
         if isinstance(item, RawStream):
-            return _Plan(200, _SSE_HEADERS, [item.body.encode()])
+            return Plan(200, _SSE_HEADERS, [item.body.encode()])
         reply = item.reply if isinstance(item, Cut | Stall) else item
         chunks = [_sse(c) for c in chunks_for(reply, self._issue(reply.parts), model)]
         if isinstance(item, Stall):
-            return _Plan(
+            return Plan(
                 200, _SSE_HEADERS, chunks, pause_after=item.after_chunks, pause=item.seconds
             )
         if isinstance(item, Cut):
-            return _Plan(200, _SSE_HEADERS, chunks, cut_after=item.after_chunks)
-        return _Plan(200, _SSE_HEADERS, chunks)
+            return Plan(200, _SSE_HEADERS, chunks, cut_after=item.after_chunks)
+        return Plan(200, _SSE_HEADERS, chunks)
 
     def _issue(self, parts: Sequence[Part]) -> list[Part]:
         """The parts as sent, signing those scripted so and remembering the signatures."""

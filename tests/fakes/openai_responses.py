@@ -32,23 +32,17 @@ from __future__ import annotations
 import json
 import secrets
 import string
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import anyio
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
-from starlette.types import Scope, Send
 
+from tests.fakes.planned import Plan, PlannedResponse
 from tests.fakes.prompt_cache import PrefixCache
-from tests.fakes.threaded import ThreadedServer
-from tests.fakes.watched import Hangups, WatchedResponse
+from tests.fakes.scripted_server import Disconnect, RawStream, RecordedRequest, ScriptedServer
 
 if TYPE_CHECKING:
     from tests.fakes.chatgpt_auth import FakeChatGPTAuth
@@ -165,11 +159,6 @@ class ErrorReply:
 
 
 @dataclass(frozen=True, slots=True)
-class Disconnect:
-    """Close the connection before sending any response headers."""
-
-
-@dataclass(frozen=True, slots=True)
 class Stall:
     """Stream `after_events` events of `reply`, go silent for `seconds`, then the rest."""
 
@@ -178,23 +167,8 @@ class Stall:
     reply: Reply = Reply([message("A slow answer.")])
 
 
-@dataclass(frozen=True, slots=True)
-class RawStream:
-    """A 200 event stream of exactly `body`."""
-
-    body: str
-
-
 Scripted: TypeAlias = Reply | ErrorReply | Disconnect | Stall | RawStream
 ScriptItem: TypeAlias = Scripted | Callable[[dict[str, Any]], Scripted]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
 # --- the pure core: validation and events -------------------------------------
@@ -404,17 +378,7 @@ def _sse(event: Mapping[str, Any]) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n".encode()
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    status: int
-    headers: list[tuple[bytes, bytes]]
-    chunks: list[bytes]
-    pause_after: int | None = None
-    pause: float = 0.0
-    drop: bool = False
-
-
-def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) -> _Plan:
+def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) -> Plan:
     if isinstance(error, ErrorReply):
         code, message, kind, extra = error.code, error.message, error.error_type, error.headers
     else:
@@ -422,54 +386,28 @@ def _error_plan(status: int, error: ErrorReply | tuple[str | None, str, str]) ->
     body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
     headers = [(b"content-type", b"application/json")]
     headers += [(k.encode(), v.encode()) for k, v in extra.items()]
-    return _Plan(status, headers, [body.encode()])
+    return Plan(status, headers, [body.encode()])
 
 
-def _detail_plan(status: int, detail: str) -> _Plan:
+def _detail_plan(status: int, detail: str) -> Plan:
     body = json.dumps({"detail": detail}).encode()
-    return _Plan(status, [(b"content-type", b"application/json")], [body])
+    return Plan(status, [(b"content-type", b"application/json")], [body])
 
 
-class _PlannedResponse(WatchedResponse):
-    def __init__(self, plan: _Plan, api: FakeOpenAIResponses) -> None:
-        super().__init__()
-        self._plan = plan
-        self._api = api
-        self.hangups = api.hangups
-
-    async def _run(self, scope: Scope, send: Send, gone: anyio.Event) -> None:
-        plan = self._plan
-        if plan.drop:
-            self._api._close_connection(scope["client"])
-            with anyio.move_on_after(2):
-                await gone.wait()
-            return
-        await send({"type": "http.response.start", "status": plan.status, "headers": plan.headers})
-        for n, chunk in enumerate(plan.chunks):
-            if n == plan.pause_after:
-                deadline = anyio.current_time() + plan.pause
-                while not gone.is_set() and not self._api.stopping:
-                    remaining = deadline - anyio.current_time()
-                    if remaining <= 0:
-                        break
-                    with anyio.move_on_after(min(remaining, 0.02)):
-                        await gone.wait()
-            if gone.is_set() or self._api.stopping:
-                return
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class FakeOpenAIResponses:
+class FakeOpenAIResponses(ScriptedServer[ScriptItem]):
     """The fake API served on 127.0.0.1 in a background thread; a context manager.
 
     `context_window`: a request whose estimated prompt (4 characters a token)
     is larger is refused with `context_length_exceeded`, as the real API does.
     """
 
+    _thread_name = "fake-openai"
+    _label = "the fake OpenAI API"
+
     def __init__(
         self, *, api_key: str = "sk-test-fake-key-0123", chatgpt: FakeChatGPTAuth | None = None
     ) -> None:
+        super().__init__()
         self.api_key = api_key
         self.chatgpt = chatgpt
         self.context_window: int | None = None
@@ -477,32 +415,12 @@ class FakeOpenAIResponses:
         # of replies that script none.
         self.prompt_cache = False
         self._cache = PrefixCache()
-        self.requests: list[RecordedRequest] = []
-        # Responses whose connection closed before they ended: a client hanging
-        # up (a cancelled stream) or a scripted drop.
-        self.hangups = Hangups()
-        self._script: deque[ScriptItem] = deque()
         self._issued = _Issued()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=["GET", "POST"])])
-        self._serving = ThreadedServer(app, "fake-openai")
-
-    def script(self, *replies: ScriptItem) -> None:
-        with self._lock:
-            self._script.extend(replies)
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._script)
 
     @property
     def base_url(self) -> str:
-        if self._serving.port is None:
-            raise RuntimeError("the fake OpenAI API is not running")
         prefix = "/backend-api/codex" if self.chatgpt is not None else "/v1"
-        return f"http://127.0.0.1:{self._serving.port}{prefix}"
+        return f"{self.origin}{prefix}"
 
     @property
     def env(self) -> dict[str, str]:
@@ -511,36 +429,10 @@ class FakeOpenAIResponses:
             return {"NEO_CHATGPT_BASE_URL": self.base_url}
         return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": self.api_key}
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping.is_set()
+    def _respond(self, request: Request, raw: bytes, body: Any) -> Response:
+        return PlannedResponse(self._answer(request, body), self)
 
-    def __enter__(self) -> FakeOpenAIResponses:
-        self._stopping.clear()
-        self._serving.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stopping.set()
-        self._serving.stop()
-
-    def _close_connection(self, client: tuple[str, int] | None) -> None:
-        for connection in self._serving.connections:
-            if client is not None and getattr(connection, "client", None) == tuple(client):
-                connection.transport.close()
-
-    async def _endpoint(self, request: Request) -> Response:
-        raw = await request.body()
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        self.requests.append(
-            RecordedRequest(request.method, request.url.path, dict(request.headers), body)
-        )
-        return _PlannedResponse(self._answer(request, body), self)
-
-    def _answer(self, request: Request, body: Any) -> _Plan:
+    def _answer(self, request: Request, body: Any) -> Plan:
         if self.chatgpt is not None:
             refused = self._chatgpt_refusal(request, body)
             if refused is not None:
@@ -575,8 +467,7 @@ class FakeOpenAIResponses:
                         "invalid_request_error",
                     ),
                 )
-        with self._lock:
-            item = self._script.popleft() if self._script else None
+        item = self._next()
         if item is None:
             return _error_plan(
                 500, ("server_error", "fake: no scripted reply left", "server_error")
@@ -585,7 +476,7 @@ class FakeOpenAIResponses:
             item = item(body)
         return self._plan(item, body)
 
-    def _chatgpt_refusal(self, request: Request, body: Any) -> _Plan | None:
+    def _chatgpt_refusal(self, request: Request, body: Any) -> Plan | None:
         assert self.chatgpt is not None
         if request.url.path != "/backend-api/codex/responses" or request.method != "POST":
             return _detail_plan(404, "Not Found")
@@ -613,13 +504,13 @@ class FakeOpenAIResponses:
             return _detail_plan(400, "Stream must be set to true")
         return None
 
-    def _plan(self, item: Scripted, body: Mapping[str, Any]) -> _Plan:
+    def _plan(self, item: Scripted, body: Mapping[str, Any]) -> Plan:
         if isinstance(item, ErrorReply):
             return _error_plan(item.status, item)
         if isinstance(item, Disconnect):
-            return _Plan(0, [], [], drop=True)
+            return Plan(0, [], [], drop=True)
         if isinstance(item, RawStream):
-            return _Plan(200, _SSE_HEADERS, [item.body.encode()])
+            return Plan(200, _SSE_HEADERS, [item.body.encode()])
         reply = item.reply if isinstance(item, Stall) else item
         output = self._issue(reply.output, body)
         usage = reply.usage or _estimate(body, output, reply.cached_share)
@@ -628,10 +519,10 @@ class FakeOpenAIResponses:
             usage = replace(usage, cached_tokens=self._cache.read(key, prompt_text(body)))
         chunks = [_sse(event) for event in sse_events(body, reply, output, usage)]
         if isinstance(item, Stall):
-            return _Plan(
+            return Plan(
                 200, _SSE_HEADERS, chunks, pause_after=item.after_events, pause=item.seconds
             )
-        return _Plan(200, _SSE_HEADERS, chunks)
+        return Plan(200, _SSE_HEADERS, chunks)
 
     def _issue(self, output: Sequence[Item], body: Mapping[str, Any]) -> list[Item]:
         """The output items as sent, remembering what a later transcript must replay."""
