@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.threaded import ThreadedServer
+from tests.fakes.threaded import Served
 
 __all__ = [
     "CLIENT_ID",
@@ -91,12 +91,14 @@ class _State:
     revoked: set[str] = field(default_factory=set)
 
 
-class FakeChatGPTAuth:
+class FakeChatGPTAuth(Served):
     """The fake sign-in service in a background thread; a context manager.
 
     `access_lifetime`: seconds until an issued access token's `exp`.
     `interval`: the polling interval the user-code answer gives.
     """
+
+    _label = "the fake ChatGPT auth service"
 
     def __init__(
         self,
@@ -119,7 +121,7 @@ class FakeChatGPTAuth:
             Route("/api/accounts/deviceauth/token", self._poll, methods=["POST"]),
             Route("/oauth/token", self._token, methods=["POST"]),
         ]
-        self._serving = ThreadedServer(Starlette(routes=routes), "fake-chatgpt-auth")
+        self._serve(Starlette(routes=routes), "fake-chatgpt-auth")
 
     # --- what a test sets up and reads ----------------------------------------
 
@@ -129,9 +131,7 @@ class FakeChatGPTAuth:
 
     @property
     def url(self) -> str:
-        if self._serving.port is None:
-            raise RuntimeError("the fake ChatGPT auth service is not running")
-        return f"http://127.0.0.1:{self._serving.port}"
+        return self.origin
 
     @property
     def env(self) -> dict[str, str]:
@@ -159,13 +159,6 @@ class FakeChatGPTAuth:
 
     def polls(self) -> list[AuthRequest]:
         return [r for r in self.requests if r.path.endswith("/deviceauth/token")]
-
-    def __enter__(self) -> FakeChatGPTAuth:
-        self._serving.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._serving.stop()
 
     # --- the endpoints --------------------------------------------------------
 

@@ -83,7 +83,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes import openapi
-from tests.fakes.threaded import ThreadedServer
+from tests.fakes.threaded import Served
 
 __all__ = [
     "ALL_JOB_PERMISSIONS",
@@ -393,13 +393,15 @@ def _random_token() -> str:
 # --- the server ------------------------------------------------------------------
 
 
-class FakeGitHub:
+class FakeGitHub(Served):
     """A GitHub App's view of the REST API, served on 127.0.0.1; a context manager.
 
     `private_key_pem` is the App's key (one is generated when none is given);
     `token_lifetime` is how long issued installation tokens live (GitHub: 1 h);
     `path_prefix` serves the API under a prefix (GHES: "/api/v3").
     """
+
+    _label = "the fake GitHub API"
 
     def __init__(
         self,
@@ -432,7 +434,7 @@ class FakeGitHub:
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
         self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
-        self._serving = ThreadedServer(self._app, "fake-github")
+        self._serve(self._app, "fake-github")
         self.add_route("GET", "/app", self._get_app, auth="app")
         self.add_route(
             "POST",
@@ -732,9 +734,7 @@ class FakeGitHub:
     @property
     def base_url(self) -> str:
         """The API URL to give the client (NEO_GITHUB_API_URL), prefix included."""
-        if self._serving.port is None:
-            raise RuntimeError("the fake GitHub API is not running")
-        return f"http://127.0.0.1:{self._serving.port}{self.path_prefix}"
+        return f"{self.origin}{self.path_prefix}"
 
     @property
     def requests(self) -> list[GitHubRequest]:
@@ -762,22 +762,6 @@ class FakeGitHub:
         with self._lock:
             self._requests.clear()
             self._token_requests.clear()
-
-    # -- lifecycle --
-
-    def __enter__(self) -> FakeGitHub:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    def start(self, timeout: float = 10.0) -> None:
-        """Serve on an OS-chosen port; return once connections are accepted."""
-        self._serving.start(timeout)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._serving.stop(timeout)
 
     # -- the HTTP side --
 

@@ -14,7 +14,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
 from starlette.applications import Starlette
@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from tests.fakes.threaded import ThreadedServer
+from tests.fakes.threaded import Served
 from tests.fakes.watched import Hangups
 
 __all__ = ["Disconnect", "RawStream", "RecordedRequest", "ScriptedServer"]
@@ -58,16 +58,15 @@ class RecordedRequest:
     raw_body: bytes = b""
 
 
-class ScriptedServer(abc.ABC, Generic[ItemT]):
+class ScriptedServer(Served, abc.ABC, Generic[ItemT]):
     """Served on 127.0.0.1 in a background thread; a context manager.
 
     Each request the fake accepts takes the oldest scripted item (`_next`);
     every request, refused or not, is appended to `requests`.
     """
 
-    # Names the fake in its thread and in the error a stopped one raises.
+    # Names the fake's thread.
     _thread_name: ClassVar[str]
-    _label: ClassVar[str]
     _methods: ClassVar[Sequence[str]] = ("GET", "POST")
 
     def __init__(self) -> None:
@@ -79,7 +78,7 @@ class ScriptedServer(abc.ABC, Generic[ItemT]):
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         routes = [Route("/{path:path}", self._endpoint, methods=list(self._methods))]
-        self._serving = ThreadedServer(Starlette(routes=routes), self._thread_name)
+        self._serve(Starlette(routes=routes), self._thread_name)
 
     # -- scripting and inspection --
 
@@ -95,38 +94,20 @@ class ScriptedServer(abc.ABC, Generic[ItemT]):
             return len(self._script)
 
     @property
-    def origin(self) -> str:
-        """`http://127.0.0.1:<port>`, while serving."""
-        if self._serving.port is None:
-            raise RuntimeError(f"{self._label} is not running")
-        return f"http://127.0.0.1:{self._serving.port}"
-
-    @property
-    def running(self) -> bool:
-        return self._serving.running
-
-    @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
     # -- lifecycle --
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
     def start(self, timeout: float = 10.0) -> None:
         """Serve on an OS-chosen port; return once connections are accepted."""
         self._stopping.clear()
-        self._serving.start(timeout)
+        super().start(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop serving; stalled replies end at once."""
         self._stopping.set()
-        self._serving.stop(timeout)
+        super().stop(timeout)
 
     # -- what a subclass answers with --
 

@@ -1,4 +1,5 @@
-"""Serving a fake's ASGI app from a background thread, for one test's lifetime."""
+"""Serving a fake's ASGI app from a background thread, for one test's lifetime,
+and the lifecycle every served fake shares (`Served`)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import asyncio
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import uvicorn
 from starlette.types import ASGIApp
+
+__all__ = ["DRAIN_SECONDS", "Served", "ThreadedServer"]
 
 # How long a stopping server waits for in-flight responses before cancelling them.
 DRAIN_SECONDS = 2.0
@@ -99,3 +102,40 @@ class ThreadedServer:
         self._server = None
         self._thread = None
         self.port = None
+
+
+class Served:
+    """A fake whose app a `ThreadedServer` serves while it is started; a
+    context manager. A subclass sets `_label` and calls `_serve` once."""
+
+    # Names the fake in the error a stopped one raises.
+    _label: ClassVar[str]
+    _serving: ThreadedServer
+
+    def _serve(self, app: ASGIApp, name: str) -> None:
+        self._serving = ThreadedServer(app, name)
+
+    @property
+    def origin(self) -> str:
+        """`http://127.0.0.1:<port>`, while serving."""
+        if self._serving.port is None:
+            raise RuntimeError(f"{self._label} is not running")
+        return f"http://127.0.0.1:{self._serving.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._serving.running
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 10.0) -> None:
+        """Serve on an OS-chosen port; return once connections are accepted."""
+        self._serving.start(timeout)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._serving.stop(timeout)
