@@ -9,11 +9,12 @@ things of every adapter.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from runner.llm import anthropic, google
 from runner.llm.anthropic import AnthropicProvider
@@ -156,8 +157,26 @@ def _text(content: object) -> str:
     return ""
 
 
-class _Base:
+# What a stalled answer streams before it goes silent.
+_SLOW = "The first words of a slow answer, then nothing."
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A scripted answer in the neutral terms of `Driver.reply`."""
+
+    text: str
+    calls: Sequence[Call]
+    stop: str
+    tokens: Tokens | None
+
+
+class _Base(abc.ABC):
+    """The driver half that is the same for every fake; each subclass says its
+    adapter and how its wire spells a reply, an error and a stall."""
+
     _fake: Any
+    _adapter: ClassVar[Callable[..., Provider]]
 
     def __init__(self, fake: Any) -> None:
         self._fake = fake
@@ -174,29 +193,9 @@ class _Base:
     def hangups(self) -> int:
         return int(self._fake.hangups.count)
 
-    def script(self, *items: object) -> None:
-        self._fake.script(*items)
-
-    def overflow(self) -> None:
-        self._fake.context_window = 5
-
-    def _body(self, n: int) -> dict[str, Any]:
-        body = self._posted()[n].body
-        assert isinstance(body, dict)
-        return body
-
-    def _posted(self) -> list[Any]:
-        return list(self._fake.requests)
-
     @property
     def requests(self) -> int:
         return len(self._posted())
-
-
-class AnthropicDriver(_Base):
-    name = "anthropic"
-    key_variable = "ANTHROPIC_API_KEY"
-    claude_model = patch_model = anthropic.DEFAULT_MODEL
 
     def env(self) -> dict[str, str]:
         return dict(self._fake.env)
@@ -204,12 +203,13 @@ class AnthropicDriver(_Base):
     def provider(
         self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
     ) -> Provider:
-        return AnthropicProvider(
+        return self._adapter(
             model,
             api_key=api_key or self.api_key,
             base_url=self._fake.base_url,
             retry=retry,
             sleep=sleep,
+            **self._options(),
         )
 
     def reply(
@@ -219,20 +219,68 @@ class AnthropicDriver(_Base):
         stop: str = END_TURN,
         tokens: Tokens | None = None,
     ) -> object:
-        content = [anth.text(text)] if text else []
-        content += [anth.tool_use(c.id, c.name, c.input) for c in calls]
-        usage = None
-        if tokens is not None:
-            usage = anth.Usage(tokens.input, tokens.output, cache_read_input_tokens=tokens.cached)
-        return anth.Reply(content, stop_reason=_ANTHROPIC_STOPS[stop], usage=usage)
+        return self._reply(_Answer(text, calls, stop, tokens))
 
     def error(self, status: int, retry_after: float | None = None) -> object:
-        kind = "rate_limit_error" if status == 429 else "api_error"
         headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
-        return anth.ErrorReply(status, kind, "Slow down, please.", headers)
+        return self._error(status, headers)
 
     def stall(self, seconds: float) -> object:
-        reply = anth.Reply([anth.text("The first words of a slow answer, then nothing.")])
+        return self._stall(seconds, self._reply(_Answer(_SLOW, (), END_TURN, None)))
+
+    def script(self, *items: object) -> None:
+        self._fake.script(*items)
+
+    def overflow(self) -> None:
+        self._fake.context_window = 5
+
+    def offered(self, n: int) -> set[str]:
+        return {tool["name"] for tool in self._body(n).get("tools", [])}
+
+    def _options(self) -> dict[str, Any]:
+        """Keyword arguments the adapter takes beyond the common ones."""
+        return {}
+
+    @abc.abstractmethod
+    def _reply(self, answer: _Answer) -> object:
+        """The fake's scripted reply for `answer`."""
+
+    @abc.abstractmethod
+    def _error(self, status: int, headers: Mapping[str, str]) -> object:
+        """The fake's error reply for `status` (429 or 5xx), sending `headers`."""
+
+    @abc.abstractmethod
+    def _stall(self, seconds: float, reply: Any) -> object:
+        """`reply` streamed in part, then `seconds` of silence, then the rest."""
+
+    def _body(self, n: int) -> dict[str, Any]:
+        body = self._posted()[n].body
+        assert isinstance(body, dict)
+        return body
+
+    def _posted(self) -> list[Any]:
+        return list(self._fake.requests)
+
+
+class AnthropicDriver(_Base):
+    name = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"
+    claude_model = patch_model = anthropic.DEFAULT_MODEL
+    _adapter = AnthropicProvider
+
+    def _reply(self, answer: _Answer) -> object:
+        content = [anth.text(answer.text)] if answer.text else []
+        content += [anth.tool_use(c.id, c.name, c.input) for c in answer.calls]
+        usage = None
+        if (tokens := answer.tokens) is not None:
+            usage = anth.Usage(tokens.input, tokens.output, cache_read_input_tokens=tokens.cached)
+        return anth.Reply(content, stop_reason=_ANTHROPIC_STOPS[answer.stop], usage=usage)
+
+    def _error(self, status: int, headers: Mapping[str, str]) -> object:
+        kind = "rate_limit_error" if status == 429 else "api_error"
+        return anth.ErrorReply(status, kind, "Slow down, please.", headers)
+
+    def _stall(self, seconds: float, reply: Any) -> object:
         return anth.Stall(seconds, after_events=5, reply=reply)
 
     def cut(self) -> object:
@@ -247,41 +295,20 @@ class AnthropicDriver(_Base):
             if block.get("type") == "tool_result"
         ]
 
-    def offered(self, n: int) -> set[str]:
-        return {tool["name"] for tool in self._body(n).get("tools", [])}
-
 
 class OpenAIDriver(_Base):
     name = "openai"
     key_variable = "OPENAI_API_KEY"
     claude_model = "gpt-4.1"
     patch_model = "gpt-5"
+    _adapter = OpenAIResponsesProvider
 
-    def env(self) -> dict[str, str]:
-        return dict(self._fake.env)
-
-    def provider(
-        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
-    ) -> Provider:
-        return OpenAIResponsesProvider(
-            model,
-            api_key=api_key or self.api_key,
-            base_url=self._fake.base_url,
-            retry=retry,
-            sleep=sleep,
-        )
-
-    def reply(
-        self,
-        text: str = "",
-        calls: Sequence[Call] = (),
-        stop: str = END_TURN,
-        tokens: Tokens | None = None,
-    ) -> object:
+    def _reply(self, answer: _Answer) -> object:
+        text, stop = answer.text, answer.stop
         output = [oai.refusal(text) if stop == REFUSAL else oai.message(text)] if text else []
-        output += [oai.function_call(c.id, c.name, c.input) for c in calls]
+        output += [oai.function_call(c.id, c.name, c.input) for c in answer.calls]
         usage = None
-        if tokens is not None:
+        if (tokens := answer.tokens) is not None:
             # The API counts cached tokens into input_tokens.
             prompt = tokens.input + tokens.cached
             usage = oai.Usage(prompt, tokens.output, cached_tokens=tokens.cached)
@@ -291,16 +318,14 @@ class OpenAIDriver(_Base):
             return oai.Reply(output, "cancelled", usage=usage)
         return oai.Reply(output, usage=usage)
 
-    def error(self, status: int, retry_after: float | None = None) -> object:
-        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+    def _error(self, status: int, headers: Mapping[str, str]) -> object:
         if status == 429:
             return oai.ErrorReply(
                 429, "rate_limit_exceeded", "Rate limit reached.", "tokens", headers
             )
         return oai.ErrorReply(status, None, "The server had an error.", "server_error", headers)
 
-    def stall(self, seconds: float) -> object:
-        reply = oai.Reply([oai.message("The first words of a slow answer, then nothing.")])
+    def _stall(self, seconds: float, reply: Any) -> object:
         return oai.Stall(seconds, after_events=5, reply=reply)
 
     def cut(self) -> object:
@@ -317,59 +342,41 @@ class OpenAIDriver(_Base):
             if item.get("type") == "function_call_output"
         ]
 
-    def offered(self, n: int) -> set[str]:
-        return {tool["name"] for tool in self._body(n).get("tools", [])}
-
 
 class ChatDriver(_Base):
     name = "chat-completions"
     key_variable = "OPENAI_API_KEY"
     claude_model = "gpt-4.1"
     patch_model = "gpt-5"
+    _adapter = ChatCompletionsProvider
     _dialect: Dialect = CHAT_COMPLETIONS
 
     def env(self) -> dict[str, str]:
         return {"OPENAI_BASE_URL": self._fake.base_url, "OPENAI_API_KEY": self.api_key}
 
-    def provider(
-        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
-    ) -> Provider:
-        return ChatCompletionsProvider(
-            model,
-            dialect=self._dialect,
-            api_key=api_key or self.api_key,
-            base_url=self._fake.base_url,
-            retry=retry,
-            sleep=sleep,
-        )
+    def _options(self) -> dict[str, Any]:
+        return {"dialect": self._dialect}
 
-    def reply(
-        self,
-        text: str = "",
-        calls: Sequence[Call] = (),
-        stop: str = END_TURN,
-        tokens: Tokens | None = None,
-    ) -> object:
+    def _reply(self, answer: _Answer) -> object:
         # prompt_tokens include the cached ones; None: the fake estimates.
+        tokens = answer.tokens
         return chat.Reply(
-            text=text,
-            tool_calls=[chat.call(c.id, c.name, c.input) for c in calls],
-            finish_reason=_CHAT_FINISH[stop],
+            text=answer.text,
+            tool_calls=[chat.call(c.id, c.name, c.input) for c in answer.calls],
+            finish_reason=_CHAT_FINISH[answer.stop],
             prompt_tokens=None if tokens is None else tokens.input + tokens.cached,
             completion_tokens=None if tokens is None else tokens.output,
             cached_tokens=None if tokens is None else tokens.cached,
         )
 
-    def error(self, status: int, retry_after: float | None = None) -> object:
-        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+    def _error(self, status: int, headers: Mapping[str, str]) -> object:
         if status == 429:
             return chat.ErrorReply(
                 429, "Rate limit reached.", "requests", "rate_limit_exceeded", headers
             )
         return chat.ErrorReply(status, "The server had an error.", "server_error", None, headers)
 
-    def stall(self, seconds: float) -> object:
-        reply = chat.Reply(text="The first words of a slow answer, then nothing.")
+    def _stall(self, seconds: float, reply: Any) -> object:
         return chat.Stall(seconds, after=3, reply=reply)
 
     def cut(self) -> object:
@@ -404,46 +411,25 @@ class GoogleDriver(_Base):
     name = "google"
     key_variable = "GEMINI_API_KEY"
     claude_model = patch_model = google.DEFAULT_MODEL
+    _adapter = GoogleProvider
 
-    def env(self) -> dict[str, str]:
-        return dict(self._fake.env)
-
-    def provider(
-        self, model: str, *, retry: RetryPolicy, sleep: Sleep, api_key: str | None = None
-    ) -> Provider:
-        return GoogleProvider(
-            model,
-            api_key=api_key or self.api_key,
-            base_url=self._fake.base_url,
-            retry=retry,
-            sleep=sleep,
-        )
-
-    def reply(
-        self,
-        text: str = "",
-        calls: Sequence[Call] = (),
-        stop: str = END_TURN,
-        tokens: Tokens | None = None,
-    ) -> object:
-        parts = [gem.text(text)] if text else []
-        parts += [gem.call(c.name, c.input, id=c.id) for c in calls]
+    def _reply(self, answer: _Answer) -> object:
+        parts = [gem.text(answer.text)] if answer.text else []
+        parts += [gem.call(c.name, c.input, id=c.id) for c in answer.calls]
         usage = gem.Usage()
-        if tokens is not None:
+        if (tokens := answer.tokens) is not None:
             # promptTokenCount includes the cached ones.
             usage = gem.Usage(tokens.input + tokens.cached, tokens.output, cached=tokens.cached)
-        return gem.Reply(parts, _GEMINI_FINISH[stop], usage)
+        return gem.Reply(parts, _GEMINI_FINISH[answer.stop], usage)
 
-    def error(self, status: int, retry_after: float | None = None) -> object:
-        headers = {"retry-after": f"{retry_after:g}"} if retry_after is not None else {}
+    def _error(self, status: int, headers: Mapping[str, str]) -> object:
         if status == 429:
             return gem.ErrorReply(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", headers=headers)
         return gem.ErrorReply(
             status, "INTERNAL", "An internal error has occurred.", headers=headers
         )
 
-    def stall(self, seconds: float) -> object:
-        reply = gem.Reply([gem.text("The first words of a slow answer, then nothing.")])
+    def _stall(self, seconds: float, reply: Any) -> object:
         return gem.Stall(seconds, after_chunks=1, reply=reply)
 
     def cut(self) -> object:

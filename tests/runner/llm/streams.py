@@ -1,14 +1,19 @@
 """What the adapter tests share: a first request, recorded waits, a stream
-collected, and the providers a test opened, closed after it."""
+collected, an adapter pointed at its fake, the bodies the fake received, and
+the providers a test opened, closed after it."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from runner.llm.provider import Completed, Provider, StreamEvent
+from runner.llm.retry import RetryPolicy
 from runner.llm.types import Message, Request, Text
+from tests.fakes.scripted_server import ScriptedServer
 
-__all__ = ["HELLO", "OPENED", "Sleeps", "collect", "completed", "opened"]
+__all__ = ["HELLO", "OPENED", "Adapter", "Sleeps", "collect", "completed", "opened", "sent_body"]
 
 HELLO = Request(messages=(Message("user", (Text("hello"),)),))
 
@@ -41,3 +46,39 @@ async def collect(provider: Provider, request: Request = HELLO) -> list[StreamEv
 def completed(events: list[StreamEvent]) -> Completed:
     assert isinstance(events[-1], Completed)
     return events[-1]
+
+
+def sent_body(fake: ScriptedServer[Any], n: int) -> dict[str, Any]:
+    """The JSON body of the n-th request `fake` received."""
+    sent = fake.requests[n].body
+    assert isinstance(sent, dict)
+    return sent
+
+
+@dataclass(frozen=True, slots=True)
+class Adapter(Generic[_P]):
+    """Builds `make` pointed at a fake: its key, quick retries whose waits are
+    recorded (`sleeps`), closed when the test ends."""
+
+    make: Callable[..., _P]
+    model: str
+
+    def __call__(
+        self,
+        fake: Any,
+        sleeps: Sleeps | None = None,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        idle_timeout: float = 180.0,
+        max_retries: int = 8,
+    ) -> _P:
+        made = self.make(
+            model or self.model,
+            api_key=api_key or fake.api_key,
+            base_url=fake.base_url,
+            idle_timeout=idle_timeout,
+            retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
+            sleep=sleeps or Sleeps(),
+        )
+        return opened(made)

@@ -11,7 +11,6 @@ from runner.errors import ConfigError
 from runner.llm.anthropic import AnthropicProvider, build_params
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.provider import Retrying, TextDelta
-from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     Effort,
     Message,
@@ -38,27 +37,9 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes import Usage as WireUsage
-from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
+from tests.runner.llm.streams import HELLO, Adapter, Sleeps, collect, completed, opened
 
-
-def provider(
-    fake: FakeAnthropicAPI,
-    sleeps: Sleeps | None = None,
-    *,
-    api_key: str | None = None,
-    idle_timeout: float = 180.0,
-    max_retries: int = 8,
-) -> AnthropicProvider:
-    made = AnthropicProvider(
-        "claude-sonnet-5-5",
-        api_key=api_key or fake.api_key,
-        base_url=fake.base_url,
-        idle_timeout=idle_timeout,
-        retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
-        sleep=sleeps or Sleeps(),
-    )
-    opened(made)
-    return made
+provider = Adapter(AnthropicProvider, "claude-sonnet-5-5")
 
 
 async def test_streams_text_and_reports_usage_with_cache_tokens(

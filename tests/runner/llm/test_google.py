@@ -16,7 +16,6 @@ from runner.llm.google import GoogleProvider, build_params
 from runner.llm.pricing import PricedProvider, cost_usd
 from runner.llm.provider import Retrying, TextDelta
 from runner.llm.registry import make_provider
-from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     END_TURN,
     MAX_TOKENS,
@@ -50,34 +49,9 @@ from tests.fakes.gemini_api import (
     thought,
 )
 from tests.fakes.gemini_api import Usage as WireUsage
-from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
+from tests.runner.llm.streams import HELLO, Adapter, Sleeps, collect, completed, opened, sent_body
 
-
-def provider(
-    fake: FakeGemini,
-    sleeps: Sleeps | None = None,
-    *,
-    model: str = "gemini-2.5-pro",
-    api_key: str | None = None,
-    idle_timeout: float = 180.0,
-    max_retries: int = 8,
-) -> GoogleProvider:
-    made = GoogleProvider(
-        model,
-        api_key=api_key or fake.api_key,
-        base_url=fake.base_url,
-        idle_timeout=idle_timeout,
-        retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
-        sleep=sleeps or Sleeps(),
-    )
-    opened(made)
-    return made
-
-
-def body(fake: FakeGemini, n: int) -> dict[str, Any]:
-    sent = fake.requests[n].body
-    assert isinstance(sent, dict)
-    return sent
+provider = Adapter(GoogleProvider, "gemini-2.5-pro")
 
 
 # -- one call ---------------------------------------------------------------
@@ -107,7 +81,7 @@ async def test_streams_text_and_reports_usage_with_cached_and_thinking_tokens(
         (200 * 1.25 + 42 * 10.0 + 800 * 0.125) / 1e6
     )
     assert fake_gemini.requests[0].path == "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
-    assert body(fake_gemini, 0)["contents"] == [{"role": "user", "parts": [{"text": "hello"}]}]
+    assert sent_body(fake_gemini, 0)["contents"] == [{"role": "user", "parts": [{"text": "hello"}]}]
 
 
 async def test_request_carries_system_tools_tool_choice_and_a_thinking_budget(
@@ -127,7 +101,7 @@ async def test_request_carries_system_tools_tool_choice_and_a_thinking_budget(
 
     await collect(provider(fake_gemini), request)
 
-    sent = body(fake_gemini, 0)
+    sent = sent_body(fake_gemini, 0)
     assert sent["systemInstruction"]["parts"] == [{"text": "base\n\nproject"}]
     (declaration,) = sent["tools"][0]["functionDeclarations"]
     assert declaration["name"] == "count"
@@ -245,7 +219,7 @@ async def test_one_and_parallel_calls_through_the_loop_with_signatures_replayed(
     assert "beta" in result.text
     # Every follow-up passed the fake's checks: calls answered, signatures replayed.
     assert len(fake_gemini.requests) == 3
-    third = body(fake_gemini, 2)["contents"]
+    third = sent_body(fake_gemini, 2)["contents"]
     assert [c["role"] for c in third] == ["user", "model", "user", "model", "user"]
     second_turn = third[3]["parts"]
     assert [list(p) for p in second_turn] == [
@@ -260,7 +234,8 @@ async def test_one_and_parallel_calls_through_the_loop_with_signatures_replayed(
         "write_file",
     ]
     assert all(
-        body(fake_gemini, n)["generationConfig"]["thinkingConfig"] == {"thinking_budget": 8_192}
+        sent_body(fake_gemini, n)["generationConfig"]["thinkingConfig"]
+        == {"thinking_budget": 8_192}
         for n in range(3)
     )
     assert result.usage.cache_read_input_tokens == 480
@@ -287,7 +262,9 @@ async def test_ids_the_api_sends_are_kept_and_sent_back(fake_gemini: FakeGemini)
     )
     await collect(p, follow)
 
-    responses = [part["functionResponse"] for part in body(fake_gemini, 1)["contents"][2]["parts"]]
+    responses = [
+        part["functionResponse"] for part in sent_body(fake_gemini, 1)["contents"][2]["parts"]
+    ]
     assert responses == [
         {"id": "fc-1", "name": "bash", "response": {"output": "a"}},
         {"id": "fc-2", "name": "bash", "response": {"error": "b"}},
@@ -329,7 +306,7 @@ async def test_signatures_survive_a_saved_session(fake_gemini: FakeGemini) -> No
     )
 
     assert completed(await collect(p, follow)).response.text == "listed"
-    model_turn = body(fake_gemini, 1)["contents"][1]["parts"]
+    model_turn = sent_body(fake_gemini, 1)["contents"][1]["parts"]
     assert model_turn[0]["thought"] is True
     assert "thoughtSignature" in model_turn[0]
 
@@ -405,7 +382,7 @@ async def test_another_providers_opaque_blocks_are_not_sent(fake_gemini: FakeGem
 
     await collect(provider(fake_gemini), request)
 
-    assert body(fake_gemini, 0)["contents"][1] == {"role": "model", "parts": [{"text": "hi"}]}
+    assert sent_body(fake_gemini, 0)["contents"][1] == {"role": "model", "parts": [{"text": "hi"}]}
 
 
 # -- failures ---------------------------------------------------------------

@@ -16,7 +16,6 @@ from runner.llm.openai_responses import OpenAIResponsesProvider, build_params, c
 from runner.llm.pricing import PricedProvider, cost_usd
 from runner.llm.provider import Retrying, TextDelta
 from runner.llm.registry import make_provider
-from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     MAX_TOKENS,
     REFUSAL,
@@ -47,34 +46,9 @@ from tests.fakes.openai_responses import (
     refusal,
 )
 from tests.fakes.openai_responses import Usage as WireUsage
-from tests.runner.llm.streams import HELLO, Sleeps, collect, completed, opened
+from tests.runner.llm.streams import HELLO, Adapter, Sleeps, collect, completed, opened, sent_body
 
-
-def provider(
-    fake: FakeOpenAIResponses,
-    sleeps: Sleeps | None = None,
-    *,
-    model: str = "gpt-5",
-    api_key: str | None = None,
-    idle_timeout: float = 180.0,
-    max_retries: int = 8,
-) -> OpenAIResponsesProvider:
-    made = OpenAIResponsesProvider(
-        model,
-        api_key=api_key or fake.api_key,
-        base_url=fake.base_url,
-        idle_timeout=idle_timeout,
-        retry=RetryPolicy(max_retries=max_retries, base_delay=0.01, max_delay=0.05),
-        sleep=sleeps or Sleeps(),
-    )
-    opened(made)
-    return made
-
-
-def body(fake: FakeOpenAIResponses, n: int) -> dict[str, Any]:
-    sent = fake.requests[n].body
-    assert isinstance(sent, dict)
-    return sent
+provider = Adapter(OpenAIResponsesProvider, "gpt-5")
 
 
 # -- one call ---------------------------------------------------------------
@@ -98,7 +72,7 @@ async def test_streams_text_and_reports_usage_with_cached_tokens(
     assert cost_usd("gpt-5", response.usage) == pytest.approx(
         (200 * 1.25 + 30 * 10.0 + 800 * 0.125) / 1e6
     )
-    sent = body(fake_openai, 0)
+    sent = sent_body(fake_openai, 0)
     assert sent["stream"] is True
     assert sent["store"] is False
     assert sent["include"] == ["reasoning.encrypted_content"]
@@ -270,7 +244,7 @@ async def test_one_and_parallel_tool_calls_through_the_loop_with_reasoning_repla
     assert "beta" in result.text
     # Every follow-up passed the fake's checks: calls answered, reasoning replayed.
     assert len(fake_openai.requests) == 3
-    third = body(fake_openai, 2)["input"]
+    third = sent_body(fake_openai, 2)["input"]
     kinds = [item.get("type") for item in third]
     assert kinds == [
         "message",
@@ -291,8 +265,8 @@ async def test_one_and_parallel_tool_calls_through_the_loop_with_reasoning_repla
     ]
     assert third[4]["encrypted_content"].startswith("gAAAA")
     assert third[4]["summary"] == [{"type": "summary_text", "text": "two at once"}]
-    assert all(body(fake_openai, n)["reasoning"] == {"effort": "medium"} for n in range(3))
-    keys = {body(fake_openai, n)["prompt_cache_key"] for n in range(3)}
+    assert all(sent_body(fake_openai, n)["reasoning"] == {"effort": "medium"} for n in range(3))
+    keys = {sent_body(fake_openai, n)["prompt_cache_key"] for n in range(3)}
     assert len(keys) == 1
     assert result.usage.cache_read_input_tokens >= 480
 
@@ -397,7 +371,7 @@ async def test_another_providers_opaque_blocks_are_not_sent(
 
     await collect(provider(fake_openai), request)
 
-    sent = body(fake_openai, 0)["input"]
+    sent = sent_body(fake_openai, 0)["input"]
     assert [item.get("type") for item in sent] == ["message", "message", "message"]
     assert sent[1]["content"] == [{"type": "output_text", "text": "hi"}]
 
