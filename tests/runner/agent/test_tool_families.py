@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.agent import Agent
 from runner.budget import RunBudget
 from runner.llm.types import SystemPrompt, ToolResult
 from runner.run import make_agent
@@ -22,6 +23,25 @@ PATCH = """\
 """
 
 
+async def run_once(provider: ScriptedProvider, tree: Path, prompt: str) -> Agent:
+    """`prompt` sent through the loop make_agent builds for `provider`, in `tree`."""
+    box = LocalSandbox(tree)
+    agent = make_agent(
+        provider,
+        box,
+        system=SystemPrompt(("You are a test.",)),
+        previous=None,
+        max_turns=5,
+        effort=None,
+        budget=RunBudget(model=provider.model, max_turns=5),
+    )
+    try:
+        await agent.send(prompt)
+    finally:
+        await box.aclose()
+    return agent
+
+
 async def test_a_gpt5_model_applies_a_patch_through_the_loop(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text('def greet():\n    return "hi"\n')
     provider = ScriptedProvider(
@@ -30,20 +50,7 @@ async def test_a_gpt5_model_applies_a_patch_through_the_loop(tmp_path: Path) -> 
         says("done"),
         model="gpt-5",
     )
-    box = LocalSandbox(tmp_path)
-    agent = make_agent(
-        provider,
-        box,
-        system=SystemPrompt(("You are a test.",)),
-        previous=None,
-        max_turns=5,
-        effort=None,
-        budget=RunBudget(model="gpt-5", max_turns=5),
-    )
-    try:
-        await agent.send("greet with hello")
-    finally:
-        await box.aclose()
+    agent = await run_once(provider, tmp_path, "greet with hello")
 
     offered = {tool.name for tool in provider.requests[0].tools}
     assert {"apply_patch", "shell"} <= offered
@@ -65,20 +72,7 @@ async def test_a_gpt5_model_applies_a_patch_through_the_loop(tmp_path: Path) -> 
 
 async def test_a_claude_model_is_offered_edit_file_and_bash(tmp_path: Path) -> None:
     provider = ScriptedProvider(says("nothing to do"), model="claude-sonnet-4-5")
-    box = LocalSandbox(tmp_path)
-    agent = make_agent(
-        provider,
-        box,
-        system=SystemPrompt(("You are a test.",)),
-        previous=None,
-        max_turns=5,
-        effort=None,
-        budget=RunBudget(model="claude-sonnet-4-5", max_turns=5),
-    )
-    try:
-        await agent.send("hello")
-    finally:
-        await box.aclose()
+    await run_once(provider, tmp_path, "hello")
 
     offered = {tool.name for tool in provider.requests[0].tools}
     assert {"edit_file", "bash", "write_file"} <= offered
