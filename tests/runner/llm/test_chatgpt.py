@@ -3,8 +3,6 @@ Codex backend, signed in through the fake sign-in service."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +34,7 @@ from tests.fakes.openai_responses import (
     message,
 )
 from tests.runner.llm.streams import collect, opened
+from tests.small_disk import fill, small_disk
 
 HELLO = Request(
     messages=(Message("user", (Text("hello"),)),),
@@ -235,19 +234,8 @@ async def test_a_token_quoted_back_in_an_error_stays_out_of_the_line(
 @pytest.fixture
 def full_home(tmp_path: Path) -> Iterator[Path]:
     """A Neo home on a 64 KiB tmpfs: a full disk, for real, once `fill` is called."""
-    home = tmp_path / "full-home"
-    home.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
-    try:
+    with small_disk(tmp_path / "full-home") as home:
         yield home
-    finally:
-        subprocess.run(["umount", str(home)], check=True)
-
-
-def fill(disk: Path) -> None:
-    with contextlib.suppress(OSError), (disk / "filler").open("wb", buffering=0) as filler:
-        while True:
-            filler.write(b"\0" * 512)
 
 
 async def test_refreshed_tokens_that_cannot_be_stored_are_one_line(
