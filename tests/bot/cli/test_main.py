@@ -7,14 +7,12 @@ script and signals run it as a subprocess.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,26 +22,13 @@ import pytest
 
 from bot.cli.main import main
 from runner.session import SessionStore
+from tests.bot.cli.console import NEO, console_env, neo
 from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
 from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaModel, call
 from tests.fakes.chat_completions import Reply as ChatReply
 from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
 from tests.fakes.openai_responses import Reply as OpenAIReply
-
-NEO = Path(sys.executable).with_name("neo")
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    tree = tmp_path / "repo"
-    tree.mkdir()
-    (tree / "greeting.txt").write_text("hello world\n")
-    return tree
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    return tmp_path / "neo-home"
+from tests.small_disk import fill, small_disk
 
 
 @pytest.fixture
@@ -592,16 +577,9 @@ def test_docker_sandbox_end_to_end_leaves_no_container(
 @pytest.fixture
 def full_home(tmp_path: Path) -> Iterator[Path]:
     """A NEO_HOME on a 64 KiB tmpfs filled to the last byte: a full disk, for real."""
-    home = tmp_path / "full-home"
-    home.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(home)], check=True)
-    try:
-        with contextlib.suppress(OSError), (home / "filler").open("wb", buffering=0) as filler:
-            while True:
-                filler.write(b"\0" * 4096)
+    with small_disk(tmp_path / "full-home") as home:
+        fill(home)
         yield home
-    finally:
-        subprocess.run(["umount", str(home)], check=True)
 
 
 def test_a_full_disk_fails_the_run_with_exit_1_and_one_line(
@@ -628,6 +606,10 @@ def test_a_full_disk_fails_the_run_with_exit_1_and_one_line(
     assert fake_anthropic.requests == []  # a turn starts from a saved transcript
 
 
+# The keys a run against a local or OpenRouter server must not fall back on.
+NO_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
 def test_chat_completions_against_a_local_server_from_the_console_script(
     home: Path, repo: Path
 ) -> None:
@@ -638,21 +620,9 @@ def test_chat_completions_against_a_local_server_from_the_console_script(
             ChatReply(tool_calls=[call("call_1", "read_file", {"path": "greeting.txt"})]),
             lambda body: ChatReply(text=f"It says: {body['messages'][-1]['content']}"),
         )
-        env = {
-            key: value
-            for key, value in subprocess_env({"NEO_HOME": str(home)}).items()
-            if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-        }
-        env["OPENAI_BASE_URL"] = server.base_url
-        argv = [str(NEO), "run", "--output-format", "json", "--provider", "chat-completions"]
-        done = subprocess.run(
-            [*argv, "--model", "qwen3-coder", "--repo", str(repo), "read greeting.txt"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        env = console_env(home, {"OPENAI_BASE_URL": server.base_url}, unset=NO_KEYS)
+        argv = ["run", "--output-format", "json", "--provider", "chat-completions"]
+        done = neo(env, *argv, "--model", "qwen3-coder", "--repo", str(repo), "read greeting.txt")
 
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -676,22 +646,10 @@ def test_openrouter_from_the_console_script_reports_the_billed_cost(home: Path, 
             ),
             lambda body: ChatReply(text=f"It says: {body['messages'][-1]['content']}", cost=0.002),
         )
-        env = {
-            key: value
-            for key, value in subprocess_env({"NEO_HOME": str(home)}).items()
-            if key not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-        }
-        env["OPENROUTER_API_KEY"] = "or-key-0000"
-        env["OPENROUTER_BASE_URL"] = server.base_url
-        argv = [str(NEO), "run", "--output-format", "json", "--provider", "openrouter"]
-        done = subprocess.run(
-            [*argv, "--repo", str(repo), "read greeting.txt"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        router = {"OPENROUTER_API_KEY": "or-key-0000", "OPENROUTER_BASE_URL": server.base_url}
+        env = console_env(home, router, unset=NO_KEYS)
+        argv = ["run", "--output-format", "json", "--provider", "openrouter"]
+        done = neo(env, *argv, "--repo", str(repo), "read greeting.txt")
 
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])

@@ -2,36 +2,26 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from subprocess import CompletedProcess
 
+from tests.bot.cli.console import console_env, last_json, neo
 from tests.fakes.anthropic_api import ErrorReply as AnthropicError
 from tests.fakes.anthropic_api import FakeAnthropicAPI, text
 from tests.fakes.anthropic_api import Reply as AnthropicReply
 from tests.fakes.openai_responses import FakeOpenAIResponses, Reply, message
 
-NEO = Path(sys.executable).with_name("neo")
 # The first attempt and the eight retries of the default policy.
 ATTEMPTS = 9
 
 
-def neo(
-    fakes: tuple[FakeAnthropicAPI, FakeOpenAIResponses], home: Path, *argv: str
-) -> subprocess.CompletedProcess[str]:
-    anthropic, openai = fakes
-    env = {**os.environ, **anthropic.env, **openai.env, "NEO_HOME": str(home)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return subprocess.run(
-        [str(NEO), "run", "--provider", "anthropic", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def run_with_fallback(
+    anthropic: FakeAnthropicAPI, openai: FakeOpenAIResponses, tree: Path, *argv: str
+) -> CompletedProcess[str]:
+    """`neo run` on anthropic in `tree`, falling back to openai, with both fakes' variables."""
+    env = console_env(tree / "home", anthropic.env, openai.env)
+    argv = ("--fallback", "openai", "--repo", str(tree), *argv)
+    return neo(env, "run", "--provider", "anthropic", *argv)
 
 
 def overloaded() -> AnthropicError:
@@ -44,22 +34,19 @@ def test_the_fallback_finishes_the_run_when_the_first_stays_overloaded(
     fake_anthropic.script(*(overloaded() for _ in range(ATTEMPTS)))
     fake_openai.script(Reply([message("done by the fallback")]))
 
-    done = neo(
-        (fake_anthropic, fake_openai),
-        tmp_path / "home",
-        "--fallback",
-        "openai",
+    done = run_with_fallback(
+        fake_anthropic,
+        fake_openai,
+        tmp_path,
         "--fallback-model",
         "gpt-5",
-        "--repo",
-        str(tmp_path),
         "--output-format",
         "json",
         "go",
     )
 
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = last_json(done)
     assert (result["is_error"], result["result"]) == (False, "done by the fallback")
     assert len(fake_anthropic.requests) == ATTEMPTS
     assert len(fake_openai.requests) == 1
@@ -75,15 +62,7 @@ def test_text_mode_says_which_model_took_over(
     fake_anthropic.script(*(overloaded() for _ in range(ATTEMPTS)))
     fake_openai.script(Reply([message("done")]))
 
-    done = neo(
-        (fake_anthropic, fake_openai),
-        tmp_path / "home",
-        "--fallback",
-        "openai",
-        "--repo",
-        str(tmp_path),
-        "go",
-    )
+    done = run_with_fallback(fake_anthropic, fake_openai, tmp_path, "go")
 
     assert done.returncode == 0, done.stderr
     assert "falling back to gpt-5: anthropic 529 overloaded_error: Overloaded" in done.stderr
@@ -94,37 +73,19 @@ def test_a_first_provider_that_answers_keeps_the_run(
 ) -> None:
     fake_anthropic.script(overloaded(), AnthropicReply(content=(text("after one retry"),)))
 
-    done = neo(
-        (fake_anthropic, fake_openai),
-        tmp_path / "home",
-        "--fallback",
-        "openai",
-        "--repo",
-        str(tmp_path),
-        "--output-format",
-        "json",
-        "go",
-    )
+    done = run_with_fallback(fake_anthropic, fake_openai, tmp_path, "--output-format", "json", "go")
 
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1])["result"] == "after one retry"
+    assert last_json(done)["result"] == "after one retry"
     assert fake_openai.requests == []
 
 
 def test_a_fallback_without_its_key_fails_before_any_call(
     fake_anthropic: FakeAnthropicAPI, fake_openai: FakeOpenAIResponses, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home"
-    env = {**os.environ, **fake_anthropic.env, **fake_openai.env, "NEO_HOME": str(home)}
-    env.pop("OPENAI_API_KEY")
-    done = subprocess.run(
-        [str(NEO), "run", "--fallback", "openai", "--repo", str(tmp_path), "go"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = console_env(tmp_path / "home", fake_anthropic.env, fake_openai.env)
+    del env["OPENAI_API_KEY"]
+    done = neo(env, "run", "--fallback", "openai", "--repo", str(tmp_path), "go")
 
     assert done.returncode == 2
     assert done.stderr.strip() == (
@@ -134,14 +95,8 @@ def test_a_fallback_without_its_key_fails_before_any_call(
 
 
 def test_a_fallback_model_needs_a_fallback_provider(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(NEO), "run", "--fallback-model", "gpt-5", "--repo", str(tmp_path), "go"],
-        env={**os.environ, "NEO_HOME": str(tmp_path / "home")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = console_env(tmp_path / "home")
+    done = neo(env, "run", "--fallback-model", "gpt-5", "--repo", str(tmp_path), "go", timeout=60)
     assert (done.returncode, done.stderr.strip()) == (
         2,
         "neo: error: --fallback-model needs --fallback PROVIDER",
