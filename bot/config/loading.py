@@ -266,13 +266,23 @@ def _from_validation(error: ValidationError, source: str) -> RepoConfigError:
     message = message.replace("a valid tuple", "a list").replace("Tuple should", "List should")
     if first["type"] == "model_type":
         message = "Input should be a mapping"
-    if first["type"] == "string_pattern_mismatch" and loc and loc[0] == "allowed_bots":
-        message = "Input should be a GitHub login, e.g. renovate[bot]"
+    if first["type"] == "string_pattern_mismatch" and loc:
+        message = _PATTERN_MEANING.get(str(loc[0]), message)
     if field is None:
         return RepoConfigError(f"{source}: {message}", source=source, problem=message)
     return RepoConfigError(
         f"{source}: {field}: {message}", source=source, problem=message, field=field
     )
+
+
+# What each patterned setting's pattern means, instead of the pattern itself.
+_PATTERN_MEANING = {
+    "allowed_bots": "Input should be a GitHub login, e.g. renovate[bot]",
+    "disabled_skills": (
+        "Input should be a skill name: lower-case letters and digits in words joined"
+        " by single hyphens, starting with a letter, e.g. release-notes"
+    ),
+}
 
 
 def _key_text(key: object) -> str:

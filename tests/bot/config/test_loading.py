@@ -146,6 +146,12 @@ def test_the_source_names_the_file() -> None:
             "allowed_users",
         ),
         (
+            "disabled_skills: [Release_Notes]",
+            "disabled_skills[0]: Input should be a skill name: lower-case letters and digits"
+            " in words joined by single hyphens, starting with a letter, e.g. release-notes",
+            "disabled_skills[0]",
+        ),
+        (
             "allowed_bots: ['my bot']",
             "allowed_bots[0]: Input should be a GitHub login, e.g. renovate[bot]",
             "allowed_bots[0]",
