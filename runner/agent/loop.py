@@ -105,6 +105,8 @@ class Agent:
         self._effort = effort
         self._budget = budget
         self._turn = 0
+        # What tools reported spending since `send` last counted it.
+        self._tool_usage = llm.Usage()
         # The first exception an event consumer raised, until it can be raised.
         self._sink_error: Exception | None = None
         # The prompt's size as the provider last counted it, and how many
@@ -136,6 +138,7 @@ class Agent:
         # What a consumer raised while an earlier turn was already failing is
         # that turn's: the new one starts clean.
         self._sink_error = None
+        self._tool_usage = llm.Usage()
         self._append_user(llm.Text(text))
         usage = llm.Usage()
         turns = 0
@@ -164,12 +167,16 @@ class Agent:
                 usage = usage + response.usage
                 self._usage = self._usage + response.usage
                 self._measure(response)
-                if not await self._handle(response):
+                more = await self._handle(response)
+                usage = usage + self._take_tool_usage()
+                if not more:
                     break
         except asyncio.CancelledError:
+            usage = usage + self._take_tool_usage()
             self._emit(ev.TurnFinished(None, "", usage, "interrupted", "interrupted"))
             raise
         except NeoError as error:
+            usage = usage + self._take_tool_usage()
             self._emit(ev.TurnFinished(None, self._last_text(), usage, error.kind, str(error)))
             raise
         result = TurnResult(self._last_text(), response.stop_reason, turns, usage)
@@ -327,6 +334,11 @@ class Agent:
 
     # -- tools -------------------------------------------------------------
 
+    def _take_tool_usage(self) -> llm.Usage:
+        """What tools spent since the last take, counted once into the turn's usage."""
+        spent, self._tool_usage = self._tool_usage, llm.Usage()
+        return spent
+
     async def _run_tools(self, response: llm.Response, calls: tuple[llm.ToolUse, ...]) -> None:
         results: list[llm.ToolResult | None] = [None] * len(calls)
         self._emit_assistant(response.content, response)
@@ -402,10 +414,14 @@ class Agent:
         def notify(payload: object) -> None:
             self._emit(ev.ToolNotice(call.id, call.name, payload))
 
+        def spend(usage: llm.Usage) -> None:
+            self._usage = self._usage + usage
+            self._tool_usage = self._tool_usage + usage
+
         try:
             # The tool gets its own copy: changing it cannot rewrite the
             # tool_use already in the transcript.
-            return await tool(copy_object(call.input), ToolContext(call.id, notify))
+            return await tool(copy_object(call.input), ToolContext(call.id, notify, spend))
         except ToolError as error:
             return ToolOutput(str(error), is_error=True)
         except Exception as error:  # a tool's bug must not break the transcript

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from runner.llm.types import Image, JSONObject, Text, ToolSpec
+from runner.llm.types import Image, JSONObject, Text, ToolSpec, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,10 @@ class ToolError(Exception):
     """
 
 
+def _unspent(usage: Usage) -> None:
+    """Where usage goes when nobody counts it (a tool called outside the loop)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """What a tool call knows about itself beyond its input."""
@@ -35,6 +39,9 @@ class ToolContext:
     # Publishes a frozen dataclass (for example a checklist change) on the
     # agent's event stream, wrapped in a `ToolNotice`.
     emit: Callable[[object], None]
+    # Reports tokens the tool's own model calls used; the loop adds them to
+    # the agent's usage at once, so they count even when the call is cancelled.
+    spend: Callable[[Usage], None] = _unspent
 
 
 class Tool(Protocol):

@@ -44,6 +44,7 @@ from runner.llm.types import (
 )
 from runner.tools.base import ToolContext, ToolError, ToolOutput
 from tests.fakes import FakeAnthropicAPI, Reply, text, tool_use
+from tests.fakes import Usage as WireUsage
 
 SCHEMA: JSONObject = {
     "type": "object",
@@ -644,3 +645,61 @@ async def test_events_of_a_tool_turn(fake_anthropic: FakeAnthropicAPI) -> None:
     assert isinstance(finished, TurnFinished)
     assert finished.error is None
     assert finished.usage.input_tokens > 0
+
+
+# -- usage that tools report -------------------------------------------------------
+
+
+async def test_usage_a_tool_spends_counts_once_in_the_turn_and_the_agent(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    spent = Usage(input_tokens=1000, output_tokens=70)
+
+    async def costly(args: JSONObject, ctx: ToolContext) -> ToolOutput:
+        ctx.spend(spent)
+        return ToolOutput("paid for")
+
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "costly", {"value": "x"})], "tool_use", usage=WireUsage(10, 5)),
+        Reply([text("Done.")], usage=WireUsage(20, 3)),
+    )
+    agent, events = make_agent(fake_anthropic, FnTool("costly", costly))
+
+    result = await agent.send("go")
+
+    assert result.usage == Usage(10, 5) + Usage(20, 3) + spent
+    assert agent.usage == result.usage
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert finished.usage == result.usage
+
+
+async def test_usage_a_cancelled_tool_spent_is_still_counted(
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    entered = asyncio.Event()
+    spent = Usage(input_tokens=400, output_tokens=40)
+
+    async def hang(args: JSONObject, ctx: ToolContext) -> ToolOutput:
+        try:
+            entered.set()
+            await asyncio.sleep(3600)
+        finally:
+            ctx.spend(spent)
+        return ToolOutput("never")
+
+    fake_anthropic.script(
+        Reply([tool_use("toolu_h", "hang", {"value": "x"})], "tool_use", usage=WireUsage(10, 5))
+    )
+    agent, events = make_agent(fake_anthropic, FnTool("hang", hang))
+
+    task = asyncio.create_task(agent.send("go"))
+    await asyncio.wait_for(entered.wait(), timeout=10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert agent.usage == Usage(10, 5) + spent
+    finished = events[-1]
+    assert isinstance(finished, TurnFinished)
+    assert finished.usage == Usage(10, 5) + spent
