@@ -12,7 +12,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner.agent import Event
@@ -36,6 +36,7 @@ from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
 from runner.session import Session, SessionError, SessionMeta, SessionStore
 from runner.skills import run_skills, tree_skills
+from runner.subagent import Placement, SubagentSettings, Supervisor
 from runner.tools.registry import editing_tools
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
@@ -64,6 +65,7 @@ class RunRequest:
     max_cost_usd: float | None = None
     # Skills left out of the catalog and never invoked (`--no-skill`).
     disabled_skills: tuple[str, ...] = ()
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,21 +159,55 @@ async def run_headless(
     try:
         # A local server too small for an agent is a configuration error.
         await prepare_provider(provider)
+        children = _child_provider(request, make, provider_name, provider)
     except ConfigError:
         await close_provider(provider)
         raise
     sandbox = open_sandbox(
         request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
     )
+    supervisor = (
+        Supervisor(
+            request.subagents,
+            children,
+            cost_limit=request.max_cost_usd,
+            effort=request.effort,
+            placement=Placement(store, meta.id),
+        )
+        if request.subagents.enabled
+        else None
+    )
     try:
         async with sandbox as box:
             return await _run_agent(
-                request, box, provider, store, meta, previous, on_event, stop, started, budget
+                request,
+                box,
+                provider,
+                store,
+                meta,
+                previous,
+                on_event,
+                stop,
+                started,
+                budget,
+                supervisor,
             )
     except SandboxError as error:
         return failed(error, started)
     finally:
+        if children is not provider:
+            await close_provider(children)
         await close_provider(provider)
+
+
+def _child_provider(
+    request: RunRequest, make: ProviderFactory, name: str, provider: Provider
+) -> Provider:
+    """The provider subagents call: the run's own, unless they have a model of their own."""
+    model = request.subagents.model
+    if not request.subagents.enabled or model is None or model == provider.model:
+        return provider
+    return make(name, model, openai_auth=request.openai_auth)
 
 
 async def _run_agent(
@@ -185,6 +221,7 @@ async def _run_agent(
     stop: asyncio.Event | None,
     started: float,
     budget: RunBudget,
+    supervisor: Supervisor | None,
 ) -> RunResult:
     repo = Path(meta.cwd)
     # The prompt is all the requester's own: its `$name` invokes a skill.
@@ -212,6 +249,7 @@ async def _run_agent(
         effort=request.effort,
         budget=budget,
         skills=skills.discovery.skills,
+        subagents=supervisor,
     )
     run = AgentRun(agent, store, meta, on_event=on_event)
     if skills.invoked and on_event is not None:

@@ -30,6 +30,7 @@ from runner.session import (
     utc_timestamp,
 )
 from runner.skills import Skill, with_skill_reads
+from runner.subagent import AgentTool, Supervisor
 from runner.tools import Checklist, tools_for
 
 __all__ = [
@@ -118,10 +119,14 @@ def make_agent(
     effort: Effort | None,
     budget: RunBudget,
     skills: Sequence[Skill] = (),
+    subagents: Supervisor | None = None,
 ) -> Agent:
     """The agent with the tools its model's family knows on `box`, continuing
-    `previous`'s conversation; read_file also reads `skills` not in the tree."""
+    `previous`'s conversation; read_file also reads `skills` not in the tree,
+    and `subagents` adds the `agent` tool."""
     tools = tools_for(provider.model, box, checklist=Checklist())
+    if subagents is not None:
+        tools.append(AgentTool(subagents, box))
     return Agent(
         provider,
         tools=with_skill_reads(tools, skills),

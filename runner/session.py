@@ -149,27 +149,44 @@ class SessionStore:
         path = self.path(session.meta.id)
         try:
             self._make_directory()
-            # Same directory as the target, so os.replace is a rename; mode 0600.
-            fd, tmp = tempfile.mkstemp(
-                dir=self.directory, prefix=f".{session.meta.id}.", suffix=".tmp"
-            )
         except OSError as exc:
             raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+        _write_atomically(path, session)
+
+    def children_directory(self, session_id: str) -> Path:
+        """Where the transcripts of session `session_id`'s subagents are kept."""
+        _check_id(session_id)
+        return self.directory / f"{session_id}.children"
+
+    def child_count(self, session_id: str) -> int:
+        """How many subagent transcripts session `session_id` has saved."""
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-                _write_line(out, _meta_to_json(session.meta))
-                for message in session.messages:
-                    _write_line(out, {"type": "message", **message_to_json(message)})
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException as exc:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
-            raise
-        fsync_directory(self.directory)
+            entries = list(self.children_directory(session_id).iterdir())
+        except FileNotFoundError:
+            return 0
+        return sum(1 for e in entries if e.suffix == _SUFFIX and e.stem.isdigit())
+
+    def save_child(self, session_id: str, number: int, child: Session) -> Path:
+        """Write subagent `number`'s transcript beside session `session_id`, atomically."""
+        directory = self.children_directory(session_id)
+        path = directory / f"{number}{_SUFFIX}"
+        try:
+            self._make_directory()
+            if not directory.is_dir():
+                directory.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+        _write_atomically(path, child)
+        return path
+
+    def load_child(self, session_id: str, number: int) -> Session:
+        """Subagent `number`'s transcript, as `save_child` wrote it."""
+        path = self.children_directory(session_id) / f"{number}{_SUFFIX}"
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SessionConfigError(f"cannot read session file {path}: {_reason(exc)}") from exc
+        return _parse(raw, path, f"{session_id}.{number}")
 
     def load(self, session_id: str) -> Session:
         path = self.path(session_id)
@@ -204,6 +221,30 @@ class SessionStore:
             if not directory.is_dir():
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
                 directory.chmod(0o700)
+
+
+def _write_atomically(path: Path, session: Session) -> None:
+    """Write `session` to `path` through a temporary file renamed into place."""
+    try:
+        # Same directory as the target, so os.replace is a rename; mode 0600.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    except OSError as exc:
+        raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            _write_line(out, _meta_to_json(session.meta))
+            for message in session.messages:
+                _write_line(out, {"type": "message", **message_to_json(message)})
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise SessionError(f"cannot save session to {path}: {_reason(exc)}") from exc
+        raise
+    fsync_directory(path.parent)
 
 
 def _check_id(session_id: str) -> None:

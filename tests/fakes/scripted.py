@@ -8,7 +8,7 @@ streams the reply's text before completing.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TypeAlias
 
 from runner.llm.provider import Completed, StreamEvent, TextDelta
@@ -40,6 +40,34 @@ class ScriptedProvider:
         if isinstance(reply, BaseException):
             raise reply
         response = reply if isinstance(reply, Response) else reply(request)
+        if response.text:
+            yield TextDelta(response.text)
+        yield Completed(response)
+
+
+class AnsweringProvider:
+    """A provider that answers each request with `answer(request)`, awaited.
+
+    For callers that overlap (subagents in parallel): the answer depends on
+    the request, not on the order the calls arrive in, and may wait.
+    """
+
+    name = "scripted"
+
+    def __init__(
+        self, answer: Callable[[Request], Awaitable[Response]], *, model: str = "scripted-1"
+    ) -> None:
+        self._model = model
+        self._answer = answer
+        self.requests: list[Request] = []
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        self.requests.append(request)
+        response = await self._answer(request)
         if response.text:
             yield TextDelta(response.text)
         yield Completed(response)

@@ -1,0 +1,36 @@
+"""What the `agent` tool publishes while a child runs (as `ToolNotice` payloads)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runner.llm.types import Usage
+
+__all__ = ["ChildFinished", "ChildStarted", "ChildTurn"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChildStarted:
+    """Child `number` of the run began its task, named by `description`."""
+
+    number: int
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChildTurn:
+    """Child `number` makes its model call `turn`."""
+
+    number: int
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChildFinished:
+    """Child `number` ended; `error` is None on success, else the error's kind."""
+
+    number: int
+    description: str
+    turns: int
+    usage: Usage
+    error: str | None = None
