@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
 from runner.session import neo_home
+from runner.subagent import SubagentSettings
 
 __all__ = ["add_run_parser", "run_command"]
 
@@ -62,6 +64,20 @@ def add_run_parser(commands: Any) -> None:
         choices=EFFORTS,
         help="how hard the model thinks before it answers (default: no extended thinking)",
     )
+    run.add_argument(
+        "--no-subagents",
+        action="store_true",
+        help="no agent tool: the model explores with its own tools only",
+    )
+    run.add_argument(
+        "--subagent-model", metavar="MODEL", help="the subagents' model (default: the run's)"
+    )
+    run.add_argument(
+        "--max-subagents",
+        type=positive_int,
+        metavar="N",
+        help=f"subagents the run may start (default: {SubagentSettings().max_children})",
+    )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
     run.add_argument(
@@ -97,6 +113,7 @@ def run_command(args: argparse.Namespace) -> int:
             effort=args.effort,
             max_cost_usd=args.max_cost,
             disabled_skills=tuple(args.no_skill),
+            subagents=_subagents(args),
         )
         result = asyncio.run(_run(request, output))
     except ConfigError as error:
@@ -109,6 +126,15 @@ def run_command(args: argparse.Namespace) -> int:
     if not result.is_error:
         return EXIT_OK
     return EXIT_INTERRUPTED if result.error_type == "interrupted" else EXIT_FAILED
+
+
+def _subagents(args: argparse.Namespace) -> SubagentSettings:
+    if args.no_subagents and (args.subagent_model or args.max_subagents):
+        raise ConfigError("--subagent-model and --max-subagents need subagents (no --no-subagents)")
+    settings = SubagentSettings(enabled=not args.no_subagents, model=args.subagent_model)
+    if args.max_subagents is not None:
+        settings = replace(settings, max_children=args.max_subagents)
+    return settings
 
 
 async def _run(request: RunRequest, output: Output) -> RunResult:

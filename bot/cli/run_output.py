@@ -137,7 +137,7 @@ def _snake(name: str) -> str:
 
 
 def _summary(args: dict[str, JSON]) -> str:
-    for key in ("command", "path", "pattern"):
+    for key in ("command", "path", "pattern", "description"):
         value = args.get(key)
         if isinstance(value, str):
             return one_line(value, 80)
