@@ -36,7 +36,7 @@ from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
 from runner.session import Session, SessionError, SessionMeta, SessionStore
 from runner.skills import run_skills, tree_skills
-from runner.subagent import Placement, SubagentSettings, Supervisor
+from runner.subagent import Placement, SubagentSettings, Supervisor, children_provider
 from runner.tools.registry import editing_tools
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
@@ -159,7 +159,12 @@ async def run_headless(
     try:
         # A local server too small for an agent is a configuration error.
         await prepare_provider(provider)
-        children = _child_provider(request, make, provider_name, provider)
+        children = children_provider(
+            request.subagents,
+            provider,
+            functools.partial(make, openai_auth=request.openai_auth),
+            provider_name,
+        )
     except ConfigError:
         await close_provider(provider)
         raise
@@ -198,16 +203,6 @@ async def run_headless(
         if children is not provider:
             await close_provider(children)
         await close_provider(provider)
-
-
-def _child_provider(
-    request: RunRequest, make: ProviderFactory, name: str, provider: Provider
-) -> Provider:
-    """The provider subagents call: the run's own, unless they have a model of their own."""
-    model = request.subagents.model
-    if not request.subagents.enabled or model is None or model == provider.model:
-        return provider
-    return make(name, model, openai_auth=request.openai_auth)
 
 
 async def _run_agent(

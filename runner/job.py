@@ -67,6 +67,7 @@ from runner.session import (
     utc_timestamp,
 )
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
+from runner.subagent import Placement, SubagentSettings, Supervisor, children_provider
 from runner.text import one_line
 from runner.tools.registry import editing_tools
 
@@ -144,6 +145,7 @@ class JobSpec:
     # tree: a pull request job's default branch, so the PR cannot rewrite them.
     skills_branch: str | None = None
     disabled_skills: tuple[str, ...] = ()
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +252,16 @@ async def run(
         time_limit=spec.time_limit,
         max_cost_usd=spec.max_cost_usd,
     )
+    try:
+        children = children_provider(
+            spec.subagents,
+            provider,
+            functools.partial(provider_factory, openai_auth=spec.openai_auth),
+            spec.provider,
+        )
+    except BaseException:
+        await close_provider(provider)
+        raise
     workspace = spec.data_dir / "workspaces" / spec.job_id
     progress = _Progress()
     try:
@@ -257,7 +269,15 @@ async def run(
             await asyncio.to_thread(_remove, workspace)
             await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
             work = _prepare_and_run_agent(
-                spec, workspace, mirrors, provider, project_context, progress, on_event, budget
+                spec,
+                workspace,
+                mirrors,
+                provider,
+                project_context,
+                progress,
+                on_event,
+                budget,
+                children,
             )
             error = await bounded(
                 work,
@@ -279,6 +299,8 @@ async def run(
     except (GitError, SandboxError, SessionError) as error:
         result = _result(spec, provider, progress, started, error=error)
     finally:
+        if children is not provider:
+            await close_provider(children)
         await close_provider(provider)
         await asyncio.to_thread(_remove, workspace)
     if result.error_message is not None:
@@ -333,6 +355,7 @@ async def _prepare_and_run_agent(
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
     budget: RunBudget,
+    children: Provider,
 ) -> None:
     progress.start = await _checkout(spec, tree, mirrors)
     _mark(spec, "checkout_done")
@@ -342,7 +365,9 @@ async def _prepare_and_run_agent(
     skills = await _skills(spec, tree)
     async with _sandbox(spec, tree) as box:
         _mark(spec, "sandbox_ready")
-        await _run_agent(spec, box, provider, project, skills, progress, on_event, tree, budget)
+        await _run_agent(
+            spec, box, provider, project, skills, progress, on_event, tree, budget, children
+        )
 
 
 async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
@@ -410,6 +435,7 @@ async def _run_agent(
     on_event: Callable[[Event], None] | None,
     tree: Path,
     budget: RunBudget,
+    children: Provider,
 ) -> None:
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
@@ -449,6 +475,15 @@ async def _run_agent(
         effort=spec.effort,
         budget=budget,
         skills=skills.discovery.skills,
+        subagents=Supervisor(
+            spec.subagents,
+            children,
+            cost_limit=spec.max_cost_usd,
+            effort=spec.effort,
+            placement=Placement(store, session_id),
+        )
+        if spec.subagents.enabled
+        else None,
     )
     asked: list[bool] = []  # the first model call of this job is logged
 

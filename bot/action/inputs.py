@@ -49,6 +49,7 @@ INPUTS: Final = (
     "time_limit",
     "max_cost",
     "effort",
+    "subagents",
     "allowed_users",
     "allowed_bots",
     "branch_prefix",
@@ -97,8 +98,8 @@ class ActionInputs:
     config_path: str = CONFIG_PATH
     allowed_bots: frozenset[str] = frozenset()
     # Settings of `.github/neo.yml` the workflow sets, already valid for RepoConfig
-    # (provider, model, max_turns, time_limit, effort or thinking, allowed_users,
-    # branch_prefix).
+    # (provider, model, max_turns, time_limit, effort or thinking, subagents,
+    # allowed_users, branch_prefix).
     overrides: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -212,6 +213,13 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
         if effort not in EFFORTS:
             raise InputError(f"input effort: must be one of none, {', '.join(EFFORTS)}")
         values["effort"] = effort
+    subagents = get("subagents")
+    if subagents:
+        if subagents not in ("true", "false"):
+            raise InputError("input subagents: must be true or false")
+        # Off replaces the file's subagent settings; on keeps them (and their budgets).
+        if subagents == "false":
+            values["subagents"] = {"enabled": False}
     if get("allowed_users"):
         values["allowed_users"] = tuple(_words(get("allowed_users")))
     if bots:

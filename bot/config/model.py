@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from bot.config.cron import Cron
 from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
+from runner.subagent import SubagentSettings
 
-__all__ = ["Fallback", "Permission", "Provider", "RepoConfig", "Schedule"]
+__all__ = ["Fallback", "Permission", "Provider", "RepoConfig", "Schedule", "Subagents"]
 
 _MAX_SCHEDULES = 20
 
@@ -147,6 +148,71 @@ class Fallback(_Strict):
     )
 
 
+class Subagents(_Strict):
+    """The subagents a run may hand investigations to, and what they may spend."""
+
+    enabled: bool = Field(
+        default=True,
+        strict=True,
+        description=(
+            "Whether the agent has the `agent` tool, which hands one investigation to a"
+            " subagent that can only read (`read_file`, `grep`, `glob`) and answers with"
+            " facts and line numbers, keeping the exploration out of the main conversation."
+        ),
+    )
+    max_turns: int = Field(
+        default=20,
+        ge=1,
+        le=100,
+        strict=True,
+        description="The most model calls one subagent may make before it stops.",
+    )
+    max_parallel: int = Field(
+        default=4,
+        ge=1,
+        le=16,
+        strict=True,
+        description="Subagents running at once; further calls wait for one to finish.",
+    )
+    max_children: int = Field(
+        default=16,
+        ge=0,
+        le=200,
+        strict=True,
+        description="Subagents one run may start; the next call is answered with an error.",
+    )
+    model: _Text | None = Field(
+        default=None,
+        description=(
+            "The subagents' model, of the run's provider, e.g. a cheaper `claude-haiku-4-5`."
+            " Unset: the run's own model."
+        ),
+    )
+    budget_share: float | None = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "The share of `max_cost_usd` the subagents of a run may spend together; past it"
+            " a call is answered with an error and no subagent starts. Their cost counts"
+            " towards `max_cost_usd` too. Unset, or no `max_cost_usd`: no share of their own."
+        ),
+    )
+
+    def settings(self) -> SubagentSettings:
+        """These settings as the runner takes them."""
+        return SubagentSettings(
+            enabled=self.enabled,
+            max_turns=self.max_turns,
+            max_parallel=self.max_parallel,
+            max_children=self.max_children,
+            model=self.model,
+            budget_share=self.budget_share,
+        )
+
+
 class RepoConfig(_Strict):
     """The settings in `.github/neo.yml`. Every field is optional."""
 
@@ -215,6 +281,10 @@ class RepoConfig(_Strict):
             "How hard the model thinks when `thinking` is on: `low`, `medium` or `high`."
             " Higher costs more tokens."
         ),
+    )
+    subagents: Subagents = Field(
+        default=Subagents(),
+        description="Investigations handed to read-only subagents; see [Subagents](#subagents).",
     )
     setup: tuple[_Command, ...] = Field(
         default=(),

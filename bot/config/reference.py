@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
-from bot.config.model import Fallback, RepoConfig, Schedule
+from bot.config.model import Fallback, RepoConfig, Schedule, Subagents
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 
@@ -34,6 +34,7 @@ time_limit: 45  # minutes
 max_cost_usd: 5.00
 thinking: true
 effort: high
+subagents: {max_parallel: 4, model: claude-haiku-4-5}  # or {enabled: false}
 setup:
   - pip install -e '.[dev]'
 setup_network: true  # setup installs packages; the agent itself stays offline
@@ -91,6 +92,8 @@ def _default(info: FieldInfo) -> str:
     if info.default is PydanticUndefined:
         return "required"
     value = info.default
+    if isinstance(value, BaseModel):
+        return f"`{json.dumps(value.model_dump())}`"
     if isinstance(value, tuple):
         value = list(value)
     return f"`{json.dumps(value)}`"
@@ -149,6 +152,19 @@ def reference_markdown() -> str:
         "fallback's API key, like the first provider's, is the service's.",
         "",
         *_table(Fallback),
+        "",
+        "## Subagents",
+        "",
+        "With `subagents` on, the agent may hand an investigation (where is X handled, "
+        "which callers use Y) to a subagent: a fresh conversation with only `read_file`, "
+        "`grep` and `glob` on the same files, which changes nothing and answers with facts "
+        "and line numbers. Only that answer enters the main conversation, so exploring "
+        "many files costs the run far fewer tokens there. Subagents cannot start "
+        "subagents. Their tokens count in the run's usage and cost, the progress comment "
+        "shows each one running, and their conversations are saved beside the run's "
+        "session.",
+        "",
+        *_table(Subagents),
         "",
         "## Schedules",
         "",

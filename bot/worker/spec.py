@@ -190,6 +190,7 @@ def job_spec(
         max_turns=config.max_turns,
         time_limit=config.time_limit * 60.0,
         max_cost_usd=config.max_cost_usd,
+        subagents=config.subagents.settings(),
         effort=config.effort if config.thinking else None,
         sandbox=settings.sandbox,
         image=(config.sandbox_image or settings.sandbox_image) if docker else None,

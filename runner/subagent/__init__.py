@@ -3,7 +3,13 @@
 from runner.subagent.events import ChildFinished, ChildStarted, ChildTurn
 from runner.subagent.prompt import inspect_prompt
 from runner.subagent.settings import SubagentSettings
-from runner.subagent.supervisor import ChildBudget, Placement, SubagentBudget, Supervisor
+from runner.subagent.supervisor import (
+    ChildBudget,
+    Placement,
+    SubagentBudget,
+    Supervisor,
+    children_provider,
+)
 from runner.subagent.tool import SPEC, AgentTool, inspect_tools
 
 __all__ = [
@@ -17,6 +23,7 @@ __all__ = [
     "SubagentBudget",
     "SubagentSettings",
     "Supervisor",
+    "children_provider",
     "inspect_prompt",
     "inspect_tools",
 ]

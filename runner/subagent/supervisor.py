@@ -8,7 +8,7 @@ sentence for the model, given before any provider call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -19,7 +19,7 @@ from runner.llm.types import Effort, Usage
 from runner.session import SessionStore
 from runner.subagent.settings import SubagentSettings
 
-__all__ = ["ChildBudget", "Placement", "SubagentBudget", "Supervisor"]
+__all__ = ["ChildBudget", "Placement", "SubagentBudget", "Supervisor", "children_provider"]
 
 
 class SubagentBudget(AgentError):
@@ -132,6 +132,20 @@ class Supervisor:
         """Held while a child runs: at most `max_parallel` at once."""
         async with self._slots:
             yield
+
+
+def children_provider(
+    settings: SubagentSettings,
+    provider: Provider,
+    make: Callable[[str, str], Provider],
+    name: str,
+) -> Provider:
+    """The provider children call: the run's own `provider`, unless they have a model of
+    their own, which `make` builds for provider `name` (the caller then closes it)."""
+    model = settings.model
+    if not settings.enabled or model is None or model == provider.model:
+        return provider
+    return make(name, model)
 
 
 class ChildBudget:

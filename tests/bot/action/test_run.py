@@ -35,9 +35,11 @@ from bot.action.outputs import ActionOutcome, render_outputs
 from bot.action.plan import ACTION_INSTALLATION, Run, Skip, plan, workflow_branch
 from bot.action.run import job_number
 from bot.cli.main import main
+from bot.config import CONFIG_PATH, RepoConfig
 from bot.github.app import GitHubApp
 from bot.intake.triggers import Reason
 from bot.jobs import Thread
+from bot.worker.config import ConfigSource, overridden
 from bot.worker.progress import job_marker
 from tests.bot.serving import corpus
 from tests.fakes import (
@@ -166,6 +168,30 @@ def test_inputs_default_to_the_apps_trigger_rules_and_the_local_sandbox() -> Non
 )
 def test_the_effort_input(effort: str, settings: dict[str, object]) -> None:
     assert inputs(effort=effort).overrides == settings
+
+
+@pytest.mark.parametrize(
+    ("value", "settings"),
+    [("false", {"subagents": {"enabled": False}}), ("true", {}), ("", {})],
+    ids=["false-turns-them-off", "true-keeps-the-file", "empty-leaves-the-file"],
+)
+def test_the_subagents_input(value: str, settings: dict[str, object]) -> None:
+    assert inputs(subagents=value).overrides == settings
+
+
+def test_the_subagents_input_turns_off_what_the_file_turned_on() -> None:
+    file = RepoConfig.model_validate({"subagents": {"model": "claude-haiku-4-5"}})
+    source = ConfigSource(path=CONFIG_PATH, overrides=inputs(subagents="false").overrides)
+
+    config = overridden(file, source, "the file")
+
+    assert config.subagents.settings().enabled is False
+
+
+def test_a_bad_subagents_input_is_one_line() -> None:
+    with pytest.raises(InputError) as caught:
+        inputs(subagents="off")
+    assert str(caught.value) == "input subagents: must be true or false"
 
 
 def test_inputs_become_settings_and_keys_go_to_their_sdk_variables() -> None:

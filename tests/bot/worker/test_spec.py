@@ -22,6 +22,7 @@ from bot.worker.spec import (
     work_branch,
 )
 from runner.errors import ConfigError
+from runner.subagent import SubagentSettings
 
 REQUEST = JobRequest(
     kind="run",
@@ -151,6 +152,25 @@ def test_the_config_decides_how_openai_signs_in(auth: str) -> None:
     )
 
     assert (spec.provider, spec.openai_auth) == ("openai", auth)
+
+
+def test_the_configs_subagents_reach_the_runner() -> None:
+    config = parse_repo_config(
+        "subagents: {max_parallel: 2, max_children: 5, model: claude-haiku-4-5}\n"
+    )
+
+    spec, _ = job_spec(
+        job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
+    )
+
+    assert spec.subagents == SubagentSettings(
+        max_parallel=2, max_children=5, model="claude-haiku-4-5"
+    )
+    off = parse_repo_config("subagents: {enabled: false}\n")
+    spec, _ = job_spec(
+        job(), off, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
+    )
+    assert spec.subagents.enabled is False
 
 
 @pytest.mark.parametrize(
