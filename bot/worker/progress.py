@@ -31,6 +31,7 @@ from runner.agent.events import (
 from runner.headless import RunResult
 from runner.llm.types import Usage
 from runner.skills import SkillsInvoked
+from runner.subagent import ChildFinished, ChildStarted, ChildTurn
 from runner.text import one_line
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
@@ -41,6 +42,7 @@ __all__ = [
     "Outcome",
     "Progress",
     "ProgressState",
+    "RunningChild",
     "Status",
     "Step",
     "Throttle",
@@ -167,6 +169,7 @@ _SUBJECT = {
     "edit_file": "path",
     "grep": "pattern",
     "glob": "pattern",
+    "agent": "description",
 }
 
 
@@ -269,6 +272,15 @@ THINKING = Step("thinking")
 
 
 @dataclass(frozen=True, slots=True)
+class RunningChild:
+    """A subagent at work: its number in the run, its task, its model calls so far."""
+
+    number: int
+    description: str
+    turns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ProgressState:
     job_id: str
     status: Status
@@ -284,6 +296,8 @@ class ProgressState:
     compactions: tuple[tuple[int, int], ...] = ()
     # The skills the request invoked: the job's label.
     skills: tuple[str, ...] = ()
+    # The subagents running now, in the order they started.
+    children: tuple[RunningChild, ...] = ()
 
     def elapsed(self, now: float) -> float:
         """Seconds since the job started (or was queued), frozen once it ended."""
@@ -327,6 +341,7 @@ class Progress:
         self._turns = 0
         self._compactions: list[tuple[int, int]] = []
         self._skills: tuple[str, ...] = ()
+        self._children: dict[int, RunningChild] = {}
 
     @property
     def state(self) -> ProgressState:
@@ -343,6 +358,7 @@ class Progress:
             turns=self._turns,
             compactions=tuple(self._compactions),
             skills=self._skills,
+            children=tuple(self._children.values()),
         )
 
     def start(self) -> None:
@@ -387,16 +403,27 @@ class Progress:
         elif isinstance(event, ToolFinished):
             self._finished(event)
         elif isinstance(event, ToolNotice):
-            if isinstance(event.payload, ChecklistChanged):
-                self._checklist = event.payload.items
-            elif isinstance(event.payload, SkillsInvoked):
-                self._skills = event.payload.names
+            self._notice(event.payload)
         elif isinstance(event, Compacted):
             self._compactions.append((event.tokens_before, event.tokens_after))
             self._step = Step(_compacted(event.tokens_before, event.tokens_after))
         elif isinstance(event, TurnFinished):
             self._running.clear()
+            self._children.clear()
             self._step = None
+
+    def _notice(self, payload: object) -> None:
+        if isinstance(payload, ChecklistChanged):
+            self._checklist = payload.items
+        elif isinstance(payload, ChildStarted):
+            self._children[payload.number] = RunningChild(payload.number, payload.description)
+        elif isinstance(payload, ChildTurn) and payload.number in self._children:
+            child = self._children[payload.number]
+            self._children[payload.number] = replace(child, turns=payload.turn)
+        elif isinstance(payload, ChildFinished):
+            self._children.pop(payload.number, None)
+        elif isinstance(payload, SkillsInvoked):
+            self._skills = payload.names
 
     def _current(self) -> Step:
         """The latest call still running, else thinking."""
@@ -502,6 +529,8 @@ def render_progress(state: ProgressState, *, now: float) -> str:
         parts.append("\n".join(checklist))
     if state.step is not None and state.status not in _FINAL:
         parts.append(f"**Now:** {_step_text(state.step)}")
+    if state.children and state.status not in _FINAL:
+        parts.append("\n".join(_child_line(child) for child in state.children[:_MAX_CHILDREN]))
     notes = []
     if state.calls:
         count = len(state.calls)
@@ -515,6 +544,14 @@ def render_progress(state: ProgressState, *, now: float) -> str:
 
 def _skills_line(names: Sequence[str]) -> str:
     return f"**Skills:** {', '.join(_code(name) for name in names)}"
+
+
+_MAX_CHILDREN = 16
+
+
+def _child_line(child: RunningChild) -> str:
+    calls = f" · model call {child.turns}" if child.turns else ""
+    return f"- 🔎 subagent {child.number}: {_inline(child.description, 120)}{calls}"
 
 
 def _compacted(before: int, after: int) -> str:

@@ -492,8 +492,10 @@ JOB_PROCESS = """
 import asyncio, json, sys
 from pathlib import Path
 from runner.job import JobSpec, run
+from runner.subagent import SubagentSettings
 
 values = json.load(sys.stdin)
+values["subagents"] = SubagentSettings(**values["subagents"])
 values["data_dir"] = Path(values["data_dir"])
 values["setup"] = tuple(values["setup"])
 values["co_author"] = tuple(values["co_author"]) if values["co_author"] else None
@@ -504,6 +506,7 @@ asyncio.run(run(JobSpec(**values)))
 @contextlib.contextmanager
 def job_process(spec: JobSpec, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+    values["subagents"] = dataclasses.asdict(spec.subagents)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-c", JOB_PROCESS],
