@@ -7,6 +7,7 @@ reported through `ToolContext.spend`, its transcript saved beside the session.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 
@@ -83,20 +84,24 @@ class AgentTool:
         watch = _Watch()
         child: Agent | None = None
         error: NeoError | None = None
+        # How the child ended, for the progress comment: None when it answered.
+        kind: str | None = "failed"
         try:
             async with supervisor.slot():
                 child = self._child(number, ctx, watch)
                 ctx.emit(ChildStarted(number, request.description))
                 try:
                     await child.send(task_message(request.description, request.prompt))
+                    kind = None
                 except NeoError as stopped:
-                    error = stopped
+                    error, kind = stopped, stopped.kind
+        except asyncio.CancelledError:
+            kind = "interrupted"
+            raise
         finally:
             usage = child.usage if child is not None else Usage()
             supervisor.finished(number, usage)
             ctx.spend(usage)
-            ended = watch.finished
-            kind = error.kind if error else (ended.error if ended else "interrupted")
             if child is not None:
                 self._save(number, child)
             ctx.emit(ChildFinished(number, request.description, watch.turns, usage, kind))
