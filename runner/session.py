@@ -115,12 +115,6 @@ def before_job(session: Session) -> Session:
     return Session(replace(session.meta, usage=mark.usage, job=None), tuple(kept))
 
 
-def neo_home() -> Path:
-    """Neo's own directory: `$NEO_HOME`, or `~/.neo` when unset or empty."""
-    home = os.environ.get("NEO_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".neo"
-
-
 def utc_timestamp(now: datetime | None = None) -> str:
     """`now` (default: the current time) as ISO 8601 UTC, e.g. `2026-11-29T23:24:38Z`."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)

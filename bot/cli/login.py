@@ -22,7 +22,7 @@ from runner.auth import (
     sign_in,
 )
 from runner.errors import ConfigError
-from runner.session import neo_home
+from runner.home import neo_home
 
 __all__ = ["add_login_parser", "add_logout_parser", "login_command", "logout_command"]
 

@@ -17,9 +17,9 @@ from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
+from runner.home import neo_home
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
-from runner.session import neo_home
 from runner.subagent import SubagentSettings
 
 __all__ = ["add_run_parser", "run_command"]

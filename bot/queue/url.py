@@ -9,6 +9,7 @@ from pathlib import Path
 from bot.queue.base import JobQueue
 from bot.queue.sqlite import SqliteQueue
 from runner.errors import ConfigError
+from runner.home import neo_home
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -16,10 +17,8 @@ SQLITE_PREFIX = "sqlite:///"
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
     """`$NEO_DATA_DIR`, else Neo's home (`$NEO_HOME`, else `~/.neo`)."""
     env = os.environ if environ is None else environ
-    # NEO_HOME as runner.session.neo_home reads it; importing that module
-    # would load every model SDK into the server and `neo jobs`.
-    configured = env.get("NEO_DATA_DIR") or env.get("NEO_HOME")
-    return Path(configured).expanduser() if configured else Path.home() / ".neo"
+    configured = env.get("NEO_DATA_DIR")
+    return Path(configured).expanduser() if configured else neo_home(env)
 
 
 def sqlite_url(path: Path) -> str:

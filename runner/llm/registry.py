@@ -86,8 +86,8 @@ def _adapter(name: str, model: str | None, openai_auth: str) -> Provider:
 
         return AnthropicProvider(model or DEFAULT_MODEL)
     if name == "openai" and openai_auth == "subscription":
+        from runner.home import neo_home
         from runner.llm.chatgpt import chatgpt_provider
-        from runner.session import neo_home
 
         return chatgpt_provider(model, home=neo_home())
     if name == "openai":

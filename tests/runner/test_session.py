@@ -19,7 +19,6 @@ from runner.session import (
     SessionMeta,
     SessionStore,
     before_job,
-    neo_home,
     start_job,
     utc_timestamp,
 )
@@ -422,16 +421,6 @@ def test_a_corrupt_job_mark_is_reported_on_line_one(
     with pytest.raises(SessionError) as excinfo:
         SessionStore(tmp_path).load("s1")
     assert str(excinfo.value) == f"corrupt session file {path} line 1: {reason}"
-
-
-def test_neo_home_honours_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NEO_HOME", str(tmp_path / "custom"))
-    assert neo_home() == tmp_path / "custom"
-    monkeypatch.setenv("HOME", str(tmp_path / "user"))
-    monkeypatch.setenv("NEO_HOME", "")
-    assert neo_home() == tmp_path / "user" / ".neo"
-    monkeypatch.delenv("NEO_HOME")
-    assert neo_home() == tmp_path / "user" / ".neo"
 
 
 def test_new_ids_are_unique_safe_and_timestamped(tmp_path: Path) -> None:
