@@ -55,7 +55,7 @@ class RunRequest:
     # (provider, model) to turn to when the first is unavailable.
     fallback: tuple[str, str | None] | None = None
     # How the openai provider signs in: "api_key" or "subscription".
-    openai_auth: str = "api_key"
+    openai_auth: str | None = None
     max_turns: int = 100
     timeout: float | None = None
     resume: str | None = None
@@ -136,8 +136,11 @@ async def run_headless(
     repo = _working_tree(request, previous)
     provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
     model = request.model or (previous.meta.model if previous else None)
+    # A resumed session signs in as it did, unless the request says otherwise.
+    openai_auth = request.openai_auth or (previous.meta.openai_auth if previous else None)
+    make_one = functools.partial(make, openai_auth=openai_auth or "api_key")
     provider = with_fallback(
-        functools.partial(make, openai_auth=request.openai_auth),
+        make_one,
         provider_name,
         model,
         request.fallback,
@@ -156,13 +159,14 @@ async def run_headless(
         model=provider.model,
         cwd=str(repo),
     )
+    meta = replace(meta, openai_auth=openai_auth if openai_auth != "api_key" else None)
     try:
         # A local server too small for an agent is a configuration error.
         await prepare_provider(provider)
         children = children_provider(
             request.subagents,
             provider,
-            functools.partial(make, openai_auth=request.openai_auth),
+            make_one,
             provider_name,
         )
     except ConfigError:

@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,6 +83,9 @@ class SessionMeta:
     compactions: tuple[CompactionRecord, ...] = ()
     # The skills the session's requests invoked, by name, first use first.
     skills: tuple[str, ...] = ()
+    # How the openai provider signed in ("subscription"), so a resumed run
+    # signs in the same way; None: the default, an API key.
+    openai_auth: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +284,8 @@ def _meta_to_json(meta: SessionMeta) -> JSONObject:
         ]
     if meta.skills:
         obj["skills"] = list(meta.skills)
+    if meta.openai_auth is not None:
+        obj["openai_auth"] = meta.openai_auth
     return obj
 
 
@@ -353,7 +359,15 @@ def _meta_from_json(obj: dict[str, object], session_id: str) -> SessionMeta:
         job=_mark_from_json(obj["job"]) if obj.get("job") is not None else None,
         compactions=_compactions_from_json(obj.get("compactions", [])),
         skills=_skills_from_json(obj.get("skills", [])),
+        openai_auth=_optional_text(obj, "openai_auth"),
     )
+
+
+def _optional_text(obj: Mapping[str, object], name: str) -> str | None:
+    value = obj.get(name)
+    if value is not None and not isinstance(value, str):
+        raise _Corrupt(f"session {name} must be a string, got {_show(value)}")
+    return value
 
 
 def _skills_from_json(obj: object) -> tuple[str, ...]:

@@ -47,9 +47,8 @@ def add_run_parser(commands: Any) -> None:
     run.add_argument(
         "--openai-auth",
         choices=OPENAI_AUTHS,
-        default="api_key",
         help="how --provider openai signs in: OPENAI_API_KEY, or the ChatGPT sign-in "
-        "of `neo login chatgpt` (default: api_key)",
+        "of `neo login chatgpt` (default: api_key, or the resumed session's)",
     )
     run.add_argument("--max-turns", type=positive_int, default=100, metavar="N")
     run.add_argument("--timeout", type=positive_float, metavar="SECONDS")

@@ -152,6 +152,24 @@ def test_run_with_the_subscription_drives_tools_end_to_end(
     assert "hello world" in outputs[0]["output"]
     assert token not in done.stdout + done.stderr
 
+    # Resumed without the flag, the session signs in as it did.
+    backend.script(Reply([message("You asked me to read greeting.txt.")]))
+    again = neo(
+        home,
+        env,
+        "run",
+        "--output-format",
+        "json",
+        "--resume",
+        result["session_id"],
+        "what did I ask?",
+    )
+
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout.strip().splitlines()[-1])["is_error"] is False
+    assert len(backend.requests) == 3
+    assert backend.requests[2].headers["authorization"] == f"Bearer {token}"
+
 
 def test_run_without_signing_in_is_one_line_exit_2(
     auth: FakeChatGPTAuth, backend: FakeOpenAIResponses, tmp_path: Path
