@@ -9,6 +9,8 @@ from bot.queue.base import (
     LeaseLost,
     QueueClosed,
     QueueError,
+    SpendLine,
+    SpendRecord,
 )
 from bot.queue.sqlite import SqliteQueue, WriteStats
 from bot.queue.url import data_dir, default_queue_url, open_queue, sqlite_path, sqlite_url
@@ -23,6 +25,8 @@ __all__ = [
     "LeaseLost",
     "QueueClosed",
     "QueueError",
+    "SpendLine",
+    "SpendRecord",
     "SqliteQueue",
     "WakingQueue",
     "WriteStats",

@@ -56,6 +56,44 @@ class CancelApplied:
         return {"cancelled": list(self.cancelled), "cancel_requested": list(self.cancel_requested)}
 
 
+@dataclass(frozen=True, slots=True)
+class SpendRecord:
+    """What one finished job cost, on one model, and when (unix time, UTC)."""
+
+    job_id: int
+    repository: str  # owner/name
+    installation_id: int | None
+    model: str
+    at: float
+    cost_usd: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SpendLine:
+    """Spend summed over one UTC day (YYYY-MM-DD), repository and model."""
+
+    day: str
+    repository: str
+    model: str
+    jobs: int
+    cost_usd: float
+    input_tokens: int
+    output_tokens: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "day": self.day,
+            "repository": self.repository,
+            "model": self.model,
+            "jobs": self.jobs,
+            "cost_usd": round(self.cost_usd, 6),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
 class QueueError(Exception):
     """A queue failure, one line, safe to print."""
 
@@ -167,6 +205,25 @@ class JobQueue(Protocol):
         How the scheduler finds the last slot it queued for a schedule after a
         restart: those keys end with the slot, written to sort by time.
         """
+        ...
+
+    async def record_spend(self, records: Sequence[SpendRecord]) -> None:
+        """Store what finished jobs cost, durably, before it returns."""
+        ...
+
+    async def spent_since(
+        self, since: float, *, repository: str | None = None, installation_id: int | None = None
+    ) -> float:
+        """US dollars spent from `since` (unix time) on, by one repository or one installation.
+
+        Exactly one of `repository` (owner/name, any case) and `installation_id` is given.
+        """
+        ...
+
+    async def spend(
+        self, since: float, *, repository: str | None = None
+    ) -> builtins.list[SpendLine]:
+        """Spend from `since` on, per UTC day, repository and model; the newest day first."""
         ...
 
     async def close(self) -> None:

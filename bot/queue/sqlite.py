@@ -30,10 +30,12 @@ from bot.queue.base import (
     LeaseLost,
     QueueClosed,
     QueueError,
+    SpendLine,
+    SpendRecord,
 )
 from runner.errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # The background checkpointer's pace, and the WAL size (pages) past which the
 # writer checkpoints itself: a backstop should the background fall behind.
@@ -75,6 +77,38 @@ _SCHEMA = (
     # "does this thread have a running job?", cancel requests for a thread,
     # and a repository's jobs: its thread keys share the prefix "owner/name#".
     "CREATE INDEX jobs_thread ON jobs (thread_key, state)",
+)
+
+# What each later version adds to the one before it: an older database is
+# brought up to date on open, in the same transaction as the version bump.
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # Version 2: what finished jobs cost, a row per job and model. `repository`
+    # is owner/name in lower case; `at` is unix time. The budgets' queries sum
+    # a repository's or an installation's rows from the start of a UTC day.
+    2: (
+        """CREATE TABLE spend (
+            id INTEGER PRIMARY KEY,
+            job_id INTEGER NOT NULL,
+            repository TEXT NOT NULL,
+            installation_id INTEGER,
+            model TEXT NOT NULL,
+            at REAL NOT NULL,
+            cost_usd REAL NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL
+        )""",
+        "CREATE INDEX spend_repository ON spend (repository, at)",
+        "CREATE INDEX spend_installation ON spend (installation_id, at)",
+    ),
+}
+
+_SPENT_BY_REPOSITORY = "SELECT total(cost_usd) FROM spend WHERE repository = ? AND at >= ?"
+_SPENT_BY_INSTALLATION = "SELECT total(cost_usd) FROM spend WHERE installation_id = ? AND at >= ?"
+_SPEND_LINES = (
+    "SELECT date(at, 'unixepoch') AS day, repository, model, count(DISTINCT job_id),"
+    " total(cost_usd), total(input_tokens), total(output_tokens) FROM spend"
+    " WHERE at >= ? AND (? IS NULL OR repository = ?)"
+    " GROUP BY day, repository, model ORDER BY day DESC, repository, model"
 )
 
 _JOB_COLUMNS = (
@@ -430,6 +464,57 @@ class SqliteQueue:
         )
         return str(rows[0][0]) if rows else None
 
+    # -- spend ----------------------------------------------------------------
+
+    async def record_spend(self, records: Sequence[SpendRecord]) -> None:
+        rows = [
+            (
+                r.job_id,
+                r.repository.lower(),
+                r.installation_id,
+                r.model,
+                r.at,
+                r.cost_usd,
+                r.input_tokens,
+                r.output_tokens,
+            )
+            for r in records
+        ]
+
+        def operation(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO spend (job_id, repository, installation_id, model, at, cost_usd,"
+                " input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+        if rows:
+            await self._write(operation)
+
+    async def spent_since(
+        self, since: float, *, repository: str | None = None, installation_id: int | None = None
+    ) -> float:
+        if (repository is None) == (installation_id is None):
+            raise ValueError("name exactly one of a repository and an installation")
+        value: object
+        if repository is not None:
+            sql, value = _SPENT_BY_REPOSITORY, repository.lower()
+        else:
+            sql, value = _SPENT_BY_INSTALLATION, installation_id
+        rows = await self._read(sql, (value, since))
+        return float(rows[0][0])
+
+    async def spend(
+        self, since: float, *, repository: str | None = None
+    ) -> builtins.list[SpendLine]:
+        # NULL matches every repository: one statement, no text built at run time.
+        name = None if repository is None else repository.lower()
+        rows = await self._read(_SPEND_LINES, (since, name, name))
+        return [
+            SpendLine(day, repo, model, jobs, float(cost), int(tokens_in), int(tokens_out))
+            for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
+        ]
+
     async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
         def query() -> list[Any]:
             with self._read_lock:
@@ -587,6 +672,11 @@ def _prepare(conn: sqlite3.Connection, path: Path, first_job_id: int = 1) -> Non
                         "INSERT INTO sqlite_sequence (name, seq) VALUES ('jobs', ?)",
                         (first_job_id - 1,),
                     )
+                version = 1
+            for later in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[later]:
+                    conn.execute(statement)
+            if version < SCHEMA_VERSION:
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:

@@ -14,7 +14,14 @@ import builtins
 from collections.abc import Sequence
 
 from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
-from bot.queue.base import CancelApplied, EnqueueResult, Heartbeat, JobQueue
+from bot.queue.base import (
+    CancelApplied,
+    EnqueueResult,
+    Heartbeat,
+    JobQueue,
+    SpendLine,
+    SpendRecord,
+)
 
 __all__ = ["WakingQueue"]
 
@@ -78,6 +85,21 @@ class WakingQueue:
 
     async def last_dedupe_key(self, prefix: str) -> str | None:
         return await self.queue.last_dedupe_key(prefix)
+
+    async def record_spend(self, records: Sequence[SpendRecord]) -> None:
+        await self.queue.record_spend(records)
+
+    async def spent_since(
+        self, since: float, *, repository: str | None = None, installation_id: int | None = None
+    ) -> float:
+        return await self.queue.spent_since(
+            since, repository=repository, installation_id=installation_id
+        )
+
+    async def spend(
+        self, since: float, *, repository: str | None = None
+    ) -> builtins.list[SpendLine]:
+        return await self.queue.spend(since, repository=repository)
 
     async def close(self) -> None:
         await self.queue.close()

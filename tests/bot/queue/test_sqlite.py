@@ -493,7 +493,7 @@ async def test_reopening_keeps_everything(db: Path, clock: FakeClock) -> None:
         clock.advance(LEASE + 1)
         assert await queue.requeue_expired() == [job_id]
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (1,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 

@@ -1,0 +1,100 @@
+"""The spend table of the SQLite queue: recorded durably, summed per window, migrated in."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.queue import SpendLine, SpendRecord, SqliteQueue
+from bot.queue.sqlite import _SCHEMA
+
+DAY = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
+
+
+def spent(job_id: int, at: float, cost: float, **fields: object) -> SpendRecord:
+    values: dict[str, object] = {
+        "repository": "Octo/Hello",
+        "installation_id": 7,
+        "model": "claude-sonnet-4-5",
+        "input_tokens": 1000,
+        "output_tokens": 100,
+    } | fields
+    return SpendRecord(job_id=job_id, at=at, cost_usd=cost, **values)  # type: ignore[arg-type]
+
+
+async def test_spend_is_summed_per_repository_and_installation_from_the_window_start(
+    tmp_path: Path,
+) -> None:
+    async with SqliteQueue(tmp_path / "neo.db") as queue:
+        await queue.record_spend(
+            [
+                spent(1, DAY - 1, 5.0),  # the day before: outside the window
+                spent(2, DAY, 1.25),
+                spent(3, DAY + 3600, 2.0, repository="octo/other"),
+                spent(4, DAY + 7200, 4.0, repository="elsewhere/x", installation_id=8),
+            ]
+        )
+        assert await queue.spent_since(DAY, repository="octo/hello") == 1.25
+        assert await queue.spent_since(DAY - 10, repository="OCTO/HELLO") == 6.25
+        assert await queue.spent_since(DAY, installation_id=7) == 3.25
+        assert await queue.spent_since(DAY, installation_id=8) == 4.0
+        assert await queue.spent_since(DAY, installation_id=9) == 0.0
+        with pytest.raises(ValueError, match="exactly one"):
+            await queue.spent_since(DAY)
+
+
+async def test_a_restart_keeps_the_spend(tmp_path: Path) -> None:
+    db = tmp_path / "neo.db"
+    async with SqliteQueue(db) as queue:
+        await queue.record_spend([spent(1, DAY + 5, 3.5)])
+    async with SqliteQueue(db) as reopened:
+        assert await reopened.spent_since(DAY, repository="octo/hello") == 3.5
+
+
+async def test_spend_lines_are_per_utc_day_repository_and_model_newest_first(
+    tmp_path: Path,
+) -> None:
+    async with SqliteQueue(tmp_path / "neo.db") as queue:
+        await queue.record_spend(
+            [
+                spent(1, DAY - 60, 1.0),
+                spent(2, DAY + 60, 2.0),
+                spent(2, DAY + 61, 0.5, model="gpt-5", input_tokens=10, output_tokens=1),
+                spent(3, DAY + 120, 3.0),
+                spent(4, DAY + 180, 9.0, repository="octo/other"),
+            ]
+        )
+        lines = await queue.spend(DAY - 86_400)
+        filtered = await queue.spend(DAY, repository="octo/HELLO")
+    assert lines == [
+        SpendLine("2025-03-14", "octo/hello", "claude-sonnet-4-5", 2, 5.0, 2000, 200),
+        SpendLine("2025-03-14", "octo/hello", "gpt-5", 1, 0.5, 10, 1),
+        SpendLine("2025-03-14", "octo/other", "claude-sonnet-4-5", 1, 9.0, 1000, 100),
+        SpendLine("2025-03-13", "octo/hello", "claude-sonnet-4-5", 1, 1.0, 1000, 100),
+    ]
+    assert [(line.repository, line.cost_usd) for line in filtered] == [
+        ("octo/hello", 5.0),
+        ("octo/hello", 0.5),
+    ]
+
+
+async def test_a_version_1_database_gains_the_spend_table_and_keeps_its_jobs(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "neo.db"
+    with sqlite3.connect(db) as conn:
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        conn.execute("INSERT INTO deliveries (id, received_at) VALUES ('d-old', 1.0)")
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    async with SqliteQueue(db) as queue:
+        assert (await queue.enqueue("d-old", [])).duplicate
+        await queue.record_spend([spent(1, DAY, 1.0)])
+        assert await queue.spent_since(DAY, installation_id=7) == 1.0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    conn.close()
