@@ -3,10 +3,11 @@
 from bot.config.cron import Cron
 from bot.config.error_comment import render_config_error
 from bot.config.loading import CONFIG_PATH, RepoConfigError, parse_repo_config
-from bot.config.model import Fallback, RepoConfig, Schedule
+from bot.config.model import Budgets, Fallback, RepoConfig, Schedule
 
 __all__ = [
     "CONFIG_PATH",
+    "Budgets",
     "Cron",
     "Fallback",
     "RepoConfig",

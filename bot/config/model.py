@@ -16,7 +16,7 @@ from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
 from runner.subagent import SubagentSettings
 
-__all__ = ["Fallback", "Permission", "Provider", "RepoConfig", "Schedule", "Subagents"]
+__all__ = ["Budgets", "Fallback", "Permission", "Provider", "RepoConfig", "Schedule", "Subagents"]
 
 _MAX_SCHEDULES = 20
 
@@ -145,6 +145,37 @@ class Fallback(_Strict):
     model: _Text | None = Field(
         default=None,
         description="The fallback's model name. Unset: its provider's default.",
+    )
+
+
+class Budgets(_Strict):
+    """What the runs of a repository, and of its installation, may spend in a UTC day."""
+
+    repo_daily_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "US dollars the runs of this repository may spend in a UTC day. A run that"
+            " would start with the day's spend at or past it is not run; a running one"
+            " may spend at most what is left. Unset: the service's default. Never above"
+            " the service's ceiling."
+        ),
+    )
+    installation_daily_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=100_000,
+        allow_inf_nan=False,
+        strict=True,
+        description=(
+            "US dollars the runs of every repository of this App installation (the"
+            " account) may spend together in a UTC day; best set in the owner's"
+            " `.github` repository. Unset: the service's default. Never above the"
+            " service's ceiling."
+        ),
     )
 
 
@@ -285,6 +316,10 @@ class RepoConfig(_Strict):
     subagents: Subagents = Field(
         default=Subagents(),
         description="Investigations handed to read-only subagents; see [Subagents](#subagents).",
+    )
+    budgets: Budgets = Field(
+        default=Budgets(),
+        description="Daily spending limits beside `max_cost_usd`; see [Budgets](#budgets).",
     )
     setup: tuple[_Command, ...] = Field(
         default=(),

@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
-from bot.config.model import Fallback, RepoConfig, Schedule, Subagents
+from bot.config.model import Budgets, Fallback, RepoConfig, Schedule, Subagents
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 
@@ -32,6 +32,7 @@ openai_auth: api_key  # or subscription, with provider: openai
 max_turns: 150
 time_limit: 45  # minutes
 max_cost_usd: 5.00
+budgets: {repo_daily_usd: 20, installation_daily_usd: 100}  # per UTC day
 thinking: true
 effort: high
 subagents: {max_parallel: 4, model: claude-haiku-4-5}  # or {enabled: false}
@@ -165,6 +166,21 @@ def reference_markdown() -> str:
         "session.",
         "",
         *_table(Subagents),
+        "",
+        "## Budgets",
+        "",
+        "`budgets` caps what runs spend per UTC day (00:00 to 00:00 UTC), summed from "
+        "what each finished run cost, per repository and per App installation. A run "
+        "that would start with a day's spend at or past a limit is not run: one comment "
+        "names the limit, what was spent and when it resets, and nothing is cloned or "
+        "asked of the model. A run that starts may spend at most what is left of each "
+        "limit (its `max_cost_usd`, if lower, still applies), so a run alone cannot "
+        "carry a day far past it; runs going on at once each start from what was left "
+        "when they started. The service's operator sets defaults and ceilings "
+        "(`NEO_BUDGET_*`); a value above the ceiling is lowered to it, and the report "
+        "says so.",
+        "",
+        *_table(Budgets),
         "",
         "## Schedules",
         "",

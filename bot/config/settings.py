@@ -67,6 +67,16 @@ class Settings(BaseSettings):
     # is, instead of pydantic-settings decoding it as JSON first.
     allowed_bots: Annotated[frozenset[str], NoDecode] = frozenset()
 
+    # Daily spending limits in US dollars (UTC days): the defaults a
+    # repository's `budgets:` replaces, and ceilings it cannot raise.
+    # Unset: no limit of the service's own.
+    budget_repo_daily_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    budget_repo_daily_ceiling_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    budget_installation_daily_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    budget_installation_daily_ceiling_usd: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False
+    )
+
     @field_validator("handle")
     @classmethod
     def _handle(cls, value: str) -> str:

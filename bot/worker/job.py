@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
 from bot.config import RepoConfig
@@ -25,6 +25,19 @@ from bot.github.models import Comment, ReviewComment, Thread
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, conclusion_of
 from bot.queue import JobQueue, LeaseLost, QueueError
 from bot.worker.access import Access, unauthorised_run, unauthorised_stop
+from bot.worker.budgets import (
+    Allowance,
+    OperatorBudgets,
+    Over,
+    Scope,
+    allowance,
+    bounded_cost,
+    day_window,
+    limits,
+    over_text,
+    spend_records,
+    usd,
+)
 from bot.worker.config import ConfigResolver
 from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
@@ -73,6 +86,9 @@ class Running:
     # What the job's result reports beside its outcome, once known.
     branch: str | None = None
     session_id: str | None = None
+    # What today's budgets leave the run, and what the report says of them.
+    allowance: Allowance | None = None
+    notes: tuple[str, ...] = ()
 
 
 def log_event(worker: str, event: str, **fields: Any) -> None:
@@ -98,6 +114,9 @@ class JobSteps:
     run_job: RunJob = runner_job.run
     client_options: Mapping[str, Any] = field(default_factory=dict)
     mirrors: MirrorCache | None = None
+    budgets: OperatorBudgets = field(default_factory=OperatorBudgets)
+    # Budgets count UTC days: the time of day, where `clock` may be monotonic.
+    wall_clock: Callable[[], float] = time.time
 
     async def process(self, running: Running) -> None:
         """Run one claimed job to its end and record the outcome in the queue."""
@@ -145,6 +164,12 @@ class JobSteps:
                     key = f"provider-unavailable-{job.id}"
                     await github.reply_once(request.thread.number, key, refusal)
                 outcome = Outcome(conclusion=Conclusion.FAILED, error=refusal)
+            elif (refusal := await self._over_budget(running, config)) is not None:
+                # The same shape: one comment, before any reaction, clone or model call.
+                if not threadless:
+                    key = f"over-budget-{job.id}"
+                    await github.reply_once(request.thread.number, key, refusal)
+                outcome = Outcome(conclusion=Conclusion.FAILED, error=refusal)
             else:
                 if not threadless:
                     # The comment first: mutating calls are spaced a second apart,
@@ -156,6 +181,8 @@ class JobSteps:
                 outcome = await self._run(
                     running, github, config, default_branch, progress, comment
                 )
+                if running.notes:
+                    outcome = replace(outcome, notes=running.notes)
         except Stopped:
             raise
         except NeoError as error:
@@ -234,6 +261,51 @@ class JobSteps:
         problem = unavailable(config, os.environ, source=where)
         return None if problem is None else unavailable_text(problem)
 
+    async def _over_budget(self, running: Running, config: RepoConfig) -> str | None:
+        """Why today's spend stops the job from starting, or None; else what it may spend."""
+        request = running.job.request
+        found = limits(config.budgets, self.budgets, config_path=self.config.source.path)
+        if not found:
+            return None
+        now = self.wall_clock()
+        start, _ = day_window(now)
+        spent: dict[Scope, float] = {}
+        for limit in found:
+            if limit.scope == "repository":
+                spent["repository"] = await self.queue.spent_since(
+                    start, repository=request.thread.repository
+                )
+            elif request.installation_id is not None:
+                spent["installation"] = await self.queue.spent_since(
+                    start, installation_id=request.installation_id
+                )
+        decided = allowance(spent, found, now)
+        if isinstance(decided, Over):
+            self._log("over_budget", job=running.job.id, scope=decided.limit.scope)
+            return over_text(
+                decided,
+                repository=request.thread.repository,
+                installation_id=request.installation_id,
+            )
+        running.allowance = decided
+        running.notes = tuple(note for limit in found if (note := limit.note) is not None)
+        return None
+
+    async def _record_spend(self, running: Running, result: JobResult) -> None:
+        """Store what the run cost; a failure to is logged, and the job's report still goes."""
+        request = running.job.request
+        records = spend_records(
+            running.job.id,
+            request.thread.repository,
+            request.installation_id,
+            result,
+            self.wall_clock(),
+        )
+        try:
+            await self.queue.record_spend(records)
+        except QueueError as error:
+            self._log("spend_not_recorded", job=running.job.id, error=str(error))
+
     async def repo_client(self, request: JobRequest) -> RepoClient:
         """The job's github: every effect on its thread goes through it."""
         if request.installation_id is None:
@@ -279,6 +351,15 @@ class JobSteps:
             thread=thread,
             who=who,
         )
+        bounded = bounded_cost(spec.max_cost_usd, running.allowance)
+        if bounded != spec.max_cost_usd:
+            assert running.allowance is not None
+            spec = replace(spec, max_cost_usd=bounded)
+            left = running.allowance
+            running.notes += (
+                f"Today's {left.limit.scope} budget has {usd(left.usd)} left"
+                f" ({left.limit.source}), so this run may spend at most that.",
+            )
         running.branch = spec.work_branch
         self._log("spec_ready", job=running.job.id, branch=spec.work_branch)
         project_context = None
@@ -287,6 +368,7 @@ class JobSteps:
             agents = await github.read_file("AGENTS.md", ref=default_branch)
             project_context = agents or ""
         result = await self._run_live(running, spec, github, progress, comment, project_context)
+        await self._record_spend(running, result)
         running.session_id = result.session_id
         self._check_alive(running)
         cancelled_by = None

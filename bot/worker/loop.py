@@ -22,6 +22,7 @@ from bot.github.client import DEFAULT_SPACERS, RepoClient, Spacers
 from bot.jobs import Job, JobState, RequestKind
 from bot.queue import JobQueue, QueueError
 from bot.worker.access import Access
+from bot.worker.budgets import OperatorBudgets
 from bot.worker.config import ConfigResolver, ConfigSource
 from bot.worker.job import JobSteps, RunJob, Running, Stopped, first, log_event
 from bot.worker.spec import WorkerSettings
@@ -52,6 +53,10 @@ class WorkerDeps:
     wakeup: asyncio.Event | None = None
     # The process's mirror cache, kept across jobs so each clone finds a spare tree.
     mirrors: MirrorCache | None = None
+    # The service's daily spending defaults and ceilings (NEO_BUDGET_*).
+    budgets: OperatorBudgets = field(default_factory=OperatorBudgets)
+    # The time of day, for the budgets' UTC days.
+    wall_clock: Callable[[], float] = time.time
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +123,8 @@ class Worker:
             run_job=deps.run_job,
             client_options=deps.client_options,
             mirrors=deps.mirrors,
+            budgets=deps.budgets,
+            wall_clock=deps.wall_clock,
         )
 
     async def run(self, stop: asyncio.Event) -> None:

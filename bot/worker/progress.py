@@ -583,6 +583,8 @@ class Outcome:
     # The models that did the work, in order, and why a fallback took over.
     models: tuple[str, ...] = ()
     fallback_reason: str | None = None
+    # Lines of the service's own about the run (a budget's ceiling or allowance).
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def from_run(
@@ -753,6 +755,7 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             f"ℹ️ {_code(first)} was unavailable ({why}), so the fallback"
             f" {_code(rest[-1])} did the rest of the work."
         )
+    sections.extend(f"ℹ️ {note}" for note in outcome.notes)
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)
     if warnings:
