@@ -1,4 +1,4 @@
-"""`neo jobs`: operators list, inspect, retry and cancel queued jobs.
+"""`neo jobs`: operators list, inspect, retry and cancel queued jobs, and see the spend.
 
 It works on the same queue URL as `neo serve`. Instruction text comes from
 GitHub users: it is printed with control characters escaped, so a comment
@@ -13,11 +13,12 @@ import json
 import os
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from bot.cli.argtypes import positive_int
 from bot.jobs import Job, JobState
-from bot.queue import JobQueue, QueueError, default_queue_url, open_queue
+from bot.queue import JobQueue, QueueError, SpendLine, default_queue_url, open_queue
 from runner.errors import ConfigError
 from runner.text import one_line
 
@@ -33,7 +34,7 @@ def add_jobs_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     """Add `jobs` to the `neo` subcommands (`commands` from add_subparsers)."""
     jobs = commands.add_parser(
         "jobs",
-        help="list, inspect, retry and cancel queued jobs",
+        help="list, inspect, retry and cancel queued jobs; see what they spent",
         description="Operate on the job queue that `neo serve` fills.",
     )
     actions = jobs.add_subparsers(dest="jobs_command", required=True, parser_class=type(jobs))
@@ -65,6 +66,18 @@ def add_jobs_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     )
     cancel.add_argument("id", type=_job_id, metavar="ID")
 
+    spend = actions.add_parser(
+        "spend", parents=[common], help="what finished jobs cost, per UTC day, repository and model"
+    )
+    spend.add_argument("--repo", type=_repository, metavar="OWNER/NAME")
+    spend.add_argument(
+        "--since",
+        type=_day,
+        metavar="YYYY-MM-DD",
+        help="the first UTC day to show (default: the last 7 days, today included)",
+    )
+    spend.add_argument("--format", choices=formats, default="text")
+
 
 def jobs_command(args: argparse.Namespace) -> int:
     if args.queue_url:
@@ -91,6 +104,8 @@ async def _run(args: argparse.Namespace, queue: JobQueue) -> int:
             return await _retry(args.id, queue)
         if args.jobs_command == "cancel":
             return await _cancel(args.id, queue)
+        if args.jobs_command == "spend":
+            return await _spend(args, queue)
         raise AssertionError(args.jobs_command)  # argparse allows only known commands
     except QueueError as error:
         return _fail(f"neo: error: {error}", EXIT_FAILED)
@@ -148,6 +163,49 @@ async def _cancel(job_id: int, queue: JobQueue) -> int:
         return EXIT_OK
     job = await queue.get(job_id) or job
     return _fail(f"neo: cannot cancel job {job_id}: it is already {job.state}", EXIT_FAILED)
+
+
+async def _spend(args: argparse.Namespace, queue: JobQueue) -> int:
+    since = args.since
+    if since is None:
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        since = today - timedelta(days=6)
+    lines = await queue.spend(since.timestamp(), repository=args.repo)
+    if args.format == "json":
+        print(json.dumps([line.to_json() for line in lines]))
+    elif lines:
+        print(spend_table(lines))
+    else:
+        print(f"no spend since {since:%Y-%m-%d}")
+    return EXIT_OK
+
+
+def spend_table(lines: list[SpendLine]) -> str:
+    """The spend as columns, and the total of the lines under them."""
+    header = ("DAY", "REPOSITORY", "MODEL", "JOBS", "TOKENS IN", "TOKENS OUT", "COST")
+    rows = [header]
+    for line in lines:
+        rows.append(
+            (
+                line.day,
+                _printable(line.repository),
+                _printable(line.model),
+                str(line.jobs),
+                f"{line.input_tokens:,}",
+                f"{line.output_tokens:,}",
+                f"${line.cost_usd:,.2f}",
+            )
+        )
+    rows.append(("total", "", "", "", "", "", f"${sum(line.cost_usd for line in lines):,.2f}"))
+    numeric = range(3, len(header))
+    widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
+    return "\n".join(
+        "  ".join(
+            cell.rjust(width) if column in numeric else cell.ljust(width)
+            for column, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    )
 
 
 def _table(jobs: list[Job]) -> str:
@@ -249,3 +307,10 @@ def _repository(text: str) -> str:
     if not slash or not owner or not name or "/" in name:
         raise argparse.ArgumentTypeError(f"expected OWNER/NAME, not {text!r}")
     return text
+
+
+def _day(text: str) -> datetime:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a day as YYYY-MM-DD, not {text!r}") from None
