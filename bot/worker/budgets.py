@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from bot.config import Budgets
+from bot.config.settings import Settings
 from bot.queue import SpendRecord
 from runner.job import JobResult
 
@@ -25,6 +26,7 @@ __all__ = [
     "bounded_cost",
     "day_window",
     "limits",
+    "operator_budgets",
     "over_text",
     "spend_records",
     "usd",
@@ -41,6 +43,16 @@ class OperatorBudgets:
     repo_daily_ceiling_usd: float | None = None
     installation_daily_usd: float | None = None
     installation_daily_ceiling_usd: float | None = None
+
+
+def operator_budgets(settings: Settings) -> OperatorBudgets:
+    """The service's NEO_BUDGET_* settings."""
+    return OperatorBudgets(
+        repo_daily_usd=settings.budget_repo_daily_usd,
+        repo_daily_ceiling_usd=settings.budget_repo_daily_ceiling_usd,
+        installation_daily_usd=settings.budget_installation_daily_usd,
+        installation_daily_ceiling_usd=settings.budget_installation_daily_ceiling_usd,
+    )
 
 
 @dataclass(frozen=True, slots=True)

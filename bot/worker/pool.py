@@ -15,7 +15,7 @@ import socket
 from bot.config.settings import Settings
 from bot.github.app import signed_in_app
 from bot.queue import JobQueue
-from bot.worker.budgets import OperatorBudgets
+from bot.worker.budgets import operator_budgets
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.git import MirrorCache
 from runner.text import one_line
@@ -66,12 +66,7 @@ async def run_workers(
                 settings=settings,
                 wakeup=wakeup,
                 mirrors=mirrors,
-                budgets=OperatorBudgets(
-                    repo_daily_usd=settings.budget_repo_daily_usd,
-                    repo_daily_ceiling_usd=settings.budget_repo_daily_ceiling_usd,
-                    installation_daily_usd=settings.budget_installation_daily_usd,
-                    installation_daily_ceiling_usd=settings.budget_installation_daily_ceiling_usd,
-                ),
+                budgets=operator_budgets(settings),
             ),
             WorkerOptions(
                 name=name,

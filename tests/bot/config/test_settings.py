@@ -73,6 +73,14 @@ def test_values_are_read_and_normalised() -> None:
         ),
         ({"NEO_WORKER_LEASE": "1.5"}, "NEO_WORKER_LEASE: Input should be a valid integer"),
         ({"NEO_HANDLE": "@neo.bot"}, "NEO_HANDLE: must be @ followed by a GitHub login"),
+        (
+            {"NEO_BUDGET_REPO_DAILY_USD": "0"},
+            "NEO_BUDGET_REPO_DAILY_USD: Input should be greater than 0",
+        ),
+        (
+            {"NEO_BUDGET_INSTALLATION_DAILY_CEILING_USD": "lots"},
+            "NEO_BUDGET_INSTALLATION_DAILY_CEILING_USD: Input should be a valid number",
+        ),
         ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
         ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
         ({"NEO_SANDBOX": "local"}, "NEO_SANDBOX: local runs the model's commands on this host"),

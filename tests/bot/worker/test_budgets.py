@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import Budgets
-from bot.config.settings import Settings
+from bot.config.settings import Settings, load_settings
 from bot.github.app import GitHubApp
 from bot.github.client import Spacers
 from bot.jobs import JobState
@@ -26,6 +26,7 @@ from bot.worker.budgets import (
     bounded_cost,
     day_window,
     limits,
+    operator_budgets,
 )
 from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
@@ -88,6 +89,20 @@ def test_a_repository_value_replaces_the_default_and_is_lowered_to_the_ceiling()
     lower = limits(Budgets(repo_daily_usd=3.0), operator, config_path=PATH)[0]
     assert (lower.usd, lower.clamped_from) == (3.0, None)
     assert limits(Budgets(), OperatorBudgets(), config_path=PATH) == ()
+
+
+def test_the_operator_budgets_come_from_the_neo_budget_settings(settings: Settings) -> None:
+    environ = {
+        "NEO_GITHUB_APP_ID": "1",
+        "NEO_GITHUB_PRIVATE_KEY": "k",
+        "NEO_WEBHOOK_SECRET": "s",
+        "NEO_BUDGET_REPO_DAILY_USD": "5",
+        "NEO_BUDGET_REPO_DAILY_CEILING_USD": "20",
+        "NEO_BUDGET_INSTALLATION_DAILY_USD": "50.5",
+        "NEO_BUDGET_INSTALLATION_DAILY_CEILING_USD": "100",
+    }
+    assert operator_budgets(load_settings(environ)) == OperatorBudgets(5.0, 20.0, 50.5, 100.0)
+    assert operator_budgets(settings) == OperatorBudgets()
 
 
 def test_the_allowance_is_the_least_left_and_a_spent_limit_refuses() -> None:
