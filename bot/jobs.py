@@ -19,6 +19,7 @@ __all__ = [
     "FINAL_STATES",
     "Conclusion",
     "Job",
+    "JobMode",
     "JobOutcome",
     "JobRequest",
     "JobState",
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 RequestKind = Literal["run", "cancel"]
+# What a run does: a task (work pushed to a branch) or a pull request review.
+JobMode = Literal["task", "review"]
 
 
 class JobState(StrEnum):
@@ -214,6 +217,9 @@ class JobRequest:
     # input), the task whatever the thread says, and not text the trigger's
     # author wrote. Rows queued before this field existed read as False.
     instruction_from_workflow: bool = False
+    # "review": `@neo review`, the review label or a review request; nothing
+    # is pushed, one review is submitted. Rows queued before it read "task".
+    mode: JobMode = "task"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

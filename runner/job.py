@@ -47,6 +47,8 @@ from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider, close_provider
 from runner.llm.registry import make_provider
 from runner.llm.types import Effort, Message, Text, Usage
+from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
+from runner.review.prompt import review_message
 from runner.run import (
     AgentRun,
     ProviderFactory,
@@ -146,6 +148,10 @@ class JobSpec:
     skills_branch: str | None = None
     disabled_skills: tuple[str, ...] = ()
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
+    # A review of pull request `pull_request`: its head is checked out, the
+    # model gets the diff against the base and the `review_comment` tool, and
+    # nothing is committed or pushed; the result carries the review.
+    review: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +180,8 @@ class JobResult:
     num_turns: int = 0
     duration_ms: int = 0
     session_id: str | None = None
+    # A review job's review, with its comments placed on the diff.
+    review: ReviewDraft | None = None
 
     @property
     def changed(self) -> bool:
@@ -200,6 +208,9 @@ class _Progress:
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
     run: AgentRun | None = None  # the agent's run, once it started
+    # A review job's: the diff under review, and the comments drafted on it.
+    diff: str = ""
+    review: ReviewCollector | None = None
 
     @property
     def finished(self) -> TurnFinished | None:
@@ -287,7 +298,10 @@ async def run(
                 timed_out="the job did not finish within its time limit of {limit:g}s",
             )
             error = error or progress.error
-            if error is None:
+            if spec.review:
+                # Read-only: nothing is committed or pushed, whatever the tree holds.
+                result = _review_result(spec, provider, progress, started, error)
+            elif error is None:
                 result = await _publish(spec, workspace, provider, progress, started)
             elif ran_out(error) and await _has_changes(workspace, progress):
                 # Out of turns, time, money or window with work in the tree:
@@ -332,6 +346,8 @@ def _check(spec: JobSpec) -> None:
         raise ConfigError("the cost limit must be a positive number of US dollars")
     if spec.pull_request is not None and spec.pull_request < 1:
         raise ConfigError(f"not a pull request number: {spec.pull_request}")
+    if spec.review and spec.pull_request is None:
+        raise ConfigError("a review job needs the pull request to review")
     if not spec.prompt.strip():
         raise ConfigError("the job has no prompt")
 
@@ -357,7 +373,11 @@ async def _prepare_and_run_agent(
     budget: RunBudget,
     children: Provider,
 ) -> None:
-    progress.start = await _checkout(spec, tree, mirrors)
+    if spec.review:
+        progress.start, progress.diff = await _checkout_review(spec, tree, mirrors)
+        progress.review = ReviewCollector(commentable(progress.diff))
+    else:
+        progress.start = await _checkout(spec, tree, mirrors)
     _mark(spec, "checkout_done")
     project = project_context
     if project is None:
@@ -408,6 +428,29 @@ async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
         )
     await checkout_branch(tree, spec.work_branch)
     return start
+
+
+async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> tuple[str, str]:
+    """The pull request's head in `tree`, fetched on the host (a fork's too), and
+    its diff from where it left the base (what GitHub shows as the PR's diff)."""
+    assert spec.pull_request is not None
+    await clone_branch(
+        spec.repo_url,
+        tree,
+        token=spec.token,
+        cache=mirrors,
+        branch=spec.base_branch,
+        base=spec.base_branch,
+    )
+    head = await fetch_pull_request(
+        tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
+    )
+    base = f"refs/remotes/origin/{spec.base_branch}"
+    fork_point = (await host_git.run_local(tree, "merge-base", base, head)).decode().strip()
+    diff = await host_git.run_local(
+        tree, "diff", "--no-color", "--no-ext-diff", "--no-renames", fork_point, head, "--"
+    )
+    return head, diff.decode(errors="replace")
 
 
 @contextlib.asynccontextmanager
@@ -484,6 +527,7 @@ async def _run_agent(
         )
         if spec.subagents.enabled
         else None,
+        extra_tools=(ReviewCommentTool(progress.review),) if progress.review else (),
     )
     asked: list[bool] = []  # the first model call of this job is logged
 
@@ -505,7 +549,10 @@ async def _run_agent(
         _mark(spec, "skills_invoked", skills=list(skills.names))
         observe(skills.notice())
     try:
-        progress.error = await agent_run.send(skills.first_message(spec.prompt))
+        prompt = spec.prompt
+        if spec.review:
+            prompt = f"{prompt}\n\n{review_message(progress.diff)}"
+        progress.error = await agent_run.send(skills.first_message(prompt))
     finally:
         agent_run.save()
 
@@ -693,6 +740,22 @@ async def _publish(
         left_out=left_out,
         generated=staged.generated,
     )
+
+
+def _review_result(
+    spec: JobSpec,
+    provider: Provider,
+    progress: _Progress,
+    started: float,
+    error: NeoError | None,
+) -> JobResult:
+    """A review job's result: its review when the agent finished, placed on the diff."""
+    if error is not None or progress.review is None or progress.finished is None:
+        return _result(spec, provider, progress, started, error=error)
+    inline, outside = place(progress.review.comments, progress.review.positions)
+    review = ReviewDraft(summary=progress.finished.text, comments=inline, folded=outside)
+    done = _result(spec, provider, progress, started, conclusion="no_changes")
+    return replace(done, review=review)
 
 
 def _default_message(spec: JobSpec, progress: _Progress) -> str:

@@ -32,6 +32,7 @@ from runner.session import (
 from runner.skills import Skill, with_skill_reads
 from runner.subagent import AgentTool, Supervisor
 from runner.tools import Checklist, tools_for
+from runner.tools.base import Tool
 
 __all__ = [
     "AgentRun",
@@ -120,6 +121,7 @@ def make_agent(
     budget: RunBudget,
     skills: Sequence[Skill] = (),
     subagents: Supervisor | None = None,
+    extra_tools: Sequence[Tool] = (),
 ) -> Agent:
     """The agent with the tools its model's family knows on `box`, continuing
     `previous`'s conversation; read_file also reads `skills` not in the tree,
@@ -127,6 +129,7 @@ def make_agent(
     tools = tools_for(provider.model, box, checklist=Checklist())
     if subagents is not None:
         tools.append(AgentTool(subagents, box))
+    tools.extend(extra_tools)  # a kind of job's own tools, e.g. a review's
     return Agent(
         provider,
         tools=with_skill_reads(tools, skills),

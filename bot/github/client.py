@@ -19,7 +19,13 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from githubkit import GitHub
-from githubkit_schemas.latest.models import IssueComment, PullRequestSimple, ReviewComment
+from githubkit_schemas.latest.models import (
+    IssueComment,
+    PullRequestReview,
+    PullRequestReviewComment,
+    PullRequestSimple,
+    ReviewComment,
+)
 
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
 from bot.github.core import RetryPolicy
@@ -32,6 +38,7 @@ from bot.github.models import (
     PullRequest,
     PullRequestRef,
     Review,
+    SubmittedReview,
     Thread,
 )
 from bot.github.models import (
@@ -40,7 +47,6 @@ from bot.github.models import (
 
 if TYPE_CHECKING:
     from githubkit.response import Response
-    from githubkit_schemas.latest.models import PullRequestReviewComment
 
     from bot.github.app import AppAuth
 
@@ -420,6 +426,66 @@ class RepoClient:
     async def read_review_comments(self, review_id: int) -> tuple[InlineComment, ...]:
         """The inline comments of review `review_id` on this pull request, every page."""
         return tuple(_inline(c) for c in await self._review_comments(review_id))
+
+    async def pull_review_comments(self) -> tuple[InlineComment, ...]:
+        """Every inline comment of every review of this pull request, oldest first."""
+        comments = await self._pages(
+            f"/repos/{self.repository}/pulls/{self.number}/comments",
+            functools.partial(
+                self._github.rest.pulls.async_list_review_comments,
+                self.owner,
+                self.name,
+                self.number,
+                per_page=_PAGE,
+            ),
+            list[PullRequestReviewComment],
+        )
+        return tuple(_inline(c) for c in comments)
+
+    async def submit_review(
+        self, key: str, body: str, comments: list[dict[str, object]]
+    ) -> SubmittedReview:
+        """One review of this pull request, event COMMENT, unless the bot's review for
+        `key` is already there (a retried job): the hidden marker finds it."""
+        marker = reply_marker(key)
+        text = f"{marker}\n{body}"
+        path = f"/repos/{self.repository}/pulls/{self.number}/reviews"
+
+        async def find() -> SubmittedReview | None:
+            reviews = await self._pages(
+                path,
+                functools.partial(
+                    self._github.rest.pulls.async_list_reviews,
+                    self.owner,
+                    self.name,
+                    self.number,
+                    per_page=_PAGE,
+                ),
+                list[PullRequestReview],
+            )
+            for review in reviews:
+                user = review.user.login if review.user else None
+                if user == self.bot_login and marker in (review.body or ""):
+                    return SubmittedReview(id=int(review.id), url=review.html_url)
+            return None
+
+        async def find_or_create() -> SubmittedReview:
+            found = await find()
+            if found is not None:
+                return found
+            # Never APPROVE nor REQUEST_CHANGES: Neo's review informs, a human decides.
+            data = {"body": text, "event": "COMMENT", "comments": comments}
+            response = await self._call(
+                "POST",
+                path,
+                lambda: self._github.rest.pulls.async_create_review(
+                    self.owner, self.name, self.number, data=cast("Any", data)
+                ),
+            )
+            review = response.parsed_data
+            return SubmittedReview(id=int(review.id), url=review.html_url)
+
+        return await self._retrying(find_or_create)
 
     # -- reactions --
 

@@ -13,6 +13,7 @@ __all__ = [
     "PullRequestRef",
     "Review",
     "ReviewComment",
+    "SubmittedReview",
     "Thread",
 ]
 
@@ -66,6 +67,14 @@ class Review:
     association: str
     body: str
     submitted_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedReview:
+    """A pull request review Neo submitted."""
+
+    id: int
+    url: str  # html_url
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from bot.config.handle import handle_problem
 from bot.intake.webhooks import Delivery
-from bot.jobs import JobRequest, RequestKind, Thread
+from bot.jobs import JobMode, JobRequest, RequestKind, Thread
 
 __all__ = ["ACTED_ON", "Ignore", "Reason", "Rules", "mentions", "triage", "visible_text"]
 
@@ -35,6 +35,8 @@ class Rules:
     app_bot_login: str  # the App's own bot user, e.g. "neo[bot]"
     handle: str = "@neo"
     trigger_label: str = "neo"
+    # The label that asks for a review of a pull request.
+    review_label: str = "neo-review"
     # Bot logins allowed to trigger runs; never the App itself.
     allowed_bots: frozenset[str] = field(default_factory=frozenset)
 
@@ -248,6 +250,16 @@ def _is_stop(reading: _Reading, handle: str) -> bool:
     return not any(text().strip() for text in reading.unread)
 
 
+@functools.lru_cache(maxsize=8)
+def _review_pattern(handle: str) -> re.Pattern[str]:
+    return re.compile(_mention_pattern(handle).pattern + r"[\s,:]+review\b", re.IGNORECASE)
+
+
+def _asks_review(reading: _Reading, handle: str) -> bool:
+    """`@neo review`: `review` the first word after a mention."""
+    return _review_pattern(handle).search(reading.text) is not None
+
+
 # --- the payload fields triage reads ------------------------------------------
 
 
@@ -341,6 +353,16 @@ class _PullRequest(_Model):
     locked: bool | None = None
 
 
+class _PullRequestFull(_Model):
+    id: _Number
+    number: _Number
+    title: str
+    body: str | None = None
+    user: _User | None = None
+    author_association: _Word | None = None
+    locked: bool | None = None
+
+
 class _Comment(_Model):
     id: _Number
     body: str | None = None
@@ -384,6 +406,17 @@ class _IssuesAssignedPayload(_IssuesPayload):
 class _ReviewCommentPayload(_Common):
     pull_request: _PullRequest
     comment: _Comment
+
+
+class _PullRequestLabeledPayload(_Common):
+    pull_request: _PullRequestFull
+    label: _Label | None = None
+
+
+class _PullRequestReviewRequestedPayload(_Common):
+    pull_request: _PullRequestFull
+    # Absent when a team was asked.
+    requested_reviewer: _User | None = None
 
 
 class _ReviewPayload(_Common):
@@ -431,6 +464,7 @@ class _Trigger:
     instruction: str
     dedupe_key: str
     kind: RequestKind = "run"
+    mode: JobMode = "task"
 
 
 def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
@@ -450,6 +484,7 @@ def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
             instruction=trigger.instruction,
             dedupe_key=trigger.dedupe_key,
             delivery_id=delivery.delivery_id,
+            mode=trigger.mode,
         )
     ]
 
@@ -475,6 +510,8 @@ def _mentioned(
         return Ignore(Reason.NO_MENTION)
     if _is_stop(reading, rules.handle):
         trigger = replace(trigger, kind="cancel")
+    elif trigger.thread.is_pull_request and _asks_review(reading, rules.handle):
+        trigger = replace(trigger, mode="review")
     return _request(delivery, trigger)
 
 
@@ -597,6 +634,46 @@ def _review_submitted(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
     return _mentioned(delivery, trigger, [p.sender, p.review.user], rules, body)
 
 
+def _pull_request_trigger(
+    p: _PullRequestLabeledPayload | _PullRequestReviewRequestedPayload, dedupe_key: str
+) -> _Trigger:
+    pull = p.pull_request
+    return _Trigger(
+        common=p,
+        thread=Thread(repository=p.repository.full_name, number=pull.number, is_pull_request=True),
+        locked=bool(pull.locked),
+        trigger_id=pull.id,
+        author_association=pull.author_association or NO_ASSOCIATION,
+        instruction=f"{pull.title}\n\n{pull.body or ''}".rstrip(),
+        dedupe_key=dedupe_key,
+        mode="review",
+    )
+
+
+def _pull_request_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _PullRequestLabeledPayload.model_validate(delivery.payload)
+    trigger = _pull_request_trigger(p, f"review-label:{p.pull_request.id}:{delivery.delivery_id}")
+    gated = _gate(trigger, [p.sender], rules)
+    if gated is not None:
+        return gated
+    if p.label is None or p.label.name.lower() != rules.review_label.lower():
+        return Ignore(Reason.OTHER_LABEL)
+    return _request(delivery, trigger)
+
+
+def _review_requested(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _PullRequestReviewRequestedPayload.model_validate(delivery.payload)
+    key = f"review-requested:{p.pull_request.id}:{delivery.delivery_id}"
+    trigger = _pull_request_trigger(p, key)
+    gated = _gate(trigger, [p.sender], rules)
+    if gated is not None:
+        return gated
+    asked = p.requested_reviewer
+    if asked is None or asked.login.lower() != rules.app_bot_login.lower():
+        return Ignore(Reason.OTHER_ASSIGNEE)
+    return _request(delivery, trigger)
+
+
 _Handler = Callable[[Delivery, Rules], list[JobRequest] | Ignore]
 
 _HANDLERS: dict[tuple[str, str], _Handler] = {
@@ -607,6 +684,8 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
     ("issues", "assigned"): _issues_assigned,
     ("pull_request_review_comment", "created"): _review_comment_created,
     ("pull_request_review", "submitted"): _review_submitted,
+    ("pull_request", "labeled"): _pull_request_labeled,
+    ("pull_request", "review_requested"): _review_requested,
 }
 
 # `event.action` pairs that can make a job; everything else is ignored unread.

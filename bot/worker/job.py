@@ -42,6 +42,7 @@ from bot.worker.config import ConfigResolver
 from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.providers import unavailable, unavailable_text
+from bot.worker.review import all_folded, review_outcome, review_payload, unrepeated
 from bot.worker.spec import Identity, ThreadContext, WorkerSettings, job_spec, task_title
 from bot.worker.texts import (
     error_line,
@@ -51,7 +52,7 @@ from bot.worker.texts import (
     threadless_pr_body,
 )
 from runner import job as runner_job
-from runner.errors import NeoError
+from runner.errors import ConfigError, NeoError
 from runner.git import MirrorCache
 from runner.job import JobResult
 from runner.text import one_line
@@ -329,6 +330,8 @@ class JobSteps:
         comment: int | None,
     ) -> Outcome:
         request = running.job.request
+        if request.mode == "review" and not request.thread.is_pull_request:
+            raise ConfigError("only a pull request can be reviewed")
         thread: ThreadContext | None = None
         if request.thread.number != 0:
             thread = await self._read_thread(request, github)
@@ -371,6 +374,9 @@ class JobSteps:
         await self._record_spend(running, result)
         running.session_id = result.session_id
         self._check_alive(running)
+        if result.review is not None:
+            assert thread is not None
+            return await self._submit_review(running, github, result, thread, progress)
         cancelled_by = None
         if conclusion_of(result) is Conclusion.CANCELLED:
             cancelled_by = await self._cancelled_by(running.job)
@@ -401,6 +407,32 @@ class JobSteps:
             cancelled_by=cancelled_by,
             config_path=self.config.source.path,
         )
+
+    async def _submit_review(
+        self,
+        running: Running,
+        github: RepoClient,
+        result: JobResult,
+        thread: ThreadContext,
+        progress: Progress,
+    ) -> Outcome:
+        """The one review of a review job; comments GitHub will not place go in its summary."""
+        assert result.review is not None
+        progress.note("submitting the review")
+        draft = unrepeated(result.review, thread.earlier)
+        key = f"review-{running.job.id}"
+        body, comments = review_payload(draft)
+        try:
+            review = await github.submit_review(key, body, comments)
+        except GitHubError as error:
+            if error.status != 422 or not comments:
+                raise
+            # GitHub's diff and the host's disagree on a line: one review all the same.
+            self._log("review_inline_refused", job=running.job.id, error=str(error))
+            draft = all_folded(draft)
+            body, comments = review_payload(draft)
+            review = await github.submit_review(key, body, comments)
+        return review_outcome(result, draft, review.url)
 
     async def _run_live(
         self,
@@ -515,7 +547,13 @@ class JobSteps:
             thread.trigger_post = next(
                 (c for c in thread.comments if c.id == request.trigger_id), None
             )
-        if thread.pr_url is not None:
+        if request.mode == "review":
+            # The diff comes from the host's git (the runner's); the threads from GitHub.
+            thread.earlier = tuple(
+                InlineComment(post=_post(c.comment), location=_location(c))
+                for c in await github.pull_review_comments()
+            )
+        elif thread.pr_url is not None:
             try:
                 thread.diff = await github.pull_request_diff()
             except GitHubError as error:

@@ -80,6 +80,11 @@ class Trigger:
     # A workflow file's prompt (`neo action`'s `prompt` input): the task, in
     # place of what the thread asks; `post`, if any, is then what started the run.
     workflow_prompt: str | None = None
+    # A review is asked for (`@neo review`, the review label, a review request):
+    # the task is to review, and `earlier` holds the pull request's review
+    # comments so far, oldest first, so that no point is made twice.
+    review_job: bool = False
+    earlier: tuple[InlineComment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +112,7 @@ _EVENTS = {
     "issues.assigned": "by assigning it to Neo",
     "pull_request.opened": "by mentioning Neo in it",
     "pull_request.labeled": "by labelling it for Neo",
+    "pull_request.review_requested": "by requesting Neo's review",
     "pull_request.assigned": "by assigning it to Neo",
 }
 
@@ -209,6 +215,8 @@ def build_task_prompt(
         sections.extend(_review(trigger.review, limits))
     if trigger.inline:
         sections.extend(_inline(trigger.inline, limits))
+    if trigger.review_job:
+        sections.extend(_earlier(trigger.earlier, limits))
 
     sections.append("## Your task")
     sections.extend(_task(trigger, opening, kind, limits))
@@ -364,7 +372,54 @@ def _preamble(thread: Thread, kind: str, token: str, trigger: Trigger) -> str:
     )
 
 
+def _earlier(earlier: Sequence[InlineComment], limits: Limits) -> list[str | _Block]:
+    """The review threads so far: what a new review must not say again."""
+    if not earlier:
+        return ["## Earlier review comments", "(none: this pull request has no review comments)"]
+    shown = earlier[-limits.max_inline_comments :]
+    sections: list[str | _Block] = [
+        "## Earlier review comments",
+        "The review comments already on this pull request, oldest first, each with the"
+        " file and lines it is on. Do not raise a point again that one of them makes.",
+    ]
+    if len(earlier) > len(shown):
+        sections.append(f"({len(earlier) - len(shown)} older review comments not shown)")
+    for item in shown:
+        where = item.location
+        sections.append(
+            _Block.of(
+                "review_comment",
+                _cut(item.post.body, limits.max_comment_chars),
+                item.post,
+                path=where.path,
+                start_line=str(where.start_line) if where.start_line is not None else None,
+                line=str(where.line) if where.line is not None else None,
+                side=where.side,
+            )
+        )
+    return sections
+
+
+def _review_task(trigger: Trigger, limits: Limits) -> list[str | _Block]:
+    how = _EVENTS.get(trigger.event, f"({_plain(trigger.event)})")
+    if trigger.post is not None:
+        how = f"in {_POSTS.get(trigger.event, 'a comment')}, quoted below"
+    task: list[str | _Block] = [
+        f"@{_plain(trigger.requester)} asked Neo to review this pull request {how}. Review"
+        " its changes: correctness first, then tests, security and clarity. Comment only"
+        " where it matters; say in the summary what is good too. The diff and how to"
+        " comment on it follow."
+    ]
+    if trigger.post is not None:
+        task.append(
+            _Block.of("request", _cut(trigger.post.body, limits.max_comment_chars), trigger.post)
+        )
+    return task
+
+
 def _task(trigger: Trigger, opening: Post, kind: str, limits: Limits) -> list[str | _Block]:
+    if trigger.review_job and trigger.workflow_prompt is None:
+        return _review_task(trigger, limits)
     if trigger.workflow_prompt is not None:
         return [
             f"A workflow of the repository runs Neo on this {kind} (event"

@@ -75,6 +75,8 @@ class ThreadContext:
     inline: tuple[InlineComment, ...] = ()
     # For a workflow's task: the comment or review that started the run, as read.
     trigger_post: Post | None = None
+    # A review job's: the pull request's review comments so far, oldest first.
+    earlier: tuple[InlineComment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +169,13 @@ def job_spec(
             co_author = (request.author, noreply_email(request.author))
         session_key = None  # each run of a schedule starts afresh
         message = f"Neo: {task_title(request.instruction)}"
+    elif request.mode == "review":
+        # Read-only: the head is fetched into a local branch that is never pushed.
+        branch, pull_request = f"{config.branch_prefix}review-{number}", number
+        prompt = _thread_prompt(request, thread, who.bot)
+        # A conversation of its own: a review's turns are not the task's.
+        session_key = f"{request.thread.key}:review"
+        message = None
     else:
         branch, own_branch, pull_request = work_branch(request, thread, config.branch_prefix)
         prompt = _thread_prompt(request, thread, who.bot)
@@ -206,6 +215,7 @@ def job_spec(
         # Like AGENTS.md: a pull request cannot rewrite the skills Neo follows.
         skills_branch=default_branch if request.thread.is_pull_request else None,
         disabled_skills=config.disabled_skills,
+        review=request.mode == "review",
     )
     return spec, own_branch
 
@@ -248,6 +258,8 @@ def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
             review=thread.review,
             inline=thread.inline,
             workflow_prompt=workflow_prompt,
+            review_job=request.mode == "review",
+            earlier=thread.earlier,
         ),
         comments=thread.comments,
         diff=thread.diff,

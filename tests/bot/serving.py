@@ -212,6 +212,10 @@ def make_it_act(event: str, p: dict[str, Any]) -> dict[str, Any]:
         p["comment"]["body"] = "@neo " + (p["comment"]["body"] or "")
     elif event == "pull_request_review":
         p["review"]["body"] = "@neo " + (p["review"]["body"] or "")
+    elif event == "pull_request" and action == "labeled":
+        p["label"]["name"] = "neo-review"
+    elif event == "pull_request" and action == "review_requested":
+        p["requested_reviewer"] = {**p.get("requested_reviewer", {}), "login": "neo[bot]"}
     elif action == "opened":
         p["issue"]["body"] = "@neo " + (p["issue"]["body"] or "")
     elif action == "edited":

@@ -224,11 +224,15 @@ class _Route:
 
 
 class _Refusal(Exception):
-    def __init__(self, status: int, message: str, errors: list[dict[str, str]] | None = None):
+    def __init__(
+        self, status: int, message: str, errors: list[dict[str, str]] | list[str] | None = None
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
-        self.errors = errors  # a validation error's details, as GitHub lists them
+        # A validation error's details, as GitHub lists them: objects, or for
+        # some endpoints (reviews) plain strings.
+        self.errors = errors
 
 
 def _invalid(resource: str, message: str) -> _Refusal:
@@ -467,6 +471,9 @@ class FakeGitHub(Served):
             ("GET", "/pulls/{number}", self._get_pull),
             ("PATCH", "/pulls/{number}", self._update_pull),
             ("GET", "/pulls/comments/{comment_id}", self._get_review_comment),
+            ("GET", "/pulls/{number}/comments", self._list_pull_review_comments),
+            ("GET", "/pulls/{number}/reviews", self._list_reviews),
+            ("POST", "/pulls/{number}/reviews", self._create_review),
             (
                 "GET",
                 "/pulls/{number}/reviews/{review_id}/comments",
@@ -1509,6 +1516,130 @@ class FakeGitHub(Served):
         url = f"{self._base()}/repos/{full}/pulls/{number}/reviews/{review_id}/comments"
         return _page(call, listed, url)
 
+    def _list_pull_review_comments(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        number = _int(call.params["number"])
+        with self._lock:
+            full, state = self._state(call)
+            if number not in state.pulls:
+                raise _Refusal(404, "Not Found")
+            listed = [
+                self._review_comment_json(state, c)
+                for c in sorted(state.review_comments.values(), key=lambda c: int(c["id"]))
+                if c["pull_number"] == number
+            ]
+        return _page(call, listed, f"{self._base()}/repos/{full}/pulls/{number}/comments")
+
+    def _list_reviews(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        number = _int(call.params["number"])
+        with self._lock:
+            full, state = self._state(call)
+            if number not in state.pulls:
+                raise _Refusal(404, "Not Found")
+            listed = [
+                self._review_json(state, r)
+                for r in sorted(state.reviews.values(), key=lambda r: int(r["id"]))
+                if r["pull_number"] == number
+            ]
+        return _page(call, listed, f"{self._base()}/repos/{full}/pulls/{number}/reviews")
+
+    def _create_review(self, call: Call) -> tuple[int, Any]:
+        """A submitted review with its inline comments, all or nothing as on GitHub:
+        a comment on a line outside the pull request's diff refuses the whole review."""
+        _need(call, "pull_requests")
+        number = _int(call.params["number"])
+        if not isinstance(call.body, dict):
+            raise _Refusal(400, "Problems parsing JSON")
+        event = call.body.get("event")
+        body = call.body.get("body", "")
+        comments = call.body.get("comments", [])
+        if event in ("COMMENT", "REQUEST_CHANGES") and not body and not comments:
+            raise _Refusal(422, "Unprocessable Entity", ["Body is required"])
+        with self._lock:
+            _, state = self._state(call)
+            pull = state.pulls.get(number)
+            if pull is None:
+                raise _Refusal(404, "Not Found")
+            lines = _diff_lines(pull.get("diff") or "")
+            for comment in comments:
+                side = comment.get("side", "RIGHT")
+                first = comment.get("start_line", comment["line"])
+                start_side = comment.get("start_side", side)
+                wanted = {
+                    (comment["path"], start_side, first),
+                    (comment["path"], side, comment["line"]),
+                }
+                if not wanted <= lines:
+                    # GitHub's words for a line that is not in the diff.
+                    raise _Refusal(
+                        422,
+                        "Unprocessable Entity",
+                        ["Pull request review thread line must be part of the diff"],
+                    )
+            review_id = self._take_id()
+            state.reviews[review_id] = {
+                "id": review_id,
+                "pull_number": number,
+                "body": body,
+                "user": self._writer(call),
+                "state": {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(
+                    str(event), "COMMENTED" if event else "PENDING"
+                ),
+            }
+            stamp = _stamp()
+            for comment in comments:
+                comment_id = self._take_id()
+                start = comment.get("start_line")
+                state.review_comments[comment_id] = {
+                    "id": comment_id,
+                    "pull_number": number,
+                    "review_id": review_id,
+                    "body": comment["body"],
+                    "user": self._writer(call),
+                    "path": comment["path"],
+                    "line": comment["line"],
+                    "start_line": start,
+                    "side": comment.get("side", "RIGHT"),
+                    "diff_hunk": "@@ -1 +1 @@",
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+            return 200, self._review_json(state, state.reviews[review_id])
+
+    def reviews(self, repository: str, number: int) -> list[dict[str, Any]]:
+        """The reviews of pull request `number`, oldest first, each with its inline comments."""
+        with self._lock:
+            state = self._repo(repository)
+            found = []
+            for review in sorted(state.reviews.values(), key=lambda r: int(r["id"])):
+                if review["pull_number"] != number:
+                    continue
+                inline = [
+                    dict(c)
+                    for c in sorted(state.review_comments.values(), key=lambda c: int(c["id"]))
+                    if c["review_id"] == review["id"]
+                ]
+                found.append({**review, "comments": inline})
+            return found
+
+    def _review_json(self, state: _RepoState, review: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        full, number = state.full_name, review["pull_number"]
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        url = f"{html}/pull/{number}#pullrequestreview-{review['id']}"
+        return {
+            "id": review["id"],
+            "node_id": f"PRR_{review['id']}",
+            "user": self._user(review["user"]),
+            "body": review["body"],
+            "state": review.get("state", "COMMENTED"),
+            "html_url": url,
+            "pull_request_url": f"{api}/pulls/{number}",
+            "_links": {"html": {"href": url}, "pull_request": {"href": f"{api}/pulls/{number}"}},
+            "submitted_at": _stamp(),
+            "commit_id": hashlib.sha1(f"{full}:{number}".encode()).hexdigest(),
+            "author_association": self._association(full, review["user"]),
+        }
+
     def _review_comment_json(self, state: _RepoState, comment: Mapping[str, Any]) -> Any:
         # Caller holds the lock. Both the single comment's shape and the one a
         # review's list has (which requires the positions in the diff).
@@ -1780,6 +1911,34 @@ class _RepoState:
     reactions: list[dict[str, Any]] = field(default_factory=list)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes
     drafts_allowed: bool = True  # False: a private repository on a free plan
+
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def _diff_lines(diff: str) -> set[tuple[str, str, int]]:
+    """(path, side, line) of every line in `diff`'s hunks: where GitHub takes a comment."""
+    lines: set[tuple[str, str, int]] = set()
+    path = ""
+    old = new = 0
+    for raw in diff.split("\n"):
+        if raw.startswith("diff --git "):
+            path = raw.rsplit(" b/", 1)[-1]
+            old = new = -1
+        elif (header := _HUNK_HEADER.match(raw)) is not None:
+            old, new = int(header[1]), int(header[2])
+        elif old < 0:  # the file header, before its first hunk
+            continue
+        elif raw.startswith("+"):
+            lines.add((path, "RIGHT", new))
+            new += 1
+        elif raw.startswith("-"):
+            lines.add((path, "LEFT", old))
+            old += 1
+        elif raw.startswith(" "):
+            lines.update({(path, "RIGHT", new), (path, "LEFT", old)})
+            old, new = old + 1, new + 1
+    return lines
 
 
 def _stamp() -> str:

@@ -144,6 +144,12 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         }[event]
         instruction = trigger["body"]
         dedupe_key = f"{prefix}:{trigger['id']}"
+    elif event == "pull_request":
+        # The review label or a review request: a review, keyed by delivery.
+        trigger = p["pull_request"]
+        instruction = f"{trigger['title']}\n\n{trigger['body'] or ''}".rstrip()
+        key = {"labeled": "review-label", "review_requested": "review-requested"}[action]
+        dedupe_key = f"{key}:{trigger['id']}:{delivery}"
     else:
         trigger = p["issue"]
         instruction = f"{trigger['title']}\n\n{trigger['body'] or ''}".rstrip()
@@ -182,6 +188,7 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         "branch": None,
         # A webhook's instruction is its author's text, never a workflow's prompt.
         "instruction_from_workflow": False,
+        "mode": "review" if event == "pull_request" else "task",
     }
 
 
@@ -231,7 +238,7 @@ def test_redeliveries_and_new_deliveries_of_the_same_triggers(
     assert jobs(server, prefix) == before
 
     # The same comments, reviews and issue edits under new delivery ids make
-    # no new job; a label or an assignment is a new request each time.
+    # no new job; a label, an assignment or a review request is a new request each time.
     for delivery, event, p in deliveries:
         answer = post(client, event, p, delivery + "-new")
         assert (answer.status_code, answer.json()["decision"]) == (202, "queued")
@@ -240,7 +247,7 @@ def test_redeliveries_and_new_deliveries_of_the_same_triggers(
     assert sorted(job["request"]["event"] for job in new) == sorted(
         f"{event}.{p['action']}"
         for _, event, p in deliveries
-        if p["action"] in ("labeled", "assigned")
+        if p["action"] in ("labeled", "assigned", "review_requested")
     )
     assert after[: len(before)] == before
 

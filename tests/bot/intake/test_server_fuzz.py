@@ -179,6 +179,10 @@ def make_it_act(event: str, p: Payload, text: str) -> None:
         p["comment"]["body"] = text
     elif event == "pull_request_review":
         p["review"]["body"] = text
+    elif event == "pull_request" and action == "labeled":
+        p["label"]["name"] = "neo-review"
+    elif event == "pull_request" and action == "review_requested":
+        p["requested_reviewer"] = {**p.get("requested_reviewer", {}), "login": "neo[bot]"}
     elif action == "opened":
         p["issue"]["body"] = text
     elif action == "edited":

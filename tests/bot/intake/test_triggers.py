@@ -732,6 +732,8 @@ def acted_on_corpus() -> Iterator[tuple[str, Payload]]:
 def trigger_object(event: str, p: Payload) -> Payload:
     if event == "pull_request_review":
         return p["review"]  # type: ignore[no-any-return]
+    if event == "pull_request":
+        return p["pull_request"]  # type: ignore[no-any-return]
     return p["comment"] if "comment" in p else p["issue"]  # type: ignore[no-any-return]
 
 
@@ -771,10 +773,10 @@ def test_our_reading_agrees_with_githubkits_models() -> None:
         trigger = (
             model.review if event == "pull_request_review" else getattr(model, "comment", None)
         )
-        trigger = trigger or model.issue
+        trigger = trigger or getattr(model, "issue", None) or model.pull_request
         assert request.trigger_id == trigger.id
-        if event == "issues":
-            assert request.instruction == f"{model.issue.title}\n\n{trigger.body or ''}".rstrip()
+        if event in ("issues", "pull_request"):
+            assert request.instruction == f"{trigger.title}\n\n{trigger.body or ''}".rstrip()
         else:
             assert request.instruction == trigger.body
         assert request.author == model.sender.login

@@ -18,6 +18,7 @@ LEVELS = {"read": 1, "write": 2, "admin": 3}
 EVENT_PERMISSION = {
     "issue_comment": "issues",
     "issues": "issues",
+    "pull_request": "pull_requests",
     "pull_request_review": "pull_requests",
     "pull_request_review_comment": "pull_requests",
 }

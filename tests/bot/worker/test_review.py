@@ -1,0 +1,228 @@
+"""`@neo review` end to end: the worker, the real SqliteQueue, githubkit against the fake
+GitHub (whose reviews API refuses a line outside the diff, as GitHub does), the git CLI
+against the fake git server, the anthropic SDK against the fake Messages API, and the
+local sandbox."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bot.config.settings import Settings
+from bot.github.app import GitHubApp
+from bot.jobs import Conclusion, JobRequest, Thread
+from bot.queue import SqliteQueue
+from tests.bot.worker.test_loop import (
+    INSTALLATION,
+    REPO,
+    anthropic_env,
+    app,
+    bot_comments,
+    clock,
+    enqueue,
+    finished,
+    get,
+    git,
+    git_server,
+    github,
+    origin,
+    prompt_of,
+    queue,
+    run_until,
+    settings,
+    worker,
+)
+from tests.fakes import FakeAnthropicAPI, FakeGitHub, Reply, make_pull_request, text, tool_use
+
+__all__ = [
+    "anthropic_env",
+    "app",
+    "clock",
+    "git_server",
+    "github",
+    "origin",
+    "queue",
+    "settings",
+]
+
+APP_PY = b"def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
+SUGGESTION = "Subtraction where the name says addition.\n\n```suggestion\n    return a + b\n```"
+
+
+def open_pull(github: FakeGitHub, origin: Path, *, fork: bool) -> int:
+    """A pull request adding app.py, its head only at refs/pull/N/head (as a fork's is)."""
+    number = github.add_pull(
+        REPO,
+        "Add arithmetic",
+        "Adds add() and sub().",
+        head="arith",
+        user="outsider",
+        head_repository="outsider/hello" if fork else None,
+    )
+    make_pull_request(origin, number, {"app.py": APP_PY})
+    # What GitHub shows as the pull request's diff: from where it left main.
+    github.set_pull_diff(REPO, number, git(origin, "diff", f"main...refs/pull/{number}/head"))
+    return number
+
+
+def review_request(number: int, comment: int) -> JobRequest:
+    return JobRequest(
+        kind="run",
+        thread=Thread(REPO, number, is_pull_request=True),
+        installation_id=INSTALLATION,
+        event="issue_comment.created",
+        trigger_id=comment,
+        author="mona",
+        author_association="COLLABORATOR",
+        instruction="@neo review",
+        dedupe_key=f"comment:{comment}",
+        delivery_id="d1",
+        mode="review",
+    )
+
+
+def comment_call(call_id: str, line: int, body: str, **more: Any) -> dict[str, Any]:
+    return tool_use(
+        call_id, "review_comment", {"path": "app.py", "line": line, "body": body, **more}
+    )
+
+
+def script_review(fake: FakeAnthropicAPI) -> None:
+    fake.script(
+        Reply([tool_use("t0", "bash", {"command": "cat app.py"})], "tool_use"),
+        Reply(
+            [
+                comment_call("t1", 2, SUGGESTION),
+                comment_call("t2", 5, "`sub` has no test.", start_line=4),
+                comment_call("t3", 6, "Fine, but a docstring would help."),
+                tool_use(
+                    "t4",
+                    "review_comment",
+                    {"path": "README.md", "line": 1, "body": "Mention app.py."},
+                ),
+                comment_call("t5", 1, "Already said."),
+            ],
+            "tool_use",
+        ),
+        Reply([text("Two small functions; add() subtracts.")]),
+    )
+
+
+def refs(origin: Path) -> str:
+    return git(origin, "for-each-ref", "--format=%(refname) %(objectname)")
+
+
+def bot_reviews(github: FakeGitHub, number: int) -> list[dict[str, Any]]:
+    return [r for r in github.reviews(REPO, number) if r["user"] == github.bot_login]
+
+
+async def test_a_review_arrives_as_one_review_inline_with_a_suggestion_and_nothing_is_pushed(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = open_pull(github, origin, fork=True)
+    earlier = github.add_review_comment(
+        REPO, number, "Already said.", user="mona", path="app.py", line=1
+    )
+    comment = github.add_comment(REPO, number, "@neo review", user="mona")
+    script_review(fake_anthropic)
+    before = refs(origin)
+    job_id = await enqueue(queue, review_request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS, job.result
+    # The fork's head was fetched on the host: the model read its file in the tree.
+    tool_result = fake_anthropic.requests[1].body["messages"][-1]["content"][0]
+    assert "return a - b" in str(tool_result["content"])
+    # The model got the diff, the changed files and the earlier comment.
+    prompt = prompt_of(fake_anthropic)
+    assert "+    return a - b" in prompt
+    assert "- `app.py`" in prompt
+    assert "Already said." in prompt
+    assert "review_comment" in [t["name"] for t in fake_anthropic.requests[0].body["tools"]]
+
+    reviews = bot_reviews(github, number)
+    assert len(reviews) == 1
+    review = reviews[0]
+    assert review["state"] == "COMMENTED"
+    inline = [(c["path"], c["start_line"], c["line"], c["body"]) for c in review["comments"]]
+    assert inline == [
+        ("app.py", None, 2, SUGGESTION),
+        ("app.py", 4, 5, "`sub` has no test."),
+        ("app.py", None, 6, "Fine, but a docstring would help."),
+    ]
+    assert "```suggestion\n    return a + b\n```" in review["comments"][0]["body"]
+    # The comment outside the diff is in the summary; the repeat of the earlier one nowhere.
+    assert "Two small functions; add() subtracts." in review["body"]
+    assert "`README.md:1` (not a line of this diff): Mention app.py." in review["body"]
+    assert "Already said." not in review["body"]
+    assert [c["id"] for r in github.reviews(REPO, number) for c in r["comments"]].count(
+        earlier
+    ) == 1
+
+    # Read-only: no ref moved, no pull request opened; the report links the review.
+    assert refs(origin) == before
+    assert len(github.pulls(REPO)) == 1
+    report = bot_comments(github, number)[-1]["body"]
+    assert f"#pullrequestreview-{review['id']}" in report
+    assert "3 inline comments" in report
+
+
+async def test_when_github_refuses_the_inline_comments_they_go_into_the_one_review_summary(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = open_pull(github, origin, fork=False)
+    # GitHub's diff has moved on from the head the host fetched: no line of it is commentable.
+    github.set_pull_diff(REPO, number, "")
+    comment = github.add_comment(REPO, number, "@neo review", user="mona")
+    script_review(fake_anthropic)
+    job_id = await enqueue(queue, review_request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS, job.result
+    reviews = bot_reviews(github, number)
+    assert len(reviews) == 1
+    assert reviews[0]["comments"] == []
+    body = reviews[0]["body"]
+    assert "`app.py:2` (not a line of this diff): Subtraction" in body
+    assert "`app.py:4-5` (not a line of this diff): `sub` has no test." in body
+    assert "`README.md:1`" in body
+    refused = [r for r in github.requests if r.method == "POST" and r.path.endswith("/reviews")]
+    assert len(refused) == 2  # the inline review refused with 422, then the folded one
+
+
+async def test_a_review_request_on_an_issue_fails_with_one_line_and_no_model_call(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "An issue", "Not a pull request.", user="mona")
+    comment = github.add_comment(REPO, number, "@neo review", user="mona")
+    request = replace(review_request(number, comment), thread=Thread(REPO, number))
+    job_id = await enqueue(queue, request)
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.FAILED
+    assert job.result.error == "config_error: only a pull request can be reviewed"
+    assert fake_anthropic.requests == []
