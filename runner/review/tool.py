@@ -98,7 +98,7 @@ class ReviewCommentTool:
             body=given.body,
         )
         if not self._collector.add(comment):
-            return ToolOutput(f"already noted: a comment with this body on {comment.where()}")
+            return ToolOutput(f"already noted: {comment.where()} holds a comment with this text")
         outside = [p for p in comment.positions() if p not in self._collector.positions]
         if outside:
             return ToolOutput(

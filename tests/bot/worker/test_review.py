@@ -13,6 +13,9 @@ from bot.config.settings import Settings
 from bot.github.app import GitHubApp
 from bot.jobs import Conclusion, JobRequest, Thread
 from bot.queue import SqliteQueue
+from bot.worker.prompt import InlineComment, Post, ReviewLocation
+from bot.worker.review import all_folded, review_payload, unrepeated
+from runner.review import InlineDraft, ReviewDraft
 from tests.bot.worker.test_loop import (
     INSTALLATION,
     REPO,
@@ -226,3 +229,44 @@ async def test_a_review_request_on_an_issue_fails_with_one_line_and_no_model_cal
     assert job.result.conclusion is Conclusion.FAILED
     assert job.result.error == "config_error: only a pull request can be reviewed"
     assert fake_anthropic.requests == []
+
+
+# --- the review as it goes to GitHub (pure)
+
+
+def earlier_comment(path: str, line: int | None, body: str) -> InlineComment:
+    return InlineComment(
+        post=Post(author="mona", association="MEMBER", body=body),
+        location=ReviewLocation(path=path, line=line, diff_hunk="@@ -1 +1 @@"),
+    )
+
+
+def test_comments_an_earlier_review_made_are_dropped_inline_and_folded() -> None:
+    draft = ReviewDraft(
+        summary="s",
+        comments=(
+            InlineDraft(path="a.py", line=1, body="Same."),
+            InlineDraft(path="a.py", line=2, body="Same."),  # another line: a new point
+        ),
+        folded=(InlineDraft(path="b.py", line=9, body=" Old. "),),
+    )
+    earlier = [earlier_comment("a.py", 1, "Same.\n"), earlier_comment("b.py", 9, "Old.")]
+    kept = unrepeated(draft, earlier)
+    assert kept.comments == (InlineDraft(path="a.py", line=2, body="Same."),)
+    assert kept.folded == ()
+
+
+def test_the_payload_neutralises_pings_but_keeps_suggestions() -> None:
+    draft = ReviewDraft(
+        summary="Ping @octocat. Fixes #3.",
+        comments=(
+            InlineDraft(path="a.py", line=2, body="@mona look\n\n```suggestion\nx = 1\n```"),
+        ),
+    )
+    body, comments = review_payload(draft)
+    assert "@octocat" not in body
+    assert "```suggestion\nx = 1\n```" in str(comments[0]["body"])
+    assert "@mona" not in str(comments[0]["body"])
+    folded = all_folded(draft)
+    assert folded.comments == ()
+    assert "`a.py:2` (not a line of this diff)" in folded.body()
