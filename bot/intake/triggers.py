@@ -48,6 +48,8 @@ class Rules:
             raise ValueError("app_bot_login must be the App's bot login, e.g. neo[bot]")
         if not self.trigger_label.strip():
             raise ValueError("trigger_label must not be empty")
+        if not self.review_label.strip():
+            raise ValueError("review_label must not be empty")
 
 
 # What GitHub itself says of an author with no association, or none given.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.intake.triggers import Ignore, Reason
+from bot.intake.triggers import Ignore, Reason, Rules
 from tests.bot.intake.test_triggers import RULES, example, issue_comment, one, run
 
 
@@ -67,3 +67,8 @@ def test_the_app_labelling_its_own_pull_request_makes_no_job() -> None:
     p["label"]["name"] = "neo-review"
     p["sender"] = {**p["sender"], "login": RULES.app_bot_login, "type": "Bot"}
     assert run("pull_request", p) == Ignore(Reason.SELF)
+
+
+def test_an_empty_review_label_is_refused() -> None:
+    with pytest.raises(ValueError, match="review_label must not be empty"):
+        Rules(app_bot_login="neo[bot]", review_label=" ")
