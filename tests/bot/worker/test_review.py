@@ -1,13 +1,19 @@
 """`@neo review` end to end: the worker, the real SqliteQueue, githubkit against the fake
 GitHub (whose reviews API refuses a line outside the diff, as GitHub does), the git CLI
 against the fake git server, the anthropic SDK against the fake Messages API, and the
-local sandbox."""
+local sandbox (one test: the Docker sandbox, with the image scripts/build-images makes)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import docker
+import pytest
+from docker import DockerClient
+from docker.errors import DockerException, ImageNotFound
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
@@ -16,6 +22,7 @@ from bot.queue import SqliteQueue
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.review import all_folded, review_payload, unrepeated
 from runner.review import InlineDraft, ReviewDraft
+from runner.sandbox.docker import LABEL_JOB, LABEL_OWNER, owner_label
 from tests.bot.worker.test_loop import (
     INSTALLATION,
     REPO,
@@ -177,6 +184,65 @@ async def test_a_review_arrives_as_one_review_inline_with_a_suggestion_and_nothi
     report = bot_comments(github, number)[-1]["body"]
     assert f"#pullrequestreview-{review['id']}" in report
     assert "3 inline comments" in report
+
+
+@pytest.fixture
+def docker_client() -> Iterator[DockerClient]:
+    """The local engine with the sandbox image; its absence fails the test, never skips it."""
+    try:
+        client = docker.from_env()
+        client.ping()
+        client.images.get("neo-sandbox:local")
+    except ImageNotFound:
+        pytest.fail("neo-sandbox:local is missing: build it with scripts/build-images")
+    except DockerException as error:
+        pytest.fail(f"the Docker engine is not reachable ({error}): run scripts/ensure-docker")
+    yield client
+    client.close()
+
+
+async def test_a_review_in_the_docker_sandbox_arrives_inline_and_leaves_nothing_behind(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+    docker_client: DockerClient,
+) -> None:
+    number = open_pull(github, origin, fork=True)
+    comment = github.add_comment(REPO, number, "@neo review", user="mona")
+    script_review(fake_anthropic)
+    before = refs(origin)
+    job_id = await enqueue(queue, review_request(number, comment))
+    docker_settings = settings.model_copy(update={"sandbox": "docker"})
+
+    await run_until(worker(queue, app, docker_settings), finished(queue, job_id))
+
+    job = await get(queue, job_id)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS, job.result
+    # The model's `cat` ran in the offline container, on the fork's head the host fetched.
+    system = [block["text"] for block in fake_anthropic.requests[0].body["system"]]
+    assert "Network: none." in system[-1]
+    tool_result = fake_anthropic.requests[1].body["messages"][-1]["content"][0]
+    assert "return a - b" in str(tool_result["content"])
+    [review] = bot_reviews(github, number)
+    assert [(c["path"], c["line"]) for c in review["comments"]] == [
+        ("app.py", 2),
+        ("app.py", 5),
+        ("app.py", 6),
+        ("app.py", 1),
+    ]
+    assert "`README.md:1` (not a line of this diff)" in review["body"]
+    assert refs(origin) == before
+    assert len(github.pulls(REPO)) == 1
+    assert f"#pullrequestreview-{review['id']}" in bot_comments(github, number)[-1]["body"]
+    mine: dict[str, str | list[str] | bool] = {
+        "label": [f"{LABEL_JOB}=job-{job_id}", f"{LABEL_OWNER}={owner_label()}"]
+    }
+    assert docker_client.containers.list(all=True, filters=mine) == []
+    assert not (settings.data_dir / "workspaces" / f"job-{job_id}").exists()
 
 
 async def test_when_github_refuses_the_inline_comments_they_go_into_the_one_review_summary(
