@@ -103,6 +103,8 @@ class JobOutcome:
     branch: str | None = None
     session_id: str | None = None
     cost_usd: float | None = None
+    # The one review a review job submitted.
+    review_url: str | None = None
     # The final report's Markdown, as the progress comment ends.
     report: str | None = None
     # Login of who stopped it.
@@ -122,6 +124,8 @@ class JobOutcome:
             "cost_usd": self.cost_usd,
             "report": self.report,
         }
+        if self.review_url:
+            data["review_url"] = self.review_url
         if self.cancelled_by:
             data["cancelled_by"] = self.cancelled_by
         if self.conclusion is Conclusion.STOPPED:
@@ -141,6 +145,7 @@ class JobOutcome:
             session_id=_text(data.get("session_id")),
             cost_usd=_number(data.get("cost_usd")),
             report=_text(data.get("report")),
+            review_url=_text(data.get("review_url")),
             cancelled_by=_text(data.get("cancelled_by")),
             cancelled=_ids(data.get("cancelled")),
             cancel_requested=_ids(data.get("cancel_requested")),

@@ -26,7 +26,7 @@ __all__ = [
 ActionConclusion = Literal["success", "no_changes", "incomplete", "failed", "cancelled", "skipped"]
 
 # The outputs of action.yml, in its order.
-OUTPUTS: Final = ("conclusion", "branch", "pr_url", "session_id", "cost_usd")
+OUTPUTS: Final = ("conclusion", "branch", "pr_url", "review_url", "session_id", "cost_usd")
 
 _HEADINGS: Final[Mapping[str, str]] = {
     "success": "✅ Neo: done",
@@ -45,6 +45,8 @@ class ActionOutcome:
     conclusion: ActionConclusion
     branch: str | None = None
     pr_url: str | None = None
+    # A review job's one review; such a job opens no pull request.
+    review_url: str | None = None
     session_id: str | None = None
     cost_usd: float | None = None
     # One line: why it failed, or why nothing ran.
@@ -60,6 +62,7 @@ class ActionOutcome:
             "conclusion": self.conclusion,
             "branch": self.branch or "",
             "pr_url": self.pr_url or "",
+            "review_url": self.review_url or "",
             "session_id": self.session_id or "",
             "cost_usd": cost,
         }
@@ -72,6 +75,8 @@ class ActionOutcome:
             parts.append(f"**{label}:** {_inline(self.reason)}")
         if self.pr_url:
             parts.append(f"Pull request: {self.pr_url}")
+        if self.review_url:
+            parts.append(f"Review: {self.review_url}")
         if self.report:
             parts.append(self.report.strip())
         elif self.comment_url:

@@ -108,7 +108,8 @@ def main(env: Mapping[str, str]) -> int:
     if outcome.conclusion == "skipped":
         print(f"neo: nothing to do: {outcome.reason}")
     else:
-        print(f"neo: {outcome.conclusion}" + (f": {outcome.pr_url}" if outcome.pr_url else ""))
+        link = outcome.pr_url or outcome.review_url
+        print(f"neo: {outcome.conclusion}" + (f": {link}" if link else ""))
     return EXIT_OK
 
 
@@ -247,6 +248,7 @@ def _outcome(job: Job) -> ActionOutcome:
         conclusion=conclusion,
         branch=outcome.branch,
         pr_url=outcome.pr_url,
+        review_url=outcome.review_url,
         session_id=outcome.session_id,
         cost_usd=outcome.cost_usd,
         reason=outcome.error if stopped else None,

@@ -566,6 +566,8 @@ class Outcome:
     # The model's final answer: untrusted, neutralised when rendered.
     summary: str = ""
     pr_url: str | None = None
+    # The one review a review job submitted.
+    review_url: str | None = None
     # The repository allows no draft pull requests: `pr_url` is a regular one.
     draft_refused: bool = False
     # One line: why it failed.

@@ -57,6 +57,7 @@ def review_outcome(result: JobResult, draft: ReviewDraft, url: str) -> Outcome:
     return Outcome(
         conclusion=Conclusion.SUCCESS,
         summary=f"{said}. Nothing was pushed.",
+        review_url=url,
         usage=result.usage,
         cost_usd=result.cost_usd,
         duration_ms=result.duration_ms,

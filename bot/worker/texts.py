@@ -70,6 +70,7 @@ def stored_outcome(
         conclusion=outcome.conclusion,
         error=outcome.error,
         pr_url=outcome.pr_url,
+        review_url=outcome.review_url,
         branch=branch,
         session_id=session_id,
         cost_usd=outcome.cost_usd,

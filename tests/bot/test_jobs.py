@@ -58,6 +58,11 @@ def test_each_conclusion_ends_in_its_queue_state(conclusion: Conclusion, state: 
             cost_usd=0.25,
             report="✅ **Done**",
         ),
+        JobOutcome(
+            conclusion=Conclusion.SUCCESS,
+            review_url="https://github.test/o/r/pull/3#pullrequestreview-9",
+            report="✅ One review",
+        ),
         JobOutcome(conclusion=Conclusion.CANCELLED, error="stopped", cancelled_by="mona"),
         JobOutcome(conclusion=Conclusion.STOPPED, cancelled=(2,), cancel_requested=(1, 3)),
         JobOutcome(conclusion=Conclusion.UNAUTHORISED, error="unauthorised"),

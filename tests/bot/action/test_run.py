@@ -51,6 +51,7 @@ from tests.fakes import (
     Stall,
     add_commit,
     git_env,
+    make_pull_request,
     make_repo,
     text,
     tool_use,
@@ -452,6 +453,7 @@ def test_outputs_are_multiline_safe_whatever_a_value_holds() -> None:
         "conclusion": "success",
         "branch": "neo/issue-1",
         "pr_url": "",
+        "review_url": "",
         "session_id": "",
         "cost_usd": "0.0123",
     }
@@ -680,6 +682,7 @@ def test_a_mention_posts_the_progress_comment_opens_the_draft_pr_and_sets_the_ou
         "conclusion": "success",
         "branch": f"neo/issue-{number}",
         "pr_url": pull["html_url"],
+        "review_url": "",
         "session_id": step.outputs["session_id"],
         "cost_usd": step.outputs["cost_usd"],
     }
@@ -780,6 +783,52 @@ def test_a_review_comment_mention_works_on_the_pull_requests_own_branch(
     assert [(r["subject"], r["subject_id"]) for r in github.reactions(REPO)] == [
         ("review_comment", comment)
     ]
+
+
+@pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])
+def test_a_review_mention_on_a_pull_request_submits_one_review_and_opens_no_pr(
+    run: Runner, github: FakeGitHub, origin: Path, anthropic: FakeAnthropicAPI
+) -> None:
+    number = github.add_pull(REPO, "Add app", head="app", user="outsider")
+    make_pull_request(origin, number, {"app.py": b"def add(a, b):\n    return a - b\n"})
+    github.set_pull_diff(REPO, number, git(origin, "diff", f"main...refs/pull/{number}/head"))
+    comment = github.add_comment(REPO, number, "@neo review", user=REQUESTER)
+    payload = comment_payload(number, comment, "@neo review")
+    payload["issue"]["pull_request"] = {"url": f"{github.base_url}/repos/{REPO}/pulls/{number}"}
+    refs = git(origin, "for-each-ref", "--format=%(refname) %(objectname)")
+    anthropic.script(
+        Reply(
+            [
+                tool_use(
+                    "t1",
+                    "review_comment",
+                    {"path": "app.py", "line": 2, "body": "This subtracts."},
+                )
+            ],
+            "tool_use",
+        ),
+        Reply([text("add() subtracts.")]),
+    )
+
+    step = run("issue_comment", payload)
+
+    assert step.code == 0, step.err
+    [review] = [r for r in github.reviews(REPO, number) if r["user"] == BOT]
+    assert [(c["path"], c["line"], c["body"]) for c in review["comments"]] == [
+        ("app.py", 2, "This subtracts.")
+    ]
+    assert "add() subtracts." in review["body"]
+    # Read-only: no pull request opened, no ref moved, and the outputs name none.
+    assert [p["number"] for p in github.pulls(REPO)] == [number]
+    assert git(origin, "for-each-ref", "--format=%(refname) %(objectname)") == refs
+    assert step.outputs["conclusion"] == "success"
+    assert step.outputs["pr_url"] == ""
+    url = f"https://github.example.com/{REPO}/pull/{number}#pullrequestreview-{review['id']}"
+    assert step.outputs["review_url"] == url
+    assert f"neo: success: {url}" in step.out
+    assert f"Review: {url}" in step.summary
+    (report,) = bot_comments(github, number)
+    assert f"#pullrequestreview-{review['id']}" in report["body"]
 
 
 @pytest.mark.parametrize("github", [""], indirect=True, ids=["github.com"])

@@ -238,6 +238,8 @@ async def test_a_review_in_the_docker_sandbox_arrives_inline_and_leaves_nothing_
     assert refs(origin) == before
     assert len(github.pulls(REPO)) == 1
     assert f"#pullrequestreview-{review['id']}" in bot_comments(github, number)[-1]["body"]
+    # What `neo action` makes its review_url output of.
+    assert str(job.result.review_url).endswith(f"#pullrequestreview-{review['id']}")
     mine: dict[str, str | list[str] | bool] = {
         "label": [f"{LABEL_JOB}=job-{job_id}", f"{LABEL_OWNER}={owner_label()}"]
     }
