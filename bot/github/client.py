@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from githubkit import GitHub
+from githubkit.exception import GraphQLFailed
 from githubkit_schemas.latest.models import (
     IssueComment,
     PullRequestReview,
@@ -30,6 +31,7 @@ from githubkit_schemas.latest.models import (
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
 from bot.github.core import RetryPolicy
 from bot.github.errors import GitHubError
+from bot.github.graphql import RESOLVE_THREAD, REVIEW_THREADS, resolved_thread, review_threads
 from bot.github.markers import job_marker, reply_marker
 from bot.github.models import (
     Comment,
@@ -38,6 +40,7 @@ from bot.github.models import (
     PullRequest,
     PullRequestRef,
     Review,
+    ReviewThread,
     SubmittedReview,
     Thread,
 )
@@ -486,6 +489,38 @@ class RepoClient:
             return SubmittedReview(id=int(review.id), url=review.html_url)
 
         return await self._retrying(find_or_create)
+
+    # -- review threads (GraphQL: REST neither tells outdated nor resolves) --
+
+    async def _graphql(self, name: str, document: str, variables: dict[str, Any]) -> Any:
+        """One GraphQL operation, retried as a REST call; GitHub's `errors` are a GitHubError."""
+        mutates = document.lstrip().startswith("mutation")
+
+        async def attempt() -> Any:
+            if mutates:
+                await self._spacer.wait()
+            try:
+                return await self._caller.call(
+                    "POST",
+                    f"/graphql ({name})",
+                    lambda: self._github.async_graphql(document, variables),
+                )
+            except GraphQLFailed as failed:
+                errors = failed.response.errors or []
+                said = errors[0].message if errors else "an error"
+                raise GitHubError(f"github: GraphQL {name} failed: {said}") from None
+
+        return await self._retrying(attempt)
+
+    async def review_threads(self) -> tuple[ReviewThread, ...]:
+        """This pull request's review threads (the first 100), each by its first comment."""
+        variables = {"owner": self.owner, "name": self.name, "number": self.number}
+        return review_threads(await self._graphql("reviewThreads", REVIEW_THREADS, variables))
+
+    async def resolve_thread(self, thread_id: str) -> None:
+        """Mark review thread `thread_id` resolved; resolving it again changes nothing."""
+        variables = {"threadId": thread_id}
+        resolved_thread(await self._graphql("resolveReviewThread", RESOLVE_THREAD, variables))
 
     # -- reactions --
 

@@ -13,6 +13,7 @@ __all__ = [
     "PullRequestRef",
     "Review",
     "ReviewComment",
+    "ReviewThread",
     "SubmittedReview",
     "Thread",
 ]
@@ -88,6 +89,19 @@ class ReviewComment:
     start_line: int | None
     side: str | None
     diff_hunk: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewThread:
+    """A pull request's review thread, as GitHub's GraphQL API gives it: its first comment."""
+
+    id: str  # the GraphQL node id, what resolving takes
+    resolved: bool
+    outdated: bool  # the lines it points at changed since
+    author: str  # GraphQL's login: a Bot's has no "[bot]" suffix
+    body: str
+    path: str
+    line: int | None  # None once outdated
 
 
 @dataclass(frozen=True, slots=True)

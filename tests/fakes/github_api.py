@@ -39,6 +39,8 @@ job publishes, held in memory per repository:
 - review comments (`add_review_comment`, with path, lines and diff hunk) and
   reviews (`add_review`): `GET .../pulls/comments/{id}` and
   `GET .../pulls/{number}/reviews/{review_id}/comments`;
+- `POST /graphql`: a pull request's review threads and `resolveReviewThread`,
+  nothing else (see "GraphQL" below; `resolved_threads()`);
 - contents: `GET .../contents/{path}?ref=` (base64, 404 when missing, a list for
   a directory); `put_file`, `set_default_branch` (also what `GET /repos/...`
   says).
@@ -87,6 +89,8 @@ from tests.fakes.threaded import Served
 
 __all__ = [
     "ALL_JOB_PERMISSIONS",
+    "RESOLVE_THREAD_MUTATION",
+    "REVIEW_THREADS_QUERY",
     "Call",
     "FakeGitHub",
     "FakeInstallation",
@@ -484,6 +488,7 @@ class FakeGitHub(Served):
         for method, template, handler in routes:
             self.add_route(method, repo + template, handler)
         self._add_schedule_routes()
+        self.add_route("POST", "/graphql", self._graphql)
 
     # -- configuration --
 
@@ -652,10 +657,12 @@ class FakeGitHub(Served):
         side: str = "RIGHT",
         diff_hunk: str = "@@ -1 +1 @@\n-old\n+new",
         review_id: int | None = None,
+        in_reply_to: int | None = None,
     ) -> int:
         """A review comment by `user` on `path` of pull request `number`, ending at
         `line` (a multi-line one starts at `start_line`), in `review_id` (a review
-        of its own when None, as GitHub makes for a single comment); its id."""
+        of its own when None, as GitHub makes for a single comment); its id.
+        `in_reply_to` makes it a reply in that comment's thread."""
         with self._lock:
             state = self._repo(repository)
             if review_id is None:
@@ -681,6 +688,8 @@ class FakeGitHub(Served):
                 "diff_hunk": diff_hunk,
                 "created_at": stamp,
                 "updated_at": stamp,
+                "in_reply_to": in_reply_to,
+                "anchor": self._head_line(state, number, path, line),
             }
         return comment_id
 
@@ -1602,6 +1611,8 @@ class FakeGitHub(Served):
                     "diff_hunk": "@@ -1 +1 @@",
                     "created_at": stamp,
                     "updated_at": stamp,
+                    "in_reply_to": None,
+                    "anchor": self._head_line(state, number, comment["path"], comment["line"]),
                 }
             return 200, self._review_json(state, state.reviews[review_id])
 
@@ -1727,6 +1738,131 @@ class FakeGitHub(Served):
                 item.update(type="dir", size=0, download_url=None)
             entries.setdefault(name, item)
         return 200, list(entries.values())
+
+    # -- GraphQL: a pull request's review threads, and resolving one --
+    #
+    # `POST /graphql` answers exactly two documents (compared with whitespace
+    # normalised): `REVIEW_THREADS_QUERY` with `owner`, `name`, `number`, and
+    # `RESOLVE_THREAD_MUTATION` with `threadId`; anything else gets GitHub's
+    # GraphQL error shape (200, `errors`, no `data`). A thread is a top-level
+    # review comment and its replies (`in_reply_to`); its id is `PRRT_<comment
+    # id>`. It is outdated when the pull request's head (the files `put_file`
+    # holds at its head branch) no longer has, at the comment's line, the text
+    # that line had when the comment was made; an outdated comment's `line` is
+    # null, as on GitHub. A Bot's GraphQL login has no `[bot]` suffix.
+
+    def _head_line(self, state: _RepoState, number: int, path: str, line: int | None) -> Any:
+        # Caller holds the lock. The text of `line` of `path` at the pull's head, or None.
+        pull = state.pulls.get(number)
+        data = state.files.get((pull["head"], path)) if pull is not None else None
+        if data is None or line is None:
+            return None
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    def resolved_threads(self, repository: str) -> set[str]:
+        """The ids of the review threads resolved so far."""
+        with self._lock:
+            return set(self._repo(repository).resolved)
+
+    def _graphql(self, call: Call) -> tuple[int, Any]:
+        body = call.body if isinstance(call.body, dict) else {}
+        query = _normalised(str(body.get("query", "")))
+        variables = body.get("variables") or {}
+        if not isinstance(variables, dict):
+            variables = {}
+        if query == _normalised(REVIEW_THREADS_QUERY):
+            return 200, self._review_threads(call, variables)
+        if query == _normalised(RESOLVE_THREAD_MUTATION):
+            try:
+                _need(call, "pull_requests")
+            except _Refusal as refusal:
+                return 200, _graphql_error(refusal.message, "FORBIDDEN", ["resolveReviewThread"])
+            return 200, self._resolve_thread(call, variables)
+        return 200, _graphql_error(
+            "This fake answers only the review threads query and the resolveReviewThread mutation"
+        )
+
+    def _graphql_repo(self, call: Call, owner: object, name: object) -> _RepoState | None:
+        # Caller holds the lock. What the token cannot see does not exist, as on GitHub.
+        full = f"{owner}/{name}".lower()
+        assert call.token is not None
+        if full not in (r.lower() for r in call.token.repositories):
+            return None
+        return next((s for s in self._repos.values() if s.full_name.lower() == full), None)
+
+    def _review_threads(self, call: Call, variables: Mapping[str, Any]) -> Any:
+        owner, name, number = variables.get("owner"), variables.get("name"), variables.get("number")
+        with self._lock:
+            state = self._graphql_repo(call, owner, name)
+            if state is None:
+                return _graphql_error(
+                    f"Could not resolve to a Repository with the name '{owner}/{name}'.",
+                    "NOT_FOUND",
+                    ["repository"],
+                )
+            if not isinstance(number, int) or number not in state.pulls:
+                return {
+                    "data": {"repository": {"pullRequest": None}},
+                    **_graphql_error(
+                        f"Could not resolve to a PullRequest with the number of {number}.",
+                        "NOT_FOUND",
+                        ["repository", "pullRequest"],
+                    ),
+                }
+            comments = sorted(
+                (c for c in state.review_comments.values() if c["pull_number"] == number),
+                key=lambda c: int(c["id"]),
+            )
+            nodes = []
+            for top in [c for c in comments if c.get("in_reply_to") is None][:100]:
+                outdated = top["line"] is not None and top.get("anchor") != self._head_line(
+                    state, number, top["path"], top["line"]
+                )
+                login = str(top["user"]).removesuffix("[bot]")
+                nodes.append(
+                    {
+                        "id": f"PRRT_{top['id']}",
+                        "isResolved": f"PRRT_{top['id']}" in state.resolved,
+                        "isOutdated": outdated,
+                        "comments": {
+                            "nodes": [
+                                {
+                                    "author": {"login": login},
+                                    "body": top["body"],
+                                    "path": top["path"],
+                                    "line": None if outdated else top["line"],
+                                }
+                            ]
+                        },
+                    }
+                )
+        pull = {"reviewThreads": {"nodes": nodes}}
+        return {"data": {"repository": {"pullRequest": pull}}}
+
+    def _resolve_thread(self, call: Call, variables: Mapping[str, Any]) -> Any:
+        thread_id = str(variables.get("threadId", ""))
+        with self._lock:
+            for state in self._repos.values():
+                top = _int_or_none(thread_id.removeprefix("PRRT_"))
+                comment = state.review_comments.get(top) if top is not None else None
+                if (
+                    thread_id.startswith("PRRT_")
+                    and comment is not None
+                    and comment.get("in_reply_to") is None
+                    and self._graphql_repo(call, *state.full_name.split("/")) is not None
+                ):
+                    state.resolved.add(thread_id)
+                    thread = {"id": thread_id, "isResolved": True}
+                    return {"data": {"resolveReviewThread": {"thread": thread}}}
+        return {
+            "data": {"resolveReviewThread": None},
+            **_graphql_error(
+                f"Could not resolve to a node with the global id of '{thread_id}'",
+                "NOT_FOUND",
+                ["resolveReviewThread"],
+            ),
+        }
 
     def _base(self) -> str:
         return self.base_url if self._serving.port is not None else ""
@@ -1911,6 +2047,51 @@ class _RepoState:
     reactions: list[dict[str, Any]] = field(default_factory=list)
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes
     drafts_allowed: bool = True  # False: a private repository on a free plan
+    resolved: set[str] = field(default_factory=set)  # review thread ids
+
+
+# The two GraphQL documents the fake answers (whitespace aside), with variables.
+REVIEW_THREADS_QUERY = """
+query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      reviewThreads(first: 100) {
+        nodes {
+          id isResolved isOutdated
+          comments(first: 1) { nodes { author { login } body path line } }
+        }
+      }
+    }
+  }
+}
+"""
+RESOLVE_THREAD_MUTATION = """
+mutation($threadId: ID!) {
+  resolveReviewThread(input: {threadId: $threadId}) { thread { id isResolved } }
+}
+"""
+
+
+def _normalised(document: str) -> str:
+    """`document` with no whitespace but what separates two names."""
+    spaced = re.sub(r"\s+", " ", document).strip()
+    return re.sub(r" ?([{}():,!$\[\]]) ?", r"\1", spaced)
+
+
+def _graphql_error(
+    message: str, kind: str | None = None, path: list[str] | None = None
+) -> dict[str, Any]:
+    """GitHub's GraphQL error answer: HTTP 200, an `errors` list."""
+    error: dict[str, Any] = {"message": message, "locations": [{"line": 1, "column": 1}]}
+    if kind is not None:
+        error["type"] = kind
+    if path is not None:
+        error["path"] = path
+    return {"errors": [error]}
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
 
 
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")

@@ -88,6 +88,9 @@ def drain() -> list[Exchange]:
 
 def violations(exchanges: Sequence[Exchange]) -> list[str]:
     """One line per disagreement with GitHub's description, in order; none: conforming."""
+    # GraphQL is not in the REST description: the fake's `/graphql` is checked
+    # by its own two documents, not here.
+    exchanges = [e for e in exchanges if not (e.method == "POST" and e.route == "/graphql")]
     if not exchanges:
         return []
     api = description()
