@@ -42,7 +42,13 @@ from bot.worker.config import ConfigResolver
 from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.providers import unavailable, unavailable_text
-from bot.worker.review import all_folded, review_outcome, review_payload, unrepeated
+from bot.worker.review import (
+    all_folded,
+    fixed_threads,
+    review_outcome,
+    review_payload,
+    unrepeated,
+)
 from bot.worker.spec import Identity, ThreadContext, WorkerSettings, job_spec, task_title
 from bot.worker.texts import (
     error_line,
@@ -432,7 +438,25 @@ class JobSteps:
             draft = all_folded(draft)
             body, comments = review_payload(draft)
             review = await github.submit_review(key, body, comments)
-        return review_outcome(result, draft, review.url)
+        resolved = await self._resolve_fixed(running, github, progress)
+        return review_outcome(result, draft, review.url, resolved=resolved)
+
+    async def _resolve_fixed(self, running: Running, github: RepoClient, progress: Progress) -> int:
+        """Resolve the bot's earlier threads whose lines the new commits changed; how many.
+
+        After the review, so a failure here costs the sweep and never the review.
+        """
+        resolved = 0
+        try:
+            fixed = fixed_threads(await github.review_threads(), github.bot_login)
+            if fixed:
+                progress.note("resolving the threads the new commits fixed")
+            for thread_id in fixed:
+                await github.resolve_thread(thread_id)
+                resolved += 1
+        except GitHubError as error:
+            self._log("review_threads_unresolved", job=running.job.id, error=str(error))
+        return resolved
 
     async def _run_live(
         self,

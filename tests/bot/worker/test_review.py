@@ -17,10 +17,11 @@ from docker.errors import DockerException, ImageNotFound
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
+from bot.github.models import ReviewThread
 from bot.jobs import Conclusion, JobRequest, Thread
 from bot.queue import SqliteQueue
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
-from bot.worker.review import all_folded, review_payload, unrepeated
+from bot.worker.review import all_folded, fixed_threads, review_payload, unrepeated
 from runner.review import InlineDraft, ReviewDraft
 from runner.sandbox.docker import LABEL_JOB, LABEL_OWNER, owner_label
 from tests.bot.worker.test_loop import (
@@ -338,3 +339,75 @@ def test_the_payload_neutralises_pings_but_keeps_suggestions() -> None:
     folded = all_folded(draft)
     assert folded.comments == ()
     assert "`a.py:2` (not a line of this diff)" in folded.body()
+
+
+# --- a later review: Neo's threads the new commits fixed are resolved
+
+FIXED_PY = APP_PY.replace(b"def add(a, b):\n    return a - b", b"def add(a, b):\n    return a + b")
+
+
+def push_to_pull(github: FakeGitHub, origin: Path, number: int, app_py: bytes) -> None:
+    """The pull request's head becomes `app_py`, in git and in what GitHub diffs and shows."""
+    make_pull_request(origin, number, {"app.py": app_py})
+    github.set_pull_diff(REPO, number, git(origin, "diff", f"main...refs/pull/{number}/head"))
+    github.put_file(REPO, "app.py", app_py.decode(), ref="arith")
+
+
+async def test_a_later_review_resolves_only_neos_threads_whose_lines_changed_and_repeats_nothing(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = open_pull(github, origin, fork=False)
+    github.put_file(REPO, "app.py", APP_PY.decode(), ref="arith")
+    human = github.add_review_comment(
+        REPO, number, "add() looks off to me too.", user="mona", path="app.py", line=2
+    )
+    first = github.add_comment(REPO, number, "@neo review", user="mona")
+    script_review(fake_anthropic)
+    first_job = await enqueue(queue, review_request(number, first))
+    await run_until(worker(queue, app, settings), finished(queue, first_job))
+    [first_review] = bot_reviews(github, number)
+    by_line = {c["line"]: c["id"] for c in first_review["comments"]}
+    assert sorted(by_line) == [1, 2, 5, 6]
+    assert github.resolved_threads(REPO) == set()  # nothing had changed yet
+
+    push_to_pull(github, origin, number, FIXED_PY)  # fixes line 2, leaves 1 and 4-6 as they were
+    second = github.add_comment(REPO, number, "@neo review", user="mona")
+    fake_anthropic.script(
+        Reply([comment_call("t1", 6, "Fine, but a docstring would help.")], "tool_use"),
+        Reply([text("add() adds now.")]),
+    )
+    second_job = await enqueue(queue, replace(review_request(number, second), delivery_id="d2"))
+    await run_until(worker(queue, app, settings), finished(queue, second_job))
+
+    job = await get(queue, second_job)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS, job.result
+    # Only Neo's thread on the changed line; the human's on it and Neo's on unchanged lines stay.
+    assert github.resolved_threads(REPO) == {f"PRRT_{by_line[2]}"}
+    assert f"PRRT_{human}" not in github.resolved_threads(REPO)
+    later = bot_reviews(github, number)[-1]
+    assert later["id"] != first_review["id"]
+    assert later["comments"] == []  # the docstring point was made already
+    assert "add() adds now." in later["body"]
+    report = bot_comments(github, number)[-1]["body"]
+    assert "resolved 1 earlier thread of Neo's whose lines changed" in report
+    assert "0 inline comments" in report
+
+
+def test_only_the_bots_open_outdated_threads_are_fixed() -> None:
+    def thread(name: str, author: str, *, outdated: bool = True, resolved: bool = False) -> Any:
+        return ReviewThread(name, resolved, outdated, author, "b", "a.py", None)
+
+    threads = [
+        thread("mine", "neo"),
+        thread("human", "mona"),
+        thread("unchanged", "neo", outdated=False),
+        thread("done", "neo", resolved=True),
+        thread("namesake", "neo[bot]"),  # GraphQL never says "[bot]": not the bot's
+    ]
+    assert fixed_threads(threads, "neo[bot]") == ("mine",)
