@@ -30,7 +30,7 @@ from runner.llm.errors import (
 from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, retried
+from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
 
 log = logging.getLogger("neo.llm.anthropic")
 
@@ -109,19 +109,9 @@ class AnthropicProvider:
         except Transient:
             raise
         except anthropic.APITimeoutError:
-            raise Transient(
-                ProviderConnectionError("anthropic: no data received within the idle timeout"),
-                idle=True,
-            ) from None
+            raise idle_failure("anthropic") from None
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
-            cause = error.__cause__ if isinstance(error, anthropic.APIConnectionError) else error
-            if isinstance(cause, httpx2.TimeoutException):
-                detail = "no data received within the idle timeout"
-            else:
-                detail = f"connection failed: {type(cause or error).__name__}"
-            raise Transient(
-                ProviderConnectionError(f"anthropic: {detail}"), idle=detail.startswith("no data")
-            ) from None
+            raise connection_failure("anthropic", error) from None
         except TypeError as error:
             if "authentication" in str(error):
                 raise ConfigError(

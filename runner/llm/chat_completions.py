@@ -39,7 +39,7 @@ from runner.llm.errors import (
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, retried
+from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
 from runner.text import one_line
 
 __all__ = [
@@ -191,25 +191,10 @@ class ChatCompletionsProvider:
         except openai.APIStatusError as error:
             raise self._classify_status(error) from None
         except openai.APITimeoutError:
-            raise Transient(
-                ProviderConnectionError(f"{self.name}: no data received within the idle timeout"),
-                idle=True,
-            ) from None
+            raise idle_failure(self.name) from None
         except (openai.APIConnectionError, httpx2.TransportError) as error:
-            cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
-            if isinstance(cause, httpx2.TimeoutException):
-                raise Transient(
-                    ProviderConnectionError(
-                        f"{self.name}: no data received within the idle timeout"
-                    ),
-                    idle=True,
-                ) from None
-            detail = f"connection failed: {type(cause or error).__name__}"
-            raise Transient(
-                ProviderConnectionError(
-                    f"{self.name}: {detail} (check {self._dialect.base_variable})"
-                )
-            ) from None
+            hint = f"check {self._dialect.base_variable}"
+            raise connection_failure(self.name, error, hint=hint) from None
         except Exception as error:
             # Data no server should send (not JSON, chunks of the wrong shape):
             # the same next time.

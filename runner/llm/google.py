@@ -37,7 +37,7 @@ from runner.llm.limits import limits_for
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, retried
+from runner.llm.retrying import Transient, connection_failure, retried
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -126,15 +126,8 @@ class GoogleProvider:
             raise self._classify(error) from None
         except (Transient, ProviderError):
             raise
-        except httpx2.TimeoutException:
-            raise Transient(
-                ProviderConnectionError("google: no data received within the idle timeout"),
-                idle=True,
-            ) from None
         except httpx2.TransportError as error:
-            raise Transient(
-                ProviderConnectionError(f"google: connection failed: {type(error).__name__}")
-            ) from None
+            raise connection_failure(PROVIDER, error) from None
         except Exception as error:
             # Data that is not JSON, chunks of the wrong shape: the same next time.
             raise _malformed(error) from None

@@ -37,7 +37,7 @@ from runner.llm.limits import limits_for
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, retried
+from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -151,19 +151,9 @@ class OpenAIResponsesProvider:
             # NeoError: also what `auth` raises when it cannot sign the request.
             raise
         except openai.APITimeoutError:
-            raise Transient(
-                ProviderConnectionError("openai: no data received within the idle timeout"),
-                idle=True,
-            ) from None
+            raise idle_failure(PROVIDER) from None
         except (openai.APIConnectionError, httpx2.TransportError) as error:
-            cause = error.__cause__ if isinstance(error, openai.APIConnectionError) else error
-            if isinstance(cause, httpx2.TimeoutException):
-                detail = "no data received within the idle timeout"
-            else:
-                detail = f"connection failed: {type(cause or error).__name__}"
-            raise Transient(
-                ProviderConnectionError(f"openai: {detail}"), idle=detail.startswith("no data")
-            ) from None
+            raise connection_failure(PROVIDER, error) from None
         except Exception as error:
             # Data that is not JSON, events of the wrong shape: the same next time.
             raise _malformed(error) from None

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from runner.llm.errors import ProviderError
+import httpx2
+
+from runner.llm.errors import ProviderConnectionError, ProviderError
 from runner.llm.provider import Retrying, StreamEvent
 from runner.llm.retry import RetryPolicy
 
-__all__ = ["IDLE_RETRIES", "Transient", "retried"]
+__all__ = ["IDLE_RETRIES", "Transient", "connection_failure", "idle_failure", "retried"]
 
 log = logging.getLogger("neo.llm")
 
@@ -28,6 +30,24 @@ class Transient(Exception):
         self.error = error
         self.retry_after = retry_after
         self.idle = idle
+
+
+def idle_failure(provider: str) -> Transient:
+    """A stream silent for the whole read timeout: the idle guard's retry."""
+    return Transient(
+        ProviderConnectionError(f"{provider}: no data received within the idle timeout"),
+        idle=True,
+    )
+
+
+def connection_failure(provider: str, error: BaseException, *, hint: str = "") -> Transient:
+    """A transport failure, or an SDK's wrapping of one, as a retryable failure;
+    a read timeout underneath is the idle guard's."""
+    cause = error if isinstance(error, httpx2.TransportError) else (error.__cause__ or error)
+    if isinstance(cause, httpx2.TimeoutException):
+        return idle_failure(provider)
+    line = f"{provider}: connection failed: {type(cause).__name__}"
+    return Transient(ProviderConnectionError(f"{line} ({hint})" if hint else line))
 
 
 async def retried(
