@@ -411,3 +411,40 @@ def test_only_the_bots_open_outdated_threads_are_fixed() -> None:
         thread("namesake", "neo[bot]"),  # GraphQL never says "[bot]": not the bot's
     ]
     assert fixed_threads(threads, "neo[bot]") == ("mine",)
+
+
+async def test_a_failed_thread_sweep_costs_nothing_but_the_sweep(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = open_pull(github, origin, fork=False)
+    github.put_file(REPO, "app.py", APP_PY.decode(), ref="arith")
+    first = github.add_comment(REPO, number, "@neo review", user="mona")
+    script_review(fake_anthropic)
+    first_job = await enqueue(queue, review_request(number, first))
+    await run_until(worker(queue, app, settings), finished(queue, first_job))
+
+    push_to_pull(github, origin, number, FIXED_PY)
+    # GitHub refuses the GraphQL call that lists the threads, as it does a token without
+    # the grant; `times` outlasts any retry, so no later call gets through either.
+    github.fail_next(
+        "POST", "/graphql", 403, message="Resource not accessible by integration", times=10
+    )
+    second = github.add_comment(REPO, number, "@neo review", user="mona")
+    fake_anthropic.script(Reply([text("add() adds now.")]))
+    second_job = await enqueue(queue, replace(review_request(number, second), delivery_id="d2"))
+    await run_until(worker(queue, app, settings), finished(queue, second_job))
+
+    job = await get(queue, second_job)
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS, job.result
+    assert job.result.review_url is not None
+    assert len(bot_reviews(github, number)) == 2  # the review went, the sweep did not
+    assert github.resolved_threads(REPO) == set()
+    refused = [r for r in github.requests if r.route == "/graphql" and r.status == 403]
+    assert refused  # the sweep was tried, after the review
+    assert "resolved" not in bot_comments(github, number)[-1]["body"]
