@@ -353,6 +353,8 @@ class _Issue(_Model):
 class _PullRequest(_Model):
     number: _Number
     locked: bool | None = None
+    # Its author: a pull request the App opened gets answered without a mention.
+    user: _User | None = None
 
 
 class _PullRequestFull(_Model):
@@ -421,9 +423,14 @@ class _PullRequestReviewRequestedPayload(_Common):
     requested_reviewer: _User | None = None
 
 
+class _Review(_Comment):
+    # "approved", "changes_requested", "commented", ...; GitHub's case varies.
+    state: str | None = None
+
+
 class _ReviewPayload(_Common):
     pull_request: _PullRequest
-    review: _Comment
+    review: _Review
 
 
 # --- triage -----------------------------------------------------------------
@@ -633,7 +640,19 @@ def _review_submitted(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
         instruction=body,
         dedupe_key=f"review:{p.review.id}",
     )
-    return _mentioned(delivery, trigger, [p.sender, p.review.user], rules, body)
+    users = [p.sender, p.review.user]
+    if _changes_asked_of_app(p, rules) and not mentions(body, rules.handle):
+        # Asking the App's own pull request for changes asks the App: no mention needed.
+        gated = _gate(trigger, users, rules)
+        return gated if gated is not None else _request(delivery, trigger)
+    return _mentioned(delivery, trigger, users, rules, body)
+
+
+def _changes_asked_of_app(p: _ReviewPayload, rules: Rules) -> bool:
+    """Whether the review requests changes on a pull request the App opened."""
+    author = p.pull_request.user
+    own = author is not None and author.login.lower() == rules.app_bot_login.lower()
+    return own and (p.review.state or "").lower() == "changes_requested"
 
 
 def _pull_request_trigger(
