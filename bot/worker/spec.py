@@ -31,6 +31,7 @@ __all__ = [
     "commit_message",
     "job_spec",
     "noreply_email",
+    "session_thread",
     "task_title",
     "threadless_branch",
     "work_branch",
@@ -124,6 +125,23 @@ def work_branch(
     return f"{prefix}issue-{number}", False, None
 
 
+def session_thread(branch: str, prefix: str, repository: str) -> str | None:
+    """The thread whose session a job on Neo's branch `branch` continues, or None.
+
+    `<prefix>issue-N` is the branch of issue N's work and `<prefix>pr-N` the
+    one Neo pushes for fork pull request N: either continues `repository#N`
+    (lower-cased as `Thread.key`), so its pull request's jobs share that session.
+    """
+    if not prefix or not branch.startswith(prefix):
+        return None
+    kind, dash, number = branch[len(prefix) :].partition("-")
+    if kind not in ("issue", "pr") or not dash or not number.isascii():
+        return None
+    if not number.isdigit() or number.startswith("0"):
+        return None
+    return f"{repository.lower()}#{int(number)}"
+
+
 def task_title(instruction: str) -> str:
     """A title for the work of a job without a thread: its instruction's first line."""
     line = next((line for line in instruction.splitlines() if line.strip()), "")
@@ -180,7 +198,9 @@ def job_spec(
         branch, own_branch, pull_request = work_branch(request, thread, config.branch_prefix)
         prompt = _thread_prompt(request, thread, who.bot)
         co_author = (request.author, noreply_email(request.author, thread.requester_id))
-        session_key = request.thread.key
+        # A pull request of Neo's continues the session of the thread it was opened for.
+        continued = session_thread(branch, config.branch_prefix, repository) if own_branch else None
+        session_key = continued or request.thread.key
         message = commit_message(thread.title, number)
     docker = settings.sandbox == "docker"
     spec = JobSpec(
