@@ -390,6 +390,7 @@ class RepoClient:
                 head_ref=data.head.ref,
                 head_repository=data.head.repo.full_name if data.head.repo else None,
                 html_url=data.html_url,
+                author=data.user.login if data.user else None,
             )
         opening = Issue(
             number=issue.number,
@@ -487,6 +488,34 @@ class RepoClient:
             )
             review = response.parsed_data
             return SubmittedReview(id=int(review.id), url=review.html_url)
+
+        return await self._retrying(find_or_create)
+
+    async def reply_in_thread(self, comment_id: int, key: str, body: str) -> int:
+        """Reply `body` in the review thread that starts with comment `comment_id`,
+        unless the bot's reply for `key` is already there (a retried job); its id."""
+        marker = reply_marker(key)
+        text = body if marker in body else f"{marker}\n{body}"
+        path = f"/repos/{self.repository}/pulls/{self.number}/comments/{comment_id}/replies"
+
+        async def find() -> int | None:
+            for comment in await self.pull_review_comments():
+                if comment.comment.author == self.bot_login and marker in comment.comment.body:
+                    return comment.comment.id
+            return None
+
+        async def find_or_create() -> int:
+            found = await find()
+            if found is not None:
+                return found
+            response = await self._call(
+                "POST",
+                path,
+                lambda: self._github.rest.pulls.async_create_reply_for_review_comment(
+                    self.owner, self.name, self.number, comment_id, body=text
+                ),
+            )
+            return int(response.parsed_data.id)
 
         return await self._retrying(find_or_create)
 
@@ -794,6 +823,7 @@ def _inline(comment: PullRequestReviewComment | ReviewComment) -> InlineComment:
         start_line=number(comment.start_line) or number(comment.original_start_line),
         side=side,
         diff_hunk=comment.diff_hunk,
+        in_reply_to=number(comment.in_reply_to_id),
     )
 
 

@@ -22,7 +22,7 @@ query($owner: String!, $name: String!, $number: Int!) {
       reviewThreads(first: 100) {
         nodes {
           id isResolved isOutdated
-          comments(first: 1) { nodes { author { login } body path line } }
+          comments(first: 1) { nodes { databaseId author { login } body path line } }
         }
       }
     }
@@ -54,6 +54,7 @@ def review_threads(data: Mapping[str, Any]) -> tuple[ReviewThread, ...]:
             first = comments[0]
             author = first.get("author") or {}
             line = first.get("line")
+            database_id = first.get("databaseId")
             threads.append(
                 ReviewThread(
                     id=str(node["id"]),
@@ -64,11 +65,16 @@ def review_threads(data: Mapping[str, Any]) -> tuple[ReviewThread, ...]:
                     body=str(first.get("body") or ""),
                     path=str(first.get("path") or ""),
                     line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+                    comment_id=database_id if _whole(database_id) else None,
                 )
             )
     except (KeyError, TypeError):
         raise _shape("the review threads") from None
     return tuple(threads)
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def resolved_thread(data: Mapping[str, Any]) -> str:

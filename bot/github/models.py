@@ -50,6 +50,7 @@ class PullRequest:
     head_ref: str
     head_repository: str | None  # "owner/name"; None when the fork is gone
     html_url: str
+    author: str | None = None  # who opened it; None for a deleted account
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,8 @@ class ReviewComment:
     start_line: int | None
     side: str | None
     diff_hunk: str
+    # The thread's first comment, when this one is a reply in it.
+    in_reply_to: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,7 @@ class ReviewThread:
     body: str
     path: str
     line: int | None  # None once outdated
+    comment_id: int | None = None  # the first comment's REST id (GraphQL's databaseId)
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,6 +57,7 @@ from bot.worker.texts import (
     stored_outcome,
     threadless_pr_body,
 )
+from bot.worker.threads import answered_threads, reply_key, thread_answer, threads_to_resolve
 from runner import job as runner_job
 from runner.errors import ConfigError, NeoError
 from runner.git import MirrorCache
@@ -406,6 +407,8 @@ class JobSteps:
                 )
                 pr_url = pr.url
                 draft_refused = pr.draft_refused
+        if thread is not None and thread.answer:
+            await self._answer_threads(running, github, result, thread, progress)
         return run_outcome(
             result,
             pr_url=pr_url,
@@ -457,6 +460,40 @@ class JobSteps:
         except GitHubError as error:
             self._log("review_threads_unresolved", job=running.job.id, error=str(error))
         return resolved
+
+    async def _answer_threads(
+        self,
+        running: Running,
+        github: RepoClient,
+        result: JobResult,
+        thread: ThreadContext,
+        progress: Progress,
+    ) -> None:
+        """Reply in each review thread the job answers; resolve them once the change is pushed.
+
+        After the push, so a failure here is logged and costs the replies, never the work.
+        """
+        job_id = running.job.id
+        body = thread_answer(result, thread.pr_url)
+        progress.note("answering in the review threads")
+        answered: list[int] = []
+        try:
+            for top in thread.answer:
+                await github.reply_in_thread(top, reply_key(job_id, top), body)
+                answered.append(top)
+        except GitHubError as error:
+            self._log("thread_reply_failed", job=job_id, error=str(error))
+        resolved = 0
+        if result.changed and answered:
+            try:
+                for thread_id in threads_to_resolve(await github.review_threads(), answered):
+                    await github.resolve_thread(thread_id)
+                    resolved += 1
+            except GitHubError as error:
+                self._log("thread_resolve_failed", job=job_id, error=str(error))
+        if answered:
+            said = f"Answered in {_count(len(answered), 'review thread')}"
+            running.notes += (f"{said}; resolved {resolved}." if result.changed else f"{said}.",)
 
     async def _run_live(
         self,
@@ -583,8 +620,11 @@ class JobSteps:
             except GitHubError as error:
                 # Context, not the work: the model can still read the branch with git.
                 thread.diff_missing = f"GitHub did not give it ({error})"
+        own = read.pull is not None and (read.pull.author or "").lower() == github.bot_login.lower()
         if request.event.startswith(_REVIEW_COMMENT):
             inline = await github.read_review_comment(request.trigger_id)
+            if own:
+                thread.answer = answered_threads([inline])
             thread.review = _location(inline)
             if inline.comment.author_id is not None:
                 thread.requester_id = inline.comment.author_id
@@ -593,10 +633,12 @@ class JobSteps:
         elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
             if from_workflow:
                 thread.trigger_post = await self._review_post(github, request)
+            comments = await github.read_review_comments(request.trigger_id)
             thread.inline = tuple(
-                InlineComment(post=_post(c.comment), location=_location(c))
-                for c in await github.read_review_comments(request.trigger_id)
+                InlineComment(post=_post(c.comment), location=_location(c)) for c in comments
             )
+            if own:
+                thread.answer = answered_threads(comments)
         return thread
 
     async def _review_post(self, github: RepoClient, request: JobRequest) -> Post | None:
@@ -657,6 +699,10 @@ def _location(inline: ReviewComment) -> ReviewLocation:
         side=inline.side,
         diff_hunk=inline.diff_hunk,
     )
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 async def _together(

@@ -78,6 +78,8 @@ class ThreadContext:
     trigger_post: Post | None = None
     # A review job's: the pull request's review comments so far, oldest first.
     earlier: tuple[InlineComment, ...] = ()
+    # On Neo's own pull request: the review threads (first comment ids) the job answers.
+    answer: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,8 @@ job publishes, held in memory per repository:
 - review comments (`add_review_comment`, with path, lines and diff hunk) and
   reviews (`add_review`): `GET .../pulls/comments/{id}` and
   `GET .../pulls/{number}/reviews/{review_id}/comments`;
+- replies in a review thread (`POST .../pulls/{number}/comments/{id}/replies`,
+  `thread_replies()`);
 - `POST /graphql`: a pull request's review threads and `resolveReviewThread`,
   nothing else (see "GraphQL" below; `resolved_threads()`);
 - contents: `GET .../contents/{path}?ref=` (base64, 404 when missing, a list for
@@ -488,6 +490,9 @@ class FakeGitHub(Served):
         for method, template, handler in routes:
             self.add_route(method, repo + template, handler)
         self._add_schedule_routes()
+        self.add_route(
+            "POST", repo + "/pulls/{number}/comments/{comment_id}/replies", self._reply_in_thread
+        )
         self.add_route("POST", "/graphql", self._graphql)
 
     # -- configuration --
@@ -1690,7 +1695,54 @@ class FakeGitHub(Served):
             "original_line": comment["line"],
             "side": comment["side"],
             "subject_type": "line",
+            # GitHub leaves the key out of a comment that starts its thread.
+            **(
+                {} if comment["in_reply_to"] is None else {"in_reply_to_id": comment["in_reply_to"]}
+            ),
         }
+
+    def _reply_in_thread(self, call: Call) -> tuple[int, Any]:
+        """A reply in the thread of review comment `comment_id` (a reply's own thread, as
+        GitHub threads a reply to a reply), in a review of its own like a single comment."""
+        _need(call, "pull_requests")
+        number = _int(call.params["number"])
+        comment_id = _int(call.params["comment_id"])
+        body = _field(call, "body", str)
+        with self._lock:
+            _, state = self._state(call)
+            target = state.review_comments.get(comment_id)
+            if target is None or target["pull_number"] != number:
+                raise _Refusal(404, "Not Found")
+            top = target["in_reply_to"] or comment_id
+            review_id = self._take_id()
+            user = self._writer(call)
+            state.reviews[review_id] = {
+                "id": review_id,
+                "pull_number": number,
+                "body": "",
+                "user": user,
+                "state": "COMMENTED",
+            }
+            reply_id = self._take_id()
+            stamp = _stamp()
+            state.review_comments[reply_id] = {
+                **target,
+                "id": reply_id,
+                "review_id": review_id,
+                "body": body,
+                "user": user,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "in_reply_to": top,
+            }
+            return 201, self._review_comment_json(state, state.review_comments[reply_id])
+
+    def thread_replies(self, repository: str, comment_id: int) -> list[dict[str, Any]]:
+        """The replies in the review thread that starts with `comment_id`, oldest first."""
+        with self._lock:
+            comments = self._repo(repository).review_comments.values()
+            found = [dict(c) for c in comments if c["in_reply_to"] == comment_id]
+        return sorted(found, key=lambda c: int(c["id"]))
 
     def _update_pull(self, call: Call) -> tuple[int, Any]:
         _need(call, "pull_requests")
@@ -1828,6 +1880,7 @@ class FakeGitHub(Served):
                         "comments": {
                             "nodes": [
                                 {
+                                    "databaseId": top["id"],
                                     "author": {"login": login},
                                     "body": top["body"],
                                     "path": top["path"],
@@ -2058,7 +2111,7 @@ query($owner: String!, $name: String!, $number: Int!) {
       reviewThreads(first: 100) {
         nodes {
           id isResolved isOutdated
-          comments(first: 1) { nodes { author { login } body path line } }
+          comments(first: 1) { nodes { databaseId author { login } body path line } }
         }
       }
     }
