@@ -88,3 +88,38 @@ async def test_the_fake_answers_any_other_document_with_githubs_error_shape(
     errors = raised.value.response.errors or []
     assert len(errors) == 1
     assert "only" in errors[0].message
+
+
+async def test_a_thread_names_its_first_comment_and_a_reply_joins_it_once_per_key(
+    github: FakeGitHub, client: RepoClient, pull: int
+) -> None:
+    top = github.add_review_comment(REPO, pull, "Rename y.", user="mona", path="a.py", line=2)
+    asking = github.add_review_comment(REPO, pull, "@neo do it", user="mona", in_reply_to=top)
+
+    # Replying to the reply lands in the same thread, as on GitHub.
+    first = await client.reply_in_thread(asking, "thread-4-1", "Renamed.")
+    again = await client.reply_in_thread(asking, "thread-4-1", "Renamed.")
+    other = await client.reply_in_thread(top, "thread-5-1", "Renamed again.")
+
+    assert first == again != other
+    replies = github.thread_replies(REPO, top)
+    assert [(r["id"], r["user"]) for r in replies] == [
+        (asking, "mona"),
+        (first, github.bot_login),
+        (other, github.bot_login),
+    ]
+    assert replies[1]["body"] == "<!-- neo:reply=thread-4-1 -->\nRenamed."
+    [thread] = await client.review_threads()
+    assert (thread.id, thread.comment_id) == (f"PRRT_{top}", top)
+    read = await client.read_review_comment(asking)
+    assert (read.comment.id, read.in_reply_to) == (asking, top)
+    assert (await client.read_review_comment(top)).in_reply_to is None
+
+
+async def test_a_reply_to_a_comment_that_is_not_there_is_one_line(
+    client: RepoClient, pull: int
+) -> None:
+    with pytest.raises(GitHubError) as raised:
+        await client.reply_in_thread(999999, "thread-4-999999", "Hello.")
+    assert "\n" not in str(raised.value)
+    assert raised.value.status == 404
