@@ -80,6 +80,8 @@ MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # GitHub answers a pull request as its diff against the base for this media type.
 DIFF_MEDIA_TYPE: Final = "application/vnd.github.diff"
 _PAGE = 100
+# Pages of review threads read at most (100 each).
+_THREAD_PAGES = 10
 
 
 def trigger_kind(event: str) -> TriggerKind:
@@ -542,9 +544,19 @@ class RepoClient:
         return await self._retrying(attempt)
 
     async def review_threads(self) -> tuple[ReviewThread, ...]:
-        """This pull request's review threads (the first 100), each by its first comment."""
-        variables = {"owner": self.owner, "name": self.name, "number": self.number}
-        return review_threads(await self._graphql("reviewThreads", REVIEW_THREADS, variables))
+        """This pull request's review threads, oldest first, each by its first comment."""
+        threads: list[ReviewThread] = []
+        after: str | None = None
+        # A bound: a cursor that never ends must not loop for ever.
+        for _ in range(_THREAD_PAGES):
+            variables = {"owner": self.owner, "name": self.name, "number": self.number}
+            variables["after"] = after
+            page = review_threads(await self._graphql("reviewThreads", REVIEW_THREADS, variables))
+            threads.extend(page.threads)
+            after = page.after
+            if after is None:
+                break
+        return tuple(threads)
 
     async def resolve_thread(self, thread_id: str) -> None:
         """Mark review thread `thread_id` resolved; resolving it again changes nothing."""

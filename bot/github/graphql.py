@@ -1,25 +1,33 @@
 """The GraphQL documents Neo sends (review threads, resolving one) and their answers read (pure).
 
 GitHub's REST API can neither tell whether a review thread is outdated nor
-resolve one; these two operations can. Only the first 100 threads of a pull
-request are read: more is a pull request no review thread sweep should touch.
+resolve one; these two operations can. Threads come 100 to a page (GitHub's
+largest); `RepoClient.review_threads` follows the cursor.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from bot.github.errors import GitHubError
 from bot.github.models import ReviewThread
 
-__all__ = ["RESOLVE_THREAD", "REVIEW_THREADS", "resolved_thread", "review_threads"]
+__all__ = [
+    "RESOLVE_THREAD",
+    "REVIEW_THREADS",
+    "ThreadPage",
+    "resolved_thread",
+    "review_threads",
+]
 
 REVIEW_THREADS: Final = """
-query($owner: String!, $name: String!, $number: Int!) {
+query($owner: String!, $name: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
-      reviewThreads(first: 100) {
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
         nodes {
           id isResolved isOutdated
           comments(first: 1) { nodes { databaseId author { login } body path line } }
@@ -41,11 +49,22 @@ def _shape(what: str) -> GitHubError:
     return GitHubError(f"github: GraphQL answered {what} in an unexpected shape")
 
 
-def review_threads(data: Mapping[str, Any]) -> tuple[ReviewThread, ...]:
+@dataclass(frozen=True, slots=True)
+class ThreadPage:
+    """One page of a `REVIEW_THREADS` answer, and the cursor of the next (None: the last)."""
+
+    threads: tuple[ReviewThread, ...]
+    after: str | None
+
+
+def review_threads(data: Mapping[str, Any]) -> ThreadPage:
     """The threads in a `REVIEW_THREADS` answer's `data`; a thread with no comment is skipped."""
     try:
         pull = data["repository"]["pullRequest"]
         nodes = pull["reviewThreads"]["nodes"]
+        page = pull["reviewThreads"].get("pageInfo") or {}
+        cursor = page.get("endCursor")
+        after = cursor if page.get("hasNextPage") is True and isinstance(cursor, str) else None
         threads = []
         for node in nodes:
             comments = node["comments"]["nodes"]
@@ -70,7 +89,7 @@ def review_threads(data: Mapping[str, Any]) -> tuple[ReviewThread, ...]:
             )
     except (KeyError, TypeError):
         raise _shape("the review threads") from None
-    return tuple(threads)
+    return ThreadPage(tuple(threads), after)
 
 
 def _whole(value: object) -> bool:

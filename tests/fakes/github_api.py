@@ -1794,7 +1794,7 @@ class FakeGitHub(Served):
     # -- GraphQL: a pull request's review threads, and resolving one --
     #
     # `POST /graphql` answers exactly two documents (compared with whitespace
-    # normalised): `REVIEW_THREADS_QUERY` with `owner`, `name`, `number`, and
+    # normalised): `REVIEW_THREADS_QUERY` with `owner`, `name`, `number`, `after`, and
     # `RESOLVE_THREAD_MUTATION` with `threadId`; anything else gets GitHub's
     # GraphQL error shape (200, `errors`, no `data`). A thread is a top-level
     # review comment and its replies (`in_reply_to`); its id is `PRRT_<comment
@@ -1866,8 +1866,14 @@ class FakeGitHub(Served):
                 (c for c in state.review_comments.values() if c["pull_number"] == number),
                 key=lambda c: int(c["id"]),
             )
+            tops = [c for c in comments if c.get("in_reply_to") is None]
+            # GitHub's cursors are opaque; this fake's is the index of the next thread.
+            after = variables.get("after")
+            start = int(after) if isinstance(after, str) and after.isdigit() else 0
+            page = tops[start : start + _THREADS_PER_PAGE]
+            more = start + _THREADS_PER_PAGE < len(tops)
             nodes = []
-            for top in [c for c in comments if c.get("in_reply_to") is None][:100]:
+            for top in page:
                 outdated = top["line"] is not None and top.get("anchor") != self._head_line(
                     state, number, top["path"], top["line"]
                 )
@@ -1890,7 +1896,8 @@ class FakeGitHub(Served):
                         },
                     }
                 )
-        pull = {"reviewThreads": {"nodes": nodes}}
+        info = {"hasNextPage": more, "endCursor": str(start + len(page)) if page else None}
+        pull = {"reviewThreads": {"pageInfo": info, "nodes": nodes}}
         return {"data": {"repository": {"pullRequest": pull}}}
 
     def _resolve_thread(self, call: Call, variables: Mapping[str, Any]) -> Any:
@@ -2104,11 +2111,14 @@ class _RepoState:
 
 
 # The two GraphQL documents the fake answers (whitespace aside), with variables.
+# The threads query's page is `first: 100`; `after` is the cursor it last answered.
+_THREADS_PER_PAGE = 100
 REVIEW_THREADS_QUERY = """
-query($owner: String!, $name: String!, $number: Int!) {
+query($owner: String!, $name: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
-      reviewThreads(first: 100) {
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
         nodes {
           id isResolved isOutdated
           comments(first: 1) { nodes { databaseId author { login } body path line } }

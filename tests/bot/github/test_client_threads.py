@@ -123,3 +123,18 @@ async def test_a_reply_to_a_comment_that_is_not_there_is_one_line(
         await client.reply_in_thread(999999, "thread-4-999999", "Hello.")
     assert "\n" not in str(raised.value)
     assert raised.value.status == 404
+
+
+async def test_threads_past_the_first_page_are_read_by_their_cursor(
+    github: FakeGitHub, client: RepoClient, pull: int
+) -> None:
+    made = [
+        github.add_review_comment(REPO, pull, f"Point {n}.", user="mona", path="a.py", line=2)
+        for n in range(230)
+    ]
+
+    threads = await client.review_threads()
+
+    assert [t.comment_id for t in threads] == made  # every one, in order, none twice
+    pages = [r for r in github.requests if r.route == "/graphql"]
+    assert [r.body["variables"]["after"] for r in pages] == [None, "100", "200"]
