@@ -29,6 +29,7 @@ from githubkit_schemas.latest.models import (
 )
 
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
+from bot.github.checks import Annotation, CheckRun, HeadCommit, PullHead
 from bot.github.core import RetryPolicy
 from bot.github.errors import GitHubError
 from bot.github.graphql import RESOLVE_THREAD, REVIEW_THREADS, resolved_thread, review_threads
@@ -58,6 +59,7 @@ __all__ = [
     "DIFF_MEDIA_TYPE",
     "PERMISSION_LEVELS",
     "GitHubError",
+    "LogKind",
     "MutationSpacer",
     "PullRequestRef",
     "Reaction",
@@ -73,6 +75,8 @@ __all__ = [
 T = TypeVar("T")
 R = TypeVar("R", bound="Response[Any, Any]")
 TriggerKind = Literal["issue_comment", "review_comment", "issue"]
+# A job's log (plain text), or a workflow run's logs (a ZIP).
+LogKind = Literal["job", "run"]
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 
 PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "none")
@@ -771,6 +775,138 @@ class RepoClient:
 
         return await self._retrying(open_or_update)
 
+    # -- checks and CI logs (CI repair) --
+
+    async def pull_head(self, number: int | None = None) -> PullHead:
+        """Pull request `number`'s (default: this thread's) head and author, as now."""
+        pull = self.number if number is None else number
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/pulls/{pull}",
+                lambda: self._github.rest.pulls.async_get(self.owner, self.name, pull),
+            )
+        )
+        data = response.parsed_data
+        return PullHead(
+            number=data.number,
+            title=data.title,
+            html_url=data.html_url,
+            author=data.user.login if data.user else "ghost",
+            state=str(data.state),
+            head_ref=data.head.ref,
+            head_sha=data.head.sha,
+            head_repository=data.head.repo.full_name if data.head.repo else None,
+        )
+
+    async def head_commit(self, sha: str) -> HeadCommit:
+        """Commit `sha`'s message, and its author and committer (linked login and email)."""
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/commits/{sha}",
+                lambda: self._github.rest.repos.async_get_commit(
+                    self.owner, self.name, sha, per_page=1
+                ),
+            )
+        )
+        data = response.parsed_data
+        git_author, git_committer = data.commit.author, data.commit.committer
+        return HeadCommit(
+            sha=data.sha,
+            message=data.commit.message,
+            author_login=_login(data.author),
+            committer_login=_login(data.committer),
+            author_email=(git_author.email if git_author else None) or "",
+            committer_email=(git_committer.email if git_committer else None) or "",
+        )
+
+    async def check_runs(self, sha: str) -> tuple[CheckRun, ...]:
+        """The latest completed check run of each check on commit `sha` (first 100)."""
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/commits/{sha}/check-runs",
+                lambda: self._github.rest.checks.async_list_for_ref(
+                    self.owner,
+                    self.name,
+                    sha,
+                    status="completed",
+                    filter_="latest",
+                    per_page=_PAGE,
+                ),
+            )
+        )
+        runs: list[CheckRun] = []
+        for run in response.parsed_data.check_runs:
+            output = run.output
+            runs.append(
+                CheckRun(
+                    id=int(run.id),
+                    name=run.name,
+                    conclusion=str(run.conclusion or ""),
+                    app=_text(getattr(run.app, "slug", None)),
+                    title=_text(output.title),
+                    summary=_text(output.summary),
+                    text=_text(output.text),
+                    annotations_count=int(output.annotations_count),
+                )
+            )
+        return tuple(runs)
+
+    async def annotations(self, check_run_id: int, limit: int = 50) -> tuple[Annotation, ...]:
+        """The first `limit` annotations of check run `check_run_id`."""
+        response = await self._retrying(
+            lambda: self._call(
+                "GET",
+                f"/repos/{self.repository}/check-runs/{check_run_id}/annotations",
+                lambda: self._github.rest.checks.async_list_annotations(
+                    self.owner, self.name, check_run_id, per_page=min(limit, _PAGE)
+                ),
+            )
+        )
+        return tuple(
+            Annotation(
+                path=item.path,
+                start_line=item.start_line,
+                level=_text(item.annotation_level),
+                title=_text(item.title),
+                message=_text(item.message),
+            )
+            for item in response.parsed_data[:limit]
+        )
+
+    async def log_location(self, kind: LogKind, log_id: int) -> str:
+        """Where GitHub keeps a job's log (plain text) or a run's logs (a ZIP): the
+        short-lived URL its 302 names, to download without the token."""
+        actions = self._redirecting.rest.actions
+        if kind == "job":
+            path = f"/repos/{self.repository}/actions/jobs/{log_id}/logs"
+            ask = functools.partial(
+                actions.async_download_job_logs_for_workflow_run, self.owner, self.name, log_id
+            )
+        else:
+            path = f"/repos/{self.repository}/actions/runs/{log_id}/logs"
+            ask = functools.partial(
+                actions.async_download_workflow_run_logs, self.owner, self.name, log_id
+            )
+        response = await self._retrying(lambda: self._redirects.call("GET", path, ask))
+        location = str(response.headers.get("location") or "")
+        if response.status_code != 302 or not location:
+            raise GitHubError(f"github: GET {path} gave no log location")
+        return location
+
+    @functools.cached_property
+    def _redirects(self) -> Caller:
+        # The log routes answer 302 to another host: read the Location, never follow
+        # it with the token.
+        config = dataclasses.replace(self._github.config, follow_redirects=False)
+        return Caller(type(self._github)(self._github.auth, config=config))
+
+    @property
+    def _redirecting(self) -> GitHub[Any]:
+        return self._redirects.github
+
     # -- one call, pages, and retrying --
 
     async def _call(self, method: str, path: str, request: Callable[[], Awaitable[R]]) -> R:
@@ -801,6 +937,15 @@ class RepoClient:
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
         return await self._caller.retrying(attempt)
+
+
+def _login(user: object) -> str | None:
+    login = getattr(user, "login", None)
+    return login if isinstance(login, str) and login else None
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _association(value: object) -> str:

@@ -443,7 +443,13 @@ class FakeGitHub(Served):
         self._tokens: dict[str, IssuedToken] = {}
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
-        self._app = Starlette(routes=[Route("/{path:path}", self._endpoint, methods=_METHODS)])
+        self._app = Starlette(
+            routes=[
+                # Log downloads: another host on GitHub, no API and no token there.
+                Route("/_downloads/{token}", self._download),
+                Route("/{path:path}", self._endpoint, methods=_METHODS),
+            ]
+        )
         self._serve(self._app, "fake-github")
         self.add_route("GET", "/app", self._get_app, auth="app")
         self.add_route(
@@ -493,6 +499,10 @@ class FakeGitHub(Served):
         self.add_route(
             "POST", repo + "/pulls/{number}/comments/{comment_id}/replies", self._reply_in_thread
         )
+        self._ci: dict[str, _CiState] = {}
+        self._downloads: dict[str, tuple[bytes, str]] = {}
+        self._download_requests: list[tuple[str, str | None]] = []
+        self._add_check_routes()
         self.add_route("POST", "/graphql", self._graphql)
 
     # -- configuration --
@@ -1274,7 +1284,10 @@ class FakeGitHub(Served):
             "assignees": [],
             "requested_reviewers": [],
             "requested_teams": [],
-            "head": self._branch_json(pull["head_repo"], pull["head"]),
+            "head": {
+                **self._branch_json(pull["head_repo"], pull["head"]),
+                **({"sha": pull["head_sha"]} if pull.get("head_sha") else {}),
+            },
             "base": self._branch_json(full, pull["base"]),
             "_links": {name: {"href": href} for name, href in links.items()},
             "author_association": self._association(full, pull["user"]),
@@ -2025,10 +2038,248 @@ class FakeGitHub(Served):
             return 304, None, {"ETag": etag}
         return status, answer, {"ETag": etag}
 
+    # -- checks, commits and Actions logs (CI repair) --
+
+    def _add_check_routes(self) -> None:
+        repo = "/repos/{owner}/{repo}"
+        self.add_route("GET", repo + "/commits/{ref}", self._get_commit)
+        self.add_route("GET", repo + "/commits/{ref}/check-runs", self._list_check_runs)
+        self.add_route(
+            "GET", repo + "/check-runs/{check_run_id}/annotations", self._list_annotations
+        )
+        self.add_route("GET", repo + "/actions/jobs/{job_id}/logs", self._job_logs)
+        self.add_route("GET", repo + "/actions/runs/{run_id}/logs", self._run_logs)
+
+    def set_pull_head(self, repository: str, number: int, sha: str) -> None:
+        """Pull request `number`'s head commit from now on (a push to its branch)."""
+        with self._lock:
+            self._repo(repository).pulls[number]["head_sha"] = sha
+
+    def add_commit(
+        self,
+        repository: str,
+        sha: str,
+        message: str,
+        *,
+        author: str | None,
+        committer: str | None = None,
+        author_email: str = "",
+        committer_email: str = "",
+    ) -> None:
+        """Commit `sha` as `GET .../commits/{sha}` answers it: `author`/`committer` are the
+        accounts GitHub linked by email (None: none), the emails git's own fields."""
+        with self._lock:
+            self._ci_state(repository).commits[sha] = {
+                "sha": sha,
+                "message": message,
+                "author": author,
+                "committer": author if committer is None else committer,
+                "author_email": author_email or f"{author or 'someone'}@example.com",
+                "committer_email": committer_email or author_email or "x@example.com",
+            }
+
+    def add_check_run(
+        self,
+        repository: str,
+        head_sha: str,
+        name: str,
+        conclusion: str,
+        *,
+        output: Mapping[str, str] | None = None,
+        annotations: Sequence[Mapping[str, Any]] = (),
+        log: bytes | None = None,
+        app: str = "github-actions",
+    ) -> int:
+        """A completed check run on `head_sha`; `log` is its Actions job's log. Its id."""
+        with self._lock:
+            run_id = self._take_id()
+            self._ci_state(repository).check_runs[run_id] = {
+                "id": run_id,
+                "head_sha": head_sha,
+                "name": name,
+                "conclusion": conclusion,
+                "output": dict(output or {}),
+                "annotations": [dict(a) for a in annotations],
+                "log": log,
+                "app": app,
+            }
+        return run_id
+
+    def set_run_logs(self, repository: str, run_id: int, archive: bytes) -> None:
+        """What `GET .../actions/runs/{run_id}/logs` downloads: a ZIP, as GitHub's."""
+        with self._lock:
+            self._ci_state(repository).run_logs[run_id] = archive
+
+    @property
+    def download_requests(self) -> list[tuple[str, str | None]]:
+        """Each log download: its path and the Authorization header it came with."""
+        with self._lock:
+            return list(self._download_requests)
+
+    def _ci_state(self, repository: str) -> _CiState:
+        # Caller holds the lock.
+        return self._ci.setdefault(repository.lower(), _CiState())
+
+    def _get_commit(self, call: Call) -> tuple[int, Any]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        with self._lock:
+            commit = self._ci_state(full).commits.get(call.params["ref"])
+            if commit is None:
+                raise _Refusal(422, f"No commit found for SHA: {call.params['ref']}")
+            sha = commit["sha"]
+
+            def person(login: str | None) -> Any:
+                return None if login is None else self._user(login)
+
+            def git_person(login: str | None, email: str) -> dict[str, str]:
+                return {"name": login or "someone", "email": email, "date": _stamp()}
+
+            tree = hashlib.sha1(f"tree:{sha}".encode()).hexdigest()
+            return 200, {
+                "url": f"{api}/commits/{sha}",
+                "sha": sha,
+                "node_id": f"C_{sha[:12]}",
+                "html_url": f"{html}/commit/{sha}",
+                "comments_url": f"{api}/commits/{sha}/comments",
+                "commit": {
+                    "url": f"{api}/git/commits/{sha}",
+                    "author": git_person(commit["author"], commit["author_email"]),
+                    "committer": git_person(commit["committer"], commit["committer_email"]),
+                    "message": commit["message"],
+                    "comment_count": 0,
+                    "tree": {"sha": tree, "url": f"{api}/git/trees/{tree}"},
+                },
+                "author": person(commit["author"]),
+                "committer": person(commit["committer"]),
+                "parents": [],
+                "stats": {"additions": 1, "deletions": 0, "total": 1},
+                "files": [],
+            }
+
+    def _app_json(self, slug: str) -> dict[str, Any]:
+        # Caller holds the lock.
+        stamp = "2020-01-01T00:00:00Z"
+        app_id = 15368 if slug == "github-actions" else self.app_id
+        return {
+            "id": app_id,
+            "slug": slug,
+            "node_id": f"A_{app_id}",
+            "owner": user_json("github", 9919, kind="Organization", base=self._base()),
+            "name": "GitHub Actions" if slug == "github-actions" else slug,
+            "description": "",
+            "external_url": "https://github.example.com",
+            "html_url": f"https://github.example.com/apps/{slug}",
+            "created_at": stamp,
+            "updated_at": stamp,
+            "permissions": {"checks": "write", "metadata": "read"},
+            "events": [],
+        }
+
+    def _check_run_json(self, full: str, run: Mapping[str, Any]) -> dict[str, Any]:
+        # Caller holds the lock.
+        api = f"{self._base()}/repos/{full}"
+        output = run["output"]
+        run_id = run["id"]
+        return {
+            "id": run_id,
+            "node_id": f"CR_{run_id}",
+            "head_sha": run["head_sha"],
+            "external_id": "",
+            "url": f"{api}/check-runs/{run_id}",
+            "html_url": f"https://github.example.com/{full}/runs/{run_id}",
+            "details_url": f"https://github.example.com/{full}/actions/runs/1/job/{run_id}",
+            "status": "completed",
+            "conclusion": run["conclusion"],
+            "started_at": "2020-01-01T00:00:00Z",
+            "completed_at": "2020-01-01T00:01:00Z",
+            "output": {
+                "title": output.get("title"),
+                "summary": output.get("summary"),
+                "text": output.get("text"),
+                "annotations_count": len(run["annotations"]),
+                "annotations_url": f"{api}/check-runs/{run_id}/annotations",
+            },
+            "name": run["name"],
+            "check_suite": {"id": 1},
+            "app": self._app_json(run["app"]),
+            "pull_requests": [],
+        }
+
+    def _list_check_runs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        status = call.query.get("status")
+        with self._lock:
+            runs = [
+                self._check_run_json(full, run)
+                for run in self._ci_state(full).check_runs.values()
+                if run["head_sha"] == call.params["ref"] and status in (None, "completed")
+            ]
+        _, page, headers = _page(call, runs, f"{self._base()}{call.route}")
+        return 200, {"total_count": len(runs), "check_runs": page}, headers
+
+    def _list_annotations(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        blob = f"https://github.example.com/{full}/blob"
+        with self._lock:
+            run = self._ci_state(full).check_runs.get(_int(call.params["check_run_id"]))
+            if run is None:
+                raise _Refusal(404, "Not Found")
+            items = [
+                {
+                    "path": a.get("path", "README.md"),
+                    "blob_href": f"{blob}/{run['head_sha']}/{a.get('path', 'README.md')}",
+                    "start_line": a.get("start_line", 1),
+                    "end_line": a.get("end_line", a.get("start_line", 1)),
+                    "start_column": None,
+                    "end_column": None,
+                    "annotation_level": a.get("annotation_level", "failure"),
+                    "title": a.get("title", ""),
+                    "message": a.get("message", ""),
+                    "raw_details": None,
+                }
+                for a in run["annotations"]
+            ]
+        return _page(call, items, f"{self._base()}{call.route}")
+
+    def _offer_download(self, data: bytes, media_type: str) -> str:
+        # Caller holds the lock. A short-lived URL on another path, as GitHub's are.
+        token = secrets.token_urlsafe(16)
+        self._downloads[token] = (data, media_type)
+        return f"{self.origin}/_downloads/{token}"
+
+    def _job_logs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        with self._lock:
+            run = self._ci_state(full).check_runs.get(_int(call.params["job_id"]))
+            if run is None or run["log"] is None:
+                raise _Refusal(404, "Not Found")
+            location = self._offer_download(run["log"], "text/plain")
+        return 302, None, {"Location": location}
+
+    def _run_logs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
+        full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        with self._lock:
+            archive = self._ci_state(full).run_logs.get(_int(call.params["run_id"]))
+            if archive is None:
+                raise _Refusal(404, "Not Found")
+            location = self._offer_download(archive, "application/zip")
+        return 302, None, {"Location": location}
+
+    async def _download(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        with self._lock:
+            self._download_requests.append((request.url.path, request.headers.get("authorization")))
+            found = self._downloads.get(token)
+        if found is None:
+            return Response(b"expired", status_code=404)
+        data, media_type = found
+        return Response(data, media_type=media_type)
+
 
 def _response(status: int, payload: Any, extra: Mapping[str, str]) -> Response:
     headers = {"X-GitHub-Media-Type": "github.v3; format=json", **extra}
-    if status in (204, 304):
+    if status in (204, 302, 304):
         return Response(status_code=status, headers=headers)
     if isinstance(payload, RawBody):
         headers["X-GitHub-Media-Type"] = "github.v3; param=diff"
@@ -2108,6 +2359,15 @@ class _RepoState:
     files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (ref, path) → bytes
     drafts_allowed: bool = True  # False: a private repository on a free plan
     resolved: set[str] = field(default_factory=set)  # review thread ids
+
+
+@dataclass
+class _CiState:
+    """One repository's commits, check runs and workflow runs' logs, in memory."""
+
+    commits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    run_logs: dict[int, bytes] = field(default_factory=dict)
 
 
 # The two GraphQL documents the fake answers (whitespace aside), with variables.
