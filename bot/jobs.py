@@ -29,8 +29,9 @@ __all__ = [
 ]
 
 RequestKind = Literal["run", "cancel"]
-# What a run does: a task (work pushed to a branch) or a pull request review.
-JobMode = Literal["task", "review"]
+# What a run does: a task (work pushed to a branch), a pull request review, or
+# a repair of the red checks on a pull request Neo opened.
+JobMode = Literal["task", "review", "repair"]
 
 
 class JobState(StrEnum):
@@ -225,6 +226,8 @@ class JobRequest:
     # "review": `@neo review`, the review label or a review request; nothing
     # is pushed, one review is submitted. Rows queued before it read "task".
     mode: JobMode = "task"
+    # A repair's: the commit whose checks failed. Rows queued before it read None.
+    head_sha: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

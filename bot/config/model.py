@@ -9,14 +9,30 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from bot.config.cron import Cron
 from runner.llm.types import Effort
 from runner.sandbox.image import image_problem
 from runner.subagent import SubagentSettings
 
-__all__ = ["Budgets", "Fallback", "Permission", "Provider", "RepoConfig", "Schedule", "Subagents"]
+__all__ = [
+    "Budgets",
+    "CiRepair",
+    "Fallback",
+    "Permission",
+    "Provider",
+    "RepoConfig",
+    "Schedule",
+    "Subagents",
+]
 
 _MAX_SCHEDULES = 20
 
@@ -179,6 +195,38 @@ class Budgets(_Strict):
     )
 
 
+class CiRepair(_Strict):
+    """Whether Neo repairs red checks on its own pull requests, and how many times."""
+
+    enabled: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "Repair a failed check run, check suite or workflow run on a pull request Neo"
+            " opened, when Neo made its head commit: continue its session on its branch"
+            " and push a fix. `ci_repair: true` is short for this."
+        ),
+    )
+    attempts: int = Field(
+        default=2,
+        ge=1,
+        le=10,
+        strict=True,
+        description=(
+            "Repairs in a row on one pull request, counted from Neo's last ordinary push;"
+            " after them a red head gets one comment and no run."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: object) -> object:
+        # `ci_repair: true` (or false): the switch alone, the attempts by default.
+        if isinstance(value, bool):
+            return {"enabled": value}
+        return value
+
+
 class Subagents(_Strict):
     """The subagents a run may hand investigations to, and what they may spend."""
 
@@ -320,6 +368,13 @@ class RepoConfig(_Strict):
     budgets: Budgets = Field(
         default=Budgets(),
         description="Daily spending limits beside `max_cost_usd`; see [Budgets](#budgets).",
+    )
+    ci_repair: CiRepair = Field(
+        default=CiRepair(),
+        description=(
+            "Red checks on Neo's own pull requests repaired in the same session; off by"
+            " default. `true`, or `{enabled, attempts}`; see [CI repair](#ci-repair)."
+        ),
     )
     setup: tuple[_Command, ...] = Field(
         default=(),

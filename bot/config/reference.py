@@ -18,7 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
-from bot.config.model import Budgets, Fallback, RepoConfig, Schedule, Subagents
+from bot.config.model import Budgets, CiRepair, Fallback, RepoConfig, Schedule, Subagents
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 
@@ -33,6 +33,7 @@ max_turns: 150
 time_limit: 45  # minutes
 max_cost_usd: 5.00
 budgets: {repo_daily_usd: 20, installation_daily_usd: 100}  # per UTC day
+ci_repair: {enabled: true, attempts: 2}  # or just: ci_repair: true
 thinking: true
 effort: high
 subagents: {max_parallel: 4, model: claude-haiku-4-5}  # or {enabled: false}
@@ -181,6 +182,21 @@ def reference_markdown() -> str:
         "says so.",
         "",
         *_table(Budgets),
+        "",
+        "## CI repair",
+        "",
+        "With `ci_repair` on, a check run, check suite or workflow run that fails (or "
+        "times out) on a pull request Neo opened from a branch of this repository is "
+        "repaired: Neo reads the failed checks' output, annotations and the end of "
+        "their Actions logs, continues the session of the thread that made the pull "
+        "request on its branch, pushes a fix and updates that thread's progress "
+        "comment. Never when someone else made the head commit, never on a fork, and "
+        "at most `attempts` repairs in a row: each repair commit says which attempt it "
+        "is (a `Neo-CI-Repair: N` trailer), so the count restarts when Neo pushes "
+        "ordinary work. After the last, one comment says CI is still red; `@neo` can "
+        "be asked to go on. The App needs `checks: read` and `actions: read`.",
+        "",
+        *_table(CiRepair),
         "",
         "## Schedules",
         "",

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from githubkit_schemas.latest.types import AppPermissionsType
 
 __all__ = [
+    "CI_REPAIR_PERMISSIONS",
     "CONFIG_PERMISSIONS",
     "DEFAULT_API_URL",
     "JOB_PERMISSIONS",
@@ -97,6 +98,13 @@ JOB_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
 # GitHub refuses a push that touches `.github/workflows/` without `workflows`.
 WORKFLOW_JOB_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
     {**JOB_PERMISSIONS, "workflows": "write"}
+)
+
+# A CI repair also reads the failed checks and their Actions logs. Asked only by
+# repair jobs: an installation whose owner has not yet accepted these two still
+# runs every other job.
+CI_REPAIR_PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
+    {**JOB_PERMISSIONS, "checks": "read", "actions": "read"}
 )
 
 # Reading settings from a repository Neo does not work on (the owner's `.github`).

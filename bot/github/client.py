@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 from githubkit import GitHub
@@ -203,10 +203,12 @@ class RepoClient:
         number: int,
         *,
         spacers: Spacers = DEFAULT_SPACERS,
+        permissions: Mapping[str, str] | None = None,
         **options: Any,
     ) -> RepoClient:
-        """A RepoClient acting as `installation_id` on `repository`, spaced with its peers."""
-        client = await app.installation_client(installation_id, repository)
+        """A RepoClient acting as `installation_id` on `repository`, spaced with its peers;
+        its token has `permissions` (None: a job's)."""
+        client = await app.installation_client(installation_id, repository, permissions)
         return cls(
             client,
             repository,

@@ -70,6 +70,9 @@ class Reason(StrEnum):
     NO_NEW_MENTION = "edit adds no new mention"
     OTHER_LABEL = "another label"
     OTHER_ASSIGNEE = "assigned to someone else"
+    # CI completions: green or inconclusive, or on no pull request of this repository.
+    NOT_RED = "check did not fail"
+    NO_PULL_REQUEST = "no pull request of this repository"
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +313,8 @@ _Login = Annotated[str, _plausible("login", _LOGIN)]
 _Word = Annotated[str, _plausible("word", _WORD)]
 _FullName = Annotated[str, AfterValidator(_full_name)]
 _Number = Annotated[int, AfterValidator(_positive)]
+# A commit id: SHA-1, or SHA-256 for repositories that use it.
+_Sha = Annotated[str, _plausible("commit sha", re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}"))]
 
 
 class _Model(BaseModel):
@@ -431,6 +436,79 @@ class _Review(_Comment):
 class _ReviewPayload(_Common):
     pull_request: _PullRequest
     review: _Review
+
+
+class _HeadRepository(_Model):
+    id: _Number
+
+
+class _PullHeadRef(_Model):
+    ref: str
+    repo: _HeadRepository
+
+
+class _MinimalPull(_Model):
+    number: _Number
+    head: _PullHeadRef
+
+
+class _RepositoryWithId(_Repository):
+    id: _Number
+
+
+class _CiCommon(_Model):
+    """What every CI completion carries: who, where, which installation."""
+
+    sender: _User
+    repository: _RepositoryWithId
+    installation: _Installation | None = None
+
+
+class _CheckSuiteRef(_Model):
+    head_branch: str | None = None
+
+
+class _CheckRun(_Model):
+    id: _Number
+    name: str
+    head_sha: _Sha
+    conclusion: str | None = None
+    check_suite: _CheckSuiteRef | None = None
+    pull_requests: list[_MinimalPull] = []
+
+
+class _CheckRunPayload(_CiCommon):
+    check_run: _CheckRun
+
+
+class _App(_Model):
+    name: str
+
+
+class _CheckSuite(_Model):
+    id: _Number
+    head_branch: str | None = None
+    head_sha: _Sha
+    conclusion: str | None = None
+    app: _App | None = None
+    pull_requests: list[_MinimalPull] = []
+
+
+class _CheckSuitePayload(_CiCommon):
+    check_suite: _CheckSuite
+
+
+class _WorkflowRun(_Model):
+    id: _Number
+    name: str | None = None
+    head_branch: str | None = None
+    head_sha: _Sha
+    conclusion: str | None = None
+    pull_requests: list[_MinimalPull] = []
+
+
+class _WorkflowRunPayload(_CiCommon):
+    workflow_run: _WorkflowRun
 
 
 # --- triage -----------------------------------------------------------------
@@ -695,6 +773,114 @@ def _review_requested(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
     return _request(delivery, trigger)
 
 
+# --- CI completions: a red check on a pull request's branch ------------------------
+
+# The conclusions that say the code is wrong; cancelled, neutral, skipped,
+# stale and action_required say nothing about it.
+_RED = frozenset({"failure", "timed_out"})
+
+
+def _ci_request(
+    delivery: Delivery,
+    p: _CiCommon,
+    *,
+    trigger_id: int,
+    what: str,
+    conclusion: str | None,
+    head_branch: str | None,
+    head_sha: str,
+    pulls: list[_MinimalPull],
+) -> list[JobRequest] | Ignore:
+    """A repair of the pull request whose branch went red; whose push it was, the
+    worker decides (it reads GitHub). The senders here are bots: not gated."""
+    if conclusion not in _RED:
+        return Ignore(Reason.NOT_RED)
+    # Same repository and the same branch: a fork's pull request is never Neo's to push.
+    pull = next(
+        (
+            pr
+            for pr in pulls
+            if head_branch is not None
+            and pr.head.ref == head_branch
+            and pr.head.repo.id == p.repository.id
+        ),
+        None,
+    )
+    if pull is None:
+        return Ignore(Reason.NO_PULL_REQUEST)
+    repository = p.repository.full_name
+    installation = p.installation
+    return [
+        JobRequest(
+            kind="run",
+            thread=Thread(repository=repository, number=pull.number, is_pull_request=True),
+            installation_id=installation.id if installation is not None else None,
+            event=delivery.event_action,
+            trigger_id=trigger_id,
+            author=p.sender.login,
+            author_association=NO_ASSOCIATION,
+            # Neutral words of Neo's own: only the check's name comes from the payload.
+            instruction=f"CI failed on {head_sha}: {what} ended {conclusion}.",
+            # Every delivery about one red commit (its suite, its runs, its
+            # workflows) makes one job.
+            dedupe_key=f"ci-repair:{repository.lower()}:{head_sha}",
+            delivery_id=delivery.delivery_id,
+            mode="repair",
+            head_sha=head_sha,
+        )
+    ]
+
+
+def _named(name: str) -> str:
+    return '"' + " ".join(name.split())[:100].replace('"', "'") + '"'
+
+
+def _check_run_completed(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _CheckRunPayload.model_validate(delivery.payload)
+    run = p.check_run
+    return _ci_request(
+        delivery,
+        p,
+        trigger_id=run.id,
+        what=f"the check run {_named(run.name)}",
+        conclusion=run.conclusion,
+        head_branch=run.check_suite.head_branch if run.check_suite else None,
+        head_sha=run.head_sha,
+        pulls=run.pull_requests,
+    )
+
+
+def _check_suite_completed(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _CheckSuitePayload.model_validate(delivery.payload)
+    suite = p.check_suite
+    app = f" of {_named(suite.app.name)}" if suite.app else ""
+    return _ci_request(
+        delivery,
+        p,
+        trigger_id=suite.id,
+        what=f"the check suite{app}",
+        conclusion=suite.conclusion,
+        head_branch=suite.head_branch,
+        head_sha=suite.head_sha,
+        pulls=suite.pull_requests,
+    )
+
+
+def _workflow_run_completed(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
+    p = _WorkflowRunPayload.model_validate(delivery.payload)
+    run = p.workflow_run
+    return _ci_request(
+        delivery,
+        p,
+        trigger_id=run.id,
+        what=f"the workflow run {_named(run.name or 'unnamed')}",
+        conclusion=run.conclusion,
+        head_branch=run.head_branch,
+        head_sha=run.head_sha,
+        pulls=run.pull_requests,
+    )
+
+
 _Handler = Callable[[Delivery, Rules], list[JobRequest] | Ignore]
 
 _HANDLERS: dict[tuple[str, str], _Handler] = {
@@ -707,6 +893,9 @@ _HANDLERS: dict[tuple[str, str], _Handler] = {
     ("pull_request_review", "submitted"): _review_submitted,
     ("pull_request", "labeled"): _pull_request_labeled,
     ("pull_request", "review_requested"): _review_requested,
+    ("check_run", "completed"): _check_run_completed,
+    ("check_suite", "completed"): _check_suite_completed,
+    ("workflow_run", "completed"): _workflow_run_completed,
 }
 
 # `event.action` pairs that can make a job; everything else is ignored unread.

@@ -39,6 +39,9 @@ PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
         "pull_requests": "write",
         "metadata": "read",
         "workflows": "write",
+        # CI repair: the failed check runs, their annotations and Actions logs.
+        "checks": "read",
+        "actions": "read",
     }
 )
 

@@ -225,4 +225,47 @@ def make_it_act(event: str, p: dict[str, Any]) -> dict[str, Any]:
         p["label"]["name"] = "neo"
     elif action == "assigned":
         p["assignee"]["login"] = "neo[bot]"
+    elif event in CI_EVENTS:
+        make_it_red(event, p)
+        # Another commit than the raw corpus's, which has one red check of its own.
+        run = ci_object(event, p)
+        run["head_sha"] = hashlib.sha1(f"acting:{run['head_sha']}".encode()).hexdigest()
+    return p
+
+
+# The CI completions that ask for a repair when they fail on a pull request's branch.
+CI_EVENTS = ("check_run", "check_suite", "workflow_run")
+
+
+def ci_object(event: str, p: dict[str, Any]) -> dict[str, Any]:
+    """The check run, check suite or workflow run of a CI completion."""
+    found: dict[str, Any] = p[event]
+    return found
+
+
+def ci_head_branch(event: str, p: dict[str, Any]) -> str:
+    run = ci_object(event, p)
+    branch: str = run["check_suite"]["head_branch"] if event == "check_run" else run["head_branch"]
+    return branch
+
+
+def make_it_red(event: str, p: dict[str, Any], conclusion: str = "failure") -> dict[str, Any]:
+    """A CI completion that failed on a pull request of the same repository and branch."""
+    run = ci_object(event, p)
+    run["conclusion"] = conclusion
+    branch = ci_head_branch(event, p)
+    repo = p["repository"]
+    if not run["pull_requests"]:
+        run["pull_requests"] = [
+            {
+                "url": f"{repo['url']}/pulls/2",
+                "id": 279147437,
+                "number": 2,
+                "head": {"ref": branch, "sha": run["head_sha"], "repo": {}},
+                "base": {"ref": "main", "sha": "0" * 40, "repo": {}},
+            }
+        ]
+    for pull in run["pull_requests"]:
+        pull["head"]["ref"] = branch
+        pull["head"]["repo"] = {"id": repo["id"], "url": repo["url"], "name": repo["name"]}
     return p

@@ -120,6 +120,9 @@ ALL_JOB_PERMISSIONS: Mapping[str, str] = {
     "issues": "write",
     "pull_requests": "write",
     "metadata": "read",
+    # A CI repair's reads: check runs and annotations, Actions logs.
+    "checks": "read",
+    "actions": "read",
 }
 
 _LEVELS = {"read": 1, "write": 2, "admin": 3}
@@ -2123,6 +2126,7 @@ class FakeGitHub(Served):
     def _get_commit(self, call: Call) -> tuple[int, Any]:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
         api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
+        _need(call, "contents", level="read")
         with self._lock:
             commit = self._ci_state(full).commits.get(call.params["ref"])
             if commit is None:
@@ -2209,6 +2213,7 @@ class FakeGitHub(Served):
     def _list_check_runs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
         status = call.query.get("status")
+        _need(call, "checks", level="read")
         with self._lock:
             runs = [
                 self._check_run_json(full, run)
@@ -2221,6 +2226,7 @@ class FakeGitHub(Served):
     def _list_annotations(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
         blob = f"https://github.example.com/{full}/blob"
+        _need(call, "checks", level="read")
         with self._lock:
             run = self._ci_state(full).check_runs.get(_int(call.params["check_run_id"]))
             if run is None:
@@ -2250,6 +2256,7 @@ class FakeGitHub(Served):
 
     def _job_logs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        _need(call, "actions", level="read")
         with self._lock:
             run = self._ci_state(full).check_runs.get(_int(call.params["job_id"]))
             if run is None or run["log"] is None:
@@ -2259,6 +2266,7 @@ class FakeGitHub(Served):
 
     def _run_logs(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         full = self._full_name(f"{call.params['owner']}/{call.params['repo']}")
+        _need(call, "actions", level="read")
         with self._lock:
             archive = self._ci_state(full).run_logs.get(_int(call.params["run_id"]))
             if archive is None:

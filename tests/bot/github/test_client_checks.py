@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from bot.github.app import GitHubApp
+from bot.github.app import CI_REPAIR_PERMISSIONS, JOB_PERMISSIONS, GitHubApp
 from bot.github.client import GitHubError, RepoClient, Spacers
 from bot.github.downloads import download_tail, download_zip_tails
 from tests.bot.github.test_client import REPO, FakeTime, _publisher, fake_time, github
@@ -37,7 +37,7 @@ def pull(github: FakeGitHub) -> int:
 
 @pytest.fixture
 async def client(app: GitHubApp, pull: int, fake_time: FakeTime) -> RepoClient:
-    return await _publisher(app, pull, fake_time, Spacers(0.0))
+    return await _publisher(app, pull, fake_time, Spacers(0.0), permissions=CI_REPAIR_PERMISSIONS)
 
 
 async def test_the_pull_requests_head_and_author_as_github_has_them_now(
@@ -142,3 +142,15 @@ async def test_a_log_github_does_not_have_is_a_404(client: RepoClient) -> None:
     with pytest.raises(GitHubError) as raised:
         await client.log_location("job", 999)
     assert raised.value.status == 404
+
+
+async def test_a_token_without_checks_and_actions_is_refused_them(
+    app: GitHubApp, pull: int, fake_time: FakeTime, github: FakeGitHub
+) -> None:
+    plain = await _publisher(app, pull, fake_time, Spacers(0.0), permissions=JOB_PERMISSIONS)
+    run = github.add_check_run(REPO, SHA, "test", "failure", log=b"log")
+    with pytest.raises(GitHubError) as raised:
+        await plain.check_runs(SHA)
+    assert raised.value.status == 403
+    with pytest.raises(GitHubError):
+        await plain.log_location("job", run)

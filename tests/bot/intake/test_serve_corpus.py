@@ -25,7 +25,18 @@ import pytest
 
 from bot.intake.server import WEBHOOK_PATH
 from bot.intake.triggers import ACTED_ON, Reason
-from tests.bot.serving import NEO, Server, corpus, headers, make_it_act, neo_serve, serve_env
+from tests.bot.serving import (
+    CI_EVENTS,
+    NEO,
+    Server,
+    ci_head_branch,
+    ci_object,
+    corpus,
+    headers,
+    make_it_act,
+    neo_serve,
+    serve_env,
+)
 from tests.fakes import FakeGitHub
 
 Payload = dict[str, Any]
@@ -34,6 +45,8 @@ Payload = dict[str, Any]
 # would mean the server misreads a shape GitHub really sends.
 EXPECTED_REASONS = {
     Reason.NOT_ACTED_ON,
+    Reason.NOT_RED,
+    Reason.NO_PULL_REQUEST,
     Reason.NO_MENTION,
     Reason.NO_NEW_MENTION,
     Reason.OTHER_LABEL,
@@ -94,11 +107,12 @@ def jobs(server: Server, prefix: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("form", [False, True], ids=["json", "form"])
-def test_every_corpus_payload_is_answered_2xx_and_queues_nothing(
+def test_every_corpus_payload_is_answered_2xx_and_queues_only_the_red_check(
     server: Server, client: httpx.Client, form: bool
 ) -> None:
     prefix = f"corpus-{'form' if form else 'json'}-"
     decisions: dict[str, int] = {}
+    repairs = 0
     for index, (event, payload) in enumerate(corpus()):
         answer = post(client, event, payload, f"{prefix}{index}", form=form)
 
@@ -108,6 +122,10 @@ def test_every_corpus_payload_is_answered_2xx_and_queues_nothing(
         decisions[decision] = decisions.get(decision, 0) + 1
         if event == "ping":
             assert (answer.status_code, decision) == (200, "ping"), where
+        elif red_on_a_pull_request(event, payload):
+            # The corpus has one: a failed check run on its pull request's branch.
+            assert (answer.status_code, decision) == (202, "queued"), where
+            repairs += 1
         else:
             # No corpus payload mentions @neo, carries the neo label or is
             # assigned to neo[bot]: each is triaged and ignored.
@@ -116,7 +134,9 @@ def test_every_corpus_payload_is_answered_2xx_and_queues_nothing(
 
     assert sum(decisions.values()) == len(corpus()) == 329
     assert decisions["ping"] == sum(1 for event, _ in corpus() if event == "ping")
-    assert jobs(server, prefix) == []
+    assert repairs == 1
+    # One repair, whichever form carried it first: the second is the same red commit.
+    assert [job["request"]["mode"] for job in jobs(server, "corpus-")] == ["repair"]
     assert httpx.get(f"{server.url}/healthz").json() == {"ok": True}
 
 
@@ -132,9 +152,55 @@ def acting() -> list[tuple[str, Payload]]:
     ]
 
 
+def red_on_a_pull_request(event: str, p: Payload) -> bool:
+    if event not in CI_EVENTS or p.get("action") != "completed":
+        return False
+    run = ci_object(event, p)
+    branch = ci_head_branch(event, p)
+    return run["conclusion"] in ("failure", "timed_out") and any(
+        pr["head"]["ref"] == branch and pr["head"]["repo"]["id"] == p["repository"]["id"]
+        for pr in run["pull_requests"]
+    )
+
+
+def expected_repair(event: str, p: Payload, delivery: str) -> Payload:
+    """The repair a red CI completion asks for, written out independently."""
+    run = ci_object(event, p)
+    sha = run["head_sha"]
+    if event == "check_run":
+        what = f'the check run "{run["name"]}"'
+    elif event == "check_suite":
+        what = f'the check suite of "{run["app"]["name"]}"'
+    else:
+        what = f'the workflow run "{run.get("name") or "unnamed"}"'
+
+    return {
+        "kind": "run",
+        "thread": {
+            "repository": p["repository"]["full_name"],
+            "number": run["pull_requests"][0]["number"],
+            "is_pull_request": True,
+        },
+        "installation_id": (p.get("installation") or {}).get("id"),
+        "event": f"{event}.completed",
+        "trigger_id": run["id"],
+        "author": p["sender"]["login"],
+        "author_association": "NONE",
+        "instruction": f"CI failed on {sha}: {what} ended {run['conclusion']}.",
+        "dedupe_key": f"ci-repair:{p['repository']['full_name'].lower()}:{sha}",
+        "delivery_id": delivery,
+        "branch": None,
+        "instruction_from_workflow": False,
+        "mode": "repair",
+        "head_sha": sha,
+    }
+
+
 def expected_request(event: str, p: Payload, delivery: str) -> Payload:
     """The job request the triage rules promise for `p`, written out independently."""
     action = p["action"]
+    if event in CI_EVENTS:
+        return expected_repair(event, p, delivery)
     if event in ("issue_comment", "pull_request_review_comment", "pull_request_review"):
         trigger = p["review"] if event == "pull_request_review" else p["comment"]
         prefix = {
@@ -189,6 +255,7 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         # A webhook's instruction is its author's text, never a workflow's prompt.
         "instruction_from_workflow": False,
         "mode": "review" if event == "pull_request" else "task",
+        "head_sha": None,
     }
 
 

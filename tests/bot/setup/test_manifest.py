@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.github.app import JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS
+from bot.github.app import CI_REPAIR_PERMISSIONS, JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS
 from bot.intake.triggers import ACTED_ON
 from bot.setup.manifest import EVENTS, EXAMPLE_WEBHOOK_URL, PERMISSIONS, app_manifest
 
@@ -21,6 +21,9 @@ EVENT_PERMISSION = {
     "pull_request": "pull_requests",
     "pull_request_review": "pull_requests",
     "pull_request_review_comment": "pull_requests",
+    "check_run": "checks",
+    "check_suite": "checks",
+    "workflow_run": "actions",
 }
 
 
@@ -37,7 +40,9 @@ def test_the_app_subscribes_to_exactly_the_events_triage_acts_on() -> None:
     assert len(EVENTS) == len(acted_on)
 
 
-@pytest.mark.parametrize("asked", [JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS])
+@pytest.mark.parametrize(
+    "asked", [JOB_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS, CI_REPAIR_PERMISSIONS]
+)
 def test_the_app_grants_every_permission_a_job_token_asks_for(asked: Mapping[str, str]) -> None:
     granted = app_manifest(EXAMPLE_WEBHOOK_URL)["default_permissions"]
     for name, level in asked.items():
@@ -48,13 +53,16 @@ def test_the_app_grants_every_permission_a_job_token_asks_for(asked: Mapping[str
 def test_the_app_asks_for_nothing_beyond_what_jobs_use() -> None:
     # The least privilege GitHub lets an owner see: the most a job token asks for.
     granted = app_manifest(EXAMPLE_WEBHOOK_URL)["default_permissions"]
-    assert dict(granted) == dict(WORKFLOW_JOB_PERMISSIONS) == dict(PERMISSIONS)
+    assert dict(granted) == {**WORKFLOW_JOB_PERMISSIONS, **CI_REPAIR_PERMISSIONS}
+    assert dict(granted) == dict(PERMISSIONS)
 
 
 def test_workflow_edits_are_the_one_permission_a_job_asks_for_only_when_allowed() -> None:
     # Pushing under .github/workflows/ needs it; no other job token holds it.
     assert PERMISSIONS["workflows"] == "write"
-    assert set(PERMISSIONS) - set(JOB_PERMISSIONS) == {"workflows"}
+    assert set(PERMISSIONS) - set(JOB_PERMISSIONS) == {"workflows", "checks", "actions"}
+    assert set(CI_REPAIR_PERMISSIONS) - set(JOB_PERMISSIONS) == {"checks", "actions"}
+    assert all(CI_REPAIR_PERMISSIONS[name] == "read" for name in ("checks", "actions"))
 
 
 def test_every_event_has_the_permission_github_requires_for_it() -> None:
