@@ -33,7 +33,7 @@ from bot.github.checks import Annotation, CheckRun, HeadCommit, PullHead
 from bot.github.core import RetryPolicy
 from bot.github.errors import GitHubError
 from bot.github.graphql import RESOLVE_THREAD, REVIEW_THREADS, resolved_thread, review_threads
-from bot.github.markers import job_marker, reply_marker
+from bot.github.markers import job_id_of, job_marker, reply_marker
 from bot.github.models import (
     Comment,
     FileRead,
@@ -897,6 +897,30 @@ class RepoClient:
         if response.status_code != 302 or not location:
             raise GitHubError(f"github: GET {path} gave no log location")
         return location
+
+    async def latest_progress_comment(self, number: int) -> int | None:
+        """The bot's newest job comment (progress, then report) on thread `number`."""
+        found: int | None = None
+        pages = self._each_page(
+            f"/repos/{self.repository}/issues/{number}/comments",
+            functools.partial(
+                self._github.rest.issues.async_list_comments,
+                self.owner,
+                self.name,
+                number,
+                per_page=_PAGE,
+            ),
+            list[IssueComment],
+        )
+        async with contextlib.aclosing(pages):
+            async for comments in pages:
+                for comment in comments:
+                    user = comment.user.login if comment.user else None
+                    text = comment.body if isinstance(comment.body, str) else ""
+                    if user == self.bot_login and job_id_of(text) is not None:
+                        found = int(comment.id)
+                        self._bodies[found] = text
+        return found
 
     @functools.cached_property
     def _redirects(self) -> Caller:

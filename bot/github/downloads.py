@@ -136,6 +136,7 @@ async def download_zip_tails(
     url: str,
     cap: int = LOG_TAIL,
     *,
+    members: int = _MEMBERS,
     limit: int = 512 * 1024 * 1024,
 ) -> tuple[LogTail, ...]:
     """The tails of the logs in the ZIP at `url`: spooled to a temporary file first,
@@ -148,4 +149,4 @@ async def download_zip_tails(
                 raise ValueError(f"the logs archive is over {limit // (1024 * 1024)} MiB")
             spool.write(chunk)
         spool.seek(0)
-        return zip_tails(spool, cap)
+        return zip_tails(spool, cap, members)

@@ -13,16 +13,22 @@ import json
 import logging
 import os
 import time
+import zipfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, cast
 
+import httpx
+
 from bot.config import RepoConfig
 from bot.config import render_config_error as render_config_comment
-from bot.github.app import WORKFLOW_JOB_PERMISSIONS, AppAuth
+from bot.github.app import CI_REPAIR_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS, AppAuth
+from bot.github.checks import Annotation, CheckRun, PullHead
 from bot.github.client import DEFAULT_SPACERS, GitHubError, RepoClient, Spacers, trigger_kind
+from bot.github.downloads import LogTail, download_tail, download_zip_tails
 from bot.github.models import Comment, ReviewComment, Thread
-from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, conclusion_of
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, conclusion_of
+from bot.jobs import Thread as JobsThread
 from bot.queue import JobQueue, LeaseLost, QueueError
 from bot.worker.access import Access, unauthorised_run, unauthorised_stop
 from bot.worker.budgets import (
@@ -40,8 +46,25 @@ from bot.worker.budgets import (
 )
 from bot.worker.config import ConfigResolver
 from bot.worker.progress import Outcome, Progress, Throttle, render_progress, render_report
-from bot.worker.prompt import InlineComment, Post, ReviewLocation
+from bot.worker.prompt import (
+    FailedCheck,
+    InlineComment,
+    Post,
+    RedHead,
+    ReviewLocation,
+    build_repair_prompt,
+)
 from bot.worker.providers import unavailable, unavailable_text
+from bot.worker.repair import (
+    Owner,
+    Skip,
+    limit_text,
+    made_by,
+    owning_thread,
+    repair_message,
+    repairs_so_far,
+    skip_reason,
+)
 from bot.worker.review import (
     all_folded,
     fixed_threads,
@@ -75,6 +98,10 @@ _C = TypeVar("_C")
 
 _REVIEW_COMMENT = "pull_request_review_comment."
 _REVIEW = "pull_request_review."
+# A CI repair reads at most this many failed checks, and of a run's ZIP this many logs.
+_REPAIR_CHECKS = 5
+_RUN_LOG_MEMBERS = 6
+_LOG_TIMEOUT = 120.0
 
 
 class Stopped(Exception):
@@ -134,6 +161,9 @@ class JobSteps:
         progress.start()
         if request.kind == "cancel":
             await self.stop_request(running)
+            return
+        if request.mode == "repair":
+            await self.repair_request(running)
             return
         threadless = request.thread.number == 0
         self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
@@ -314,7 +344,9 @@ class JobSteps:
         except QueueError as error:
             self._log("spend_not_recorded", job=running.job.id, error=str(error))
 
-    async def repo_client(self, request: JobRequest) -> RepoClient:
+    async def repo_client(
+        self, request: JobRequest, permissions: Mapping[str, str] | None = None
+    ) -> RepoClient:
         """The job's github: every effect on its thread goes through it."""
         if request.installation_id is None:
             raise GitHubError("github: the delivery named no App installation")
@@ -324,6 +356,7 @@ class JobSteps:
             request.thread.repository,
             request.thread.number,
             spacers=self.spacers,
+            permissions=permissions,
             **self.client_options,
         )
 
@@ -597,6 +630,242 @@ class JobSteps:
 
     def _log(self, event: str, **fields: Any) -> None:
         log_event(self.name, event, **fields)
+
+    # --- CI repair: a red check on a pull request Neo opened ----------------------
+
+    async def repair_request(self, running: Running) -> None:
+        """Repair the red head of a pull request Neo opened, in the session that made it.
+
+        Nothing shows on GitHub when it is not Neo's to repair; else the
+        progress comment of the thread that made the pull request is edited
+        (one on the pull request when none is found), or, when the repairs in
+        a row are spent, one comment says so.
+        """
+        job = running.job
+        request = job.request
+        progress = Progress(job.id, clock=self.clock)
+        progress.start()
+        self._log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
+        github: RepoClient | None = None
+        comment: int | None = None
+        try:
+            github = await self.repo_client(request, CI_REPAIR_PERMISSIONS)
+            outcome, comment = await self._repair(running, github, progress)
+        except Stopped:
+            raise
+        except NeoError as error:
+            outcome = Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
+        except Exception as error:
+            log.exception("job %s failed unexpectedly", job.id)
+            outcome = Outcome(
+                conclusion=Conclusion.FAILED,
+                error=f"internal error ({type(error).__name__}); the service log has details",
+            )
+        self._check_alive(running)
+        progress.finish(outcome.conclusion)
+        report = render_report(progress.state, outcome)
+        if github is not None and comment is not None:
+            try:
+                await github.update_progress(comment, report)
+            except GitHubError as error:
+                self._log("report_failed", job=job.id, error=str(error))
+        stored = stored_outcome(
+            outcome, report, branch=running.branch, session_id=running.session_id
+        )
+        await self._finish(running, stored)
+        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+    def _repair_skipped(self, running: Running, reason: Skip) -> Outcome:
+        self._log("ci_repair_skipped", job=running.job.id, reason=reason.value)
+        return Outcome(conclusion=Conclusion.NO_CHANGES, error=f"no CI repair: {reason.value}")
+
+    async def _repair(
+        self, running: Running, github: RepoClient, progress: Progress
+    ) -> tuple[Outcome, int | None]:
+        """The outcome, and the comment the report goes to (None: nothing to report)."""
+        job = running.job
+        request = job.request
+        default_branch, (config, _) = await asyncio.gather(
+            github.default_branch(), self.config.resolve(github, request)
+        )
+        # An invalid file: its comment comes with the next mention, not with CI.
+        if config is None or not config.ci_repair.enabled:
+            return self._repair_skipped(running, Skip.DISABLED), None
+        pull = await github.pull_head()
+        bot = github.bot_login
+        repository = request.thread.repository
+        reason = skip_reason(pull, red_sha=request.head_sha, bot=bot, repository=repository)
+        if reason is not None:
+            return self._repair_skipped(running, reason), None
+        commit = await github.head_commit(pull.head_sha)
+        if not made_by(commit, bot):
+            return self._repair_skipped(running, Skip.NOT_NEOS_PUSH), None
+        failed = tuple(run for run in await github.check_runs(pull.head_sha) if run.failed)
+        if not failed:
+            return self._repair_skipped(running, Skip.GREEN), None
+        owner = owning_thread(pull.head_ref, config.branch_prefix, pull.number, repository)
+        if await self._thread_busy(owner.thread, job.id):
+            # Its push starts CI again; two runs must not share one session and branch.
+            return self._repair_skipped(running, Skip.BUSY), None
+        done = repairs_so_far(commit.message)
+        limit = config.ci_repair.attempts
+        if done >= limit:
+            # The service's handle; `neo action` has none, and runs no repair.
+            handle = str(getattr(self.settings, "handle", "@neo"))
+            key = f"ci-repair-limit-{pull.head_sha}"
+            await github.reply_once(pull.number, key, limit_text(done, failed, handle))
+            self._log("ci_repair_limit", job=job.id, attempts=done, sha=pull.head_sha)
+            error = f"CI is still red after {done} repair attempts"
+            return Outcome(conclusion=Conclusion.NO_CHANGES, error=error), None
+        if (refusal := self._unavailable(config)) is not None:
+            await github.reply_once(pull.number, f"provider-unavailable-{job.id}", refusal)
+            return Outcome(conclusion=Conclusion.FAILED, error=refusal), None
+        if (refusal := await self._over_budget(running, config)) is not None:
+            await github.reply_once(pull.number, f"over-budget-{job.id}", refusal)
+            return Outcome(conclusion=Conclusion.FAILED, error=refusal), None
+        # The comment of the work that made the pull request goes on telling its story.
+        text = render_progress(progress.state, now=self.clock())
+        comment = await github.latest_progress_comment(owner.thread.number)
+        if comment is None:
+            comment = await github.progress_comment(job.id, text)
+        else:
+            await github.update_progress(comment, text)
+        progress.note("reading the failed checks")
+        checks, run_logs = await self._read_failures(running, github, failed)
+        red = RedHead(
+            pr_url=pull.html_url,
+            number=pull.number,
+            branch=pull.head_ref,
+            head_sha=pull.head_sha,
+            attempt=done + 1,
+            attempts=limit,
+        )
+        prompt = build_repair_prompt(repository, red, checks, run_logs)
+        outcome = await self._run_repair(
+            running, github, config, default_branch, progress, comment, pull, owner, red, prompt
+        )
+        if running.notes:
+            outcome = replace(outcome, notes=running.notes)
+        return outcome, comment
+
+    async def _thread_busy(self, thread: JobsThread, job_id: int) -> bool:
+        """Whether another job of `thread` is queued or running."""
+        try:
+            jobs = await self.queue.list(repository=thread.repository, limit=100)
+        except QueueError:
+            return False
+        return any(
+            other.id != job_id
+            and other.request.thread.key == thread.key
+            and other.request.kind == "run"
+            and other.state in (JobState.QUEUED, JobState.RUNNING)
+            for other in jobs
+        )
+
+    async def _read_failures(
+        self, running: Running, github: RepoClient, failed: tuple[CheckRun, ...]
+    ) -> tuple[tuple[FailedCheck, ...], tuple[LogTail, ...]]:
+        """Each failed check's annotations and log tail; a workflow run's logs (a ZIP).
+
+        Context, not the work: what GitHub does not give is logged and left out.
+        """
+        request = running.job.request
+        whole_run = request.event.startswith("workflow_run.")
+        checks: list[FailedCheck] = []
+        run_logs: tuple[LogTail, ...] = ()
+        async with httpx.AsyncClient(timeout=_LOG_TIMEOUT, follow_redirects=True) as plain:
+            for run in failed[:_REPAIR_CHECKS]:
+                notes: tuple[Annotation, ...] = ()
+                logs: tuple[LogTail, ...] = ()
+                try:
+                    if run.annotations_count:
+                        notes = await github.annotations(run.id)
+                    if run.from_actions and not whole_run:
+                        # An Actions check run's id is its job's.
+                        url = await github.log_location("job", run.id)
+                        logs = (await download_tail(plain, url, run.name),)
+                except (GitHubError, httpx.HTTPError) as error:
+                    self._log("ci_log_missing", job=running.job.id, check=run.id, error=str(error))
+                checks.append(FailedCheck(run=run, annotations=notes, logs=logs))
+            if whole_run:
+                try:
+                    url = await github.log_location("run", request.trigger_id)
+                    run_logs = await download_zip_tails(plain, url, members=_RUN_LOG_MEMBERS)
+                except (GitHubError, httpx.HTTPError, ValueError, zipfile.BadZipFile) as error:
+                    self._log(
+                        "ci_log_missing",
+                        job=running.job.id,
+                        run=request.trigger_id,
+                        error=str(error),
+                    )
+        return tuple(checks), run_logs
+
+    async def _run_repair(
+        self,
+        running: Running,
+        github: RepoClient,
+        config: RepoConfig,
+        default_branch: str,
+        progress: Progress,
+        comment: int,
+        pull: PullHead,
+        owner: Owner,
+        red: RedHead,
+        prompt: str,
+    ) -> Outcome:
+        """The runner on the pull request's own branch, in the owning thread's session."""
+        request = running.job.request
+        assert request.installation_id is not None
+        # The token the job's reads had (one mint), with `workflows` when edits are allowed.
+        permissions = CI_REPAIR_PERMISSIONS
+        if config.allow_workflow_edits:
+            permissions = {**WORKFLOW_JOB_PERMISSIONS, **CI_REPAIR_PERMISSIONS}
+        token = await self.app.installation_token(
+            request.installation_id, request.thread.repository, permissions
+        )
+        who = Identity(bot=github.bot_login, token=token.token)
+        thread = ThreadContext(
+            title=pull.title,
+            opening=Post(author=pull.author, association="NONE", body=""),
+            comments=(),
+            requester_id=None,
+            head_ref=pull.head_ref,
+            same_repository=True,
+            pr_url=pull.html_url,
+        )
+        spec, _ = job_spec(
+            running.job,
+            config,
+            self.settings,
+            default_branch=default_branch,
+            thread=thread,
+            who=who,
+        )
+        spec = replace(
+            spec,
+            prompt=prompt,
+            session_key=owner.thread.key,
+            commit_message=repair_message(pull.title, owner.thread.number, red.attempt),
+            # No one asked: the commit is Neo's alone, which is what the next red head checks.
+            co_author=None,
+            max_cost_usd=bounded_cost(spec.max_cost_usd, running.allowance),
+        )
+        running.branch = spec.work_branch
+        self._log("spec_ready", job=running.job.id, branch=spec.work_branch, attempt=red.attempt)
+        agents = await github.read_file("AGENTS.md", ref=default_branch)
+        result = await self._run_live(running, spec, github, progress, comment, agents or "")
+        await self._record_spend(running, result)
+        running.session_id = result.session_id
+        self._check_alive(running)
+        cancelled_by = None
+        if conclusion_of(result) is Conclusion.CANCELLED:
+            cancelled_by = await self._cancelled_by(running.job)
+        return run_outcome(
+            result,
+            pr_url=pull.html_url if result.changed else None,
+            cancelled_by=cancelled_by,
+            config_path=self.config.source.path,
+        )
 
     # --- the thread, as GitHub gives it ---------------------------------------------
 
