@@ -725,7 +725,12 @@ class JobSteps:
             return Outcome(conclusion=Conclusion.FAILED, error=refusal), None
         # The comment of the work that made the pull request goes on telling its story.
         text = render_progress(progress.state, now=self.clock())
-        comment = await github.latest_progress_comment(owner.thread.number)
+        try:
+            comment = await github.latest_progress_comment(owner.thread.number)
+        except GitHubError as error:
+            if error.status != 404:
+                raise
+            comment = None  # the branch names a thread that is gone (deleted, transferred)
         if comment is None:
             comment = await github.progress_comment(job.id, text)
         else:

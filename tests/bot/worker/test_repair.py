@@ -540,3 +540,33 @@ def test_the_prompt_quotes_check_text_as_data_and_cuts_logs_to_their_end() -> No
     assert "FIRSTLINE" not in prompt
     assert 'truncated="showing the last 24,' in prompt
     assert build_repair_prompt(REPO, red_head, []).count("GitHub gave no output") == 1
+
+
+async def test_a_branch_naming_a_thread_that_is_gone_gets_its_report_on_the_pull_request(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    github.put_file(REPO, ".github/neo.yml", "ci_repair: true\n")
+    git(origin, "branch", "neo/issue-99", "main")
+    head = add_commit(
+        origin, {"README.md": b"# fixture\n\nEdited by Neo.\n"}, branch="neo/issue-99"
+    )
+    bot = github.bot_login
+    # Issue 99 is gone; pull request 1 is Neo's, its head Neo's commit.
+    pull = github.add_pull(REPO, "Say hello", head="neo/issue-99", user=bot)
+    github.set_pull_head(REPO, pull, head)
+    github.add_commit(REPO, head, "Neo: say hello (#99)", author=bot)
+    script_fix(fake_anthropic, "# Hello\n\nEdited by Neo.")
+
+    result = await repair(queue, app, settings, repair_request(pull, head, red(github, head)))
+
+    assert result.conclusion is Conclusion.SUCCESS, result
+    fixed = git(origin, "rev-parse", "refs/heads/neo/issue-99")
+    assert git(origin, "log", "-1", "--format=%B", fixed).strip().endswith("Neo-CI-Repair: 1")
+    [report] = bot_comments(github, pull)
+    assert "**Done**" in report["body"]
+    assert result.report == report["body"]
