@@ -74,6 +74,9 @@ def plan(
             "(cancel the workflow run that is working instead)"
         )
     request = runs[0]
+    if request.mode == "repair":
+        # A repair continues a session `neo serve` keeps; a workflow's run has none.
+        return Skip(f"{delivery.event_action}: CI repair runs under neo serve, not neo action")
     if request.thread.repository.lower() != context.repository.lower():
         return Skip(f"{delivery.event_action}: the event is not about {context.repository}")
     return Run(replace(request, installation_id=ACTION_INSTALLATION))

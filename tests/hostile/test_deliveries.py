@@ -18,6 +18,9 @@ To add a row, append a `pytest.param` to a table:
   inside a quote or not at all; it must make no job ("no mention").
 - SHOWN_MENTIONS: a body where GitHub shows a mention; it must make a job.
 
+CI completions (CHECK, SUITE, FLOW) are patched to fail on their pull
+request's branch, which makes a repair job.
+
 Give each row an `id=` that says what it is.
 """
 
@@ -60,9 +63,10 @@ ABSENT = object()  # a `patched` value: leave the field out
 
 def patched(payload: Payload, path: str, value: object) -> Payload:
     *parents, last = path.split(".")
-    target = payload
+    target: Any = payload
     for key in parents:
-        target = target[key]
+        # A digit under a list is an index: `check_run.pull_requests.0.number`.
+        target = target[int(key)] if isinstance(target, list) else target[key]
     if value is ABSENT:
         target.pop(last, None)
     else:
@@ -91,6 +95,9 @@ IC = ("issue_comment", "created")
 OPENED = ("issues", "opened")
 REVIEW_COMMENT = ("pull_request_review_comment", "created")
 REVIEW = ("pull_request_review", "submitted")
+CHECK = ("check_run", "completed")
+SUITE = ("check_suite", "completed")
+FLOW = ("workflow_run", "completed")
 
 IMPLAUSIBLE = [
     pytest.param(*IC, "repository.full_name", "Hello-World", id="repository without owner"),
@@ -128,6 +135,14 @@ IMPLAUSIBLE = [
     pytest.param(*REVIEW, "review.user.login", "x[bot]\n", id="newline after [bot]"),
     pytest.param(*IC, "comment.author_association", "OWNER\n", id="newline in association"),
     pytest.param(*IC, "sender.type", "User\x1b[31m", id="escape sequence in user type"),
+    pytest.param(*CHECK, "check_run.head_sha", "HEAD", id="a ref for a head sha"),
+    pytest.param(*CHECK, "check_run.head_sha", "a" * 39, id="a sha one digit short"),
+    pytest.param(*CHECK, "check_run.head_sha", "-" + "a" * 39, id="an option for a sha"),
+    pytest.param(*SUITE, "check_suite.head_sha", "A" * 40, id="an upper-case sha"),
+    pytest.param(*FLOW, "workflow_run.head_sha", "a" * 40 + "\n", id="newline after a sha"),
+    pytest.param(*CHECK, "check_run.id", 0, id="check run id 0"),
+    pytest.param(*CHECK, "check_run.pull_requests.0.number", 0, id="pull request 0 of a check"),
+    pytest.param(*FLOW, "repository.id", -1, id="negative repository id"),
 ]
 
 

@@ -41,7 +41,7 @@ from bot.intake.triggers import Reason
 from bot.jobs import Thread
 from bot.worker.config import ConfigSource, overridden
 from bot.worker.progress import job_marker
-from tests.bot.serving import corpus
+from tests.bot.serving import corpus, make_it_red
 from tests.fakes import (
     ErrorReply,
     FakeAnthropicAPI,
@@ -1327,3 +1327,11 @@ def test_a_provider_input_without_its_key_exits_2_naming_it_before_any_request(
     assert step.outputs["conclusion"] == "failed"
     assert "OPENAI_API_KEY" in step.summary
     assert github.requests == []
+
+
+def test_a_red_check_is_not_a_workflows_to_repair() -> None:
+    p = make_it_red("check_run", copy.deepcopy(example("check_run", "completed")))
+    p["repository"]["full_name"] = REPO
+    assert plan(context("check_run"), inputs(), p, bot_login=BOT) == Skip(
+        "check_run.completed: CI repair runs under neo serve, not neo action"
+    )

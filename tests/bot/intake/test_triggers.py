@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from bot.intake.triggers import ACTED_ON, Ignore, Reason, Rules, mentions, triage, visible_text
 from bot.intake.webhooks import Delivery
 from bot.jobs import JobRequest, Thread
-from tests.bot.serving import make_it_act
+from tests.bot.serving import CI_EVENTS, ci_object, make_it_act
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "octokit-webhooks-examples.json"
 RULES = Rules(app_bot_login="neo[bot]", allowed_bots=frozenset({"Renovate[bot]"}))
@@ -711,10 +711,14 @@ def test_every_corpus_payload_triages_without_raising() -> None:
         result = triage(deliver(event, copy.deepcopy(payload), f"corpus-{index}"), RULES)
         assert isinstance(result, list | Ignore)
         outcomes[result.reason if isinstance(result, Ignore) else "request"] += 1
-    # No corpus payload mentions @neo, carries the neo label or is assigned to neo[bot].
-    assert outcomes["request"] == 0
+    # No corpus payload mentions @neo, carries the neo label or is assigned to
+    # neo[bot]; one is a failed check run on its pull request's branch.
+    assert outcomes["request"] == 1
     assert outcomes[Reason.MALFORMED] == 0, "a real payload was taken for malformed"
     assert set(outcomes) <= {
+        "request",
+        Reason.NOT_RED,
+        Reason.NO_PULL_REQUEST,
         Reason.NOT_ACTED_ON,
         Reason.NO_MENTION,
         Reason.NO_NEW_MENTION,
@@ -743,6 +747,13 @@ def test_every_acted_on_corpus_payload_patched_to_act_makes_one_request() -> Non
         p = make_it_act(event, payload)
         request = one(triage(deliver(event, p, f"corpus-{index}"), RULES))
         count += 1
+        if event in CI_EVENTS:
+            run = ci_object(event, p)
+            assert (request.mode, request.trigger_id) == ("repair", run["id"])
+            assert request.thread.number == run["pull_requests"][0]["number"]
+            assert request.head_sha == run["head_sha"]
+            assert request.author == p["sender"]["login"]
+            continue
         trigger = trigger_object(event, p)
         thread = p.get("issue") or p["pull_request"]
         assert request.kind == "run"
@@ -770,6 +781,13 @@ def test_our_reading_agrees_with_githubkits_models() -> None:
         except ValidationError:
             continue  # githubkit is stricter than GitHub's older payloads
         request = one(triage(deliver(event, p), RULES))
+        if event in CI_EVENTS:
+            run = getattr(model, event)
+            assert (request.trigger_id, request.head_sha) == (run.id, run.head_sha)
+            assert request.thread.number == run.pull_requests[0].number
+            assert request.author == model.sender.login
+            checked += 1
+            continue
         trigger = (
             model.review if event == "pull_request_review" else getattr(model, "comment", None)
         )

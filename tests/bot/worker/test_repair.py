@@ -570,3 +570,29 @@ async def test_a_branch_naming_a_thread_that_is_gone_gets_its_report_on_the_pull
     [report] = bot_comments(github, pull)
     assert "**Done**" in report["body"]
     assert result.report == report["body"]
+
+
+async def test_no_repair_while_the_sessions_thread_has_a_job_running(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    issue, pull, head = await neos_pull_request(
+        queue, app, settings, github, origin, fake_anthropic
+    )
+    # Another worker runs a follow-up on the issue: the same session and branch.
+    comment = github.add_comment(REPO, issue, "@neo also add a title", user="mona")
+    await enqueue(queue, request(issue, comment, delivery="d2"))
+    running = await queue.claim("elsewhere", 600.0)
+    assert running is not None
+    assert running.request.thread.number == issue
+    asked = len(fake_anthropic.requests)
+
+    result = await repair(queue, app, settings, repair_request(pull, head, red(github, head)))
+
+    assert result.error == f"no CI repair: {Skip.BUSY.value}"
+    assert len(fake_anthropic.requests) == asked
+    assert git(origin, "rev-parse", f"refs/heads/neo/issue-{issue}") == head
