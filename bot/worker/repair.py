@@ -122,7 +122,11 @@ def owning_thread(head_ref: str, prefix: str, pull: int, repository: str) -> Own
 
 def limit_text(attempts: int, failed: Sequence[CheckRun], handle: str) -> str:
     """The one comment when the repairs in a row are spent."""
-    names = ", ".join(f"`{' '.join(run.name.split())[:100]}`" for run in failed[:10])
+    # In a code span, where an `@team` in a check's name pings no one; a backtick
+    # of its own would end the span.
+    names = ", ".join(
+        f"`{' '.join(run.name.replace('`', chr(39)).split())[:100]}`" for run in failed[:10]
+    )
     more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
     checks = f" ({names}{more})" if names else ""
     tries = "attempt" if attempts == 1 else "attempts"

@@ -506,9 +506,9 @@ def check_run(name: str, **changes: Any) -> CheckRun:
 
 
 def test_the_limit_comment_names_the_checks_and_how_to_go_on() -> None:
-    text_ = limit_text(1, [check_run("lint"), check_run("te`st\nx")], "@bot")
+    text_ = limit_text(1, [check_run("lint"), check_run("te`st\n@org/team")], "@bot")
     assert text_ == (
-        "CI is still red after 1 repair attempt (`lint`, `te`st x`), so Neo stops here."
+        "CI is still red after 1 repair attempt (`lint`, `te'st @org/team`), so Neo stops here."
         " Mention @bot on this pull request to ask for another try, or push a fix."
     )
     many = limit_text(3, [check_run(f"c{n}") for n in range(12)], "@neo")
