@@ -16,7 +16,7 @@ from typing import Final
 
 from bot.github.checks import CheckRun, HeadCommit, PullHead
 from bot.jobs import Thread
-from bot.worker.spec import noreply_email
+from bot.worker.spec import branch_thread, noreply_email
 
 __all__ = [
     "TRAILER",
@@ -96,9 +96,6 @@ def repair_message(title: str, number: int, attempt: int) -> str:
     return f"Neo: make CI pass for {subject} (#{number})\n\n{TRAILER}: {attempt}"
 
 
-_OWN_BRANCH = re.compile(r"(issue|pr)-([1-9][0-9]{0,9})")
-
-
 @dataclass(frozen=True, slots=True)
 class Owner:
     """The thread whose work made the pull request: its session and progress comment."""
@@ -109,14 +106,11 @@ class Owner:
 
 
 def owning_thread(head_ref: str, prefix: str, pull: int, repository: str) -> Owner:
-    """The thread a Neo branch was made for: `<prefix>issue-N` is issue N's work,
-    `<prefix>pr-M` pull request M's (a fork's, worked on a branch of ours);
-    any other branch belongs to the pull request itself."""
-    if head_ref.startswith(prefix):
-        found = _OWN_BRANCH.fullmatch(head_ref[len(prefix) :])
-        if found:
-            number = int(found[2])
-            return Owner(Thread(repository, number, is_pull_request=found[1] == "pr"), True)
+    """The thread a Neo branch was made for (`branch_thread`); any other branch
+    belongs to the pull request itself."""
+    found = branch_thread(head_ref, prefix, repository)
+    if found is not None:
+        return Owner(found, True)
     return Owner(Thread(repository, pull, is_pull_request=True), False)
 
 

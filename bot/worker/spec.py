@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.config import RepoConfig
-from bot.jobs import Job, JobRequest
+from bot.jobs import Job, JobRequest, Thread
 from bot.worker.prompt import (
     InlineComment,
     Post,
@@ -28,6 +28,7 @@ __all__ = [
     "Identity",
     "ThreadContext",
     "WorkerSettings",
+    "branch_thread",
     "commit_message",
     "job_spec",
     "noreply_email",
@@ -127,12 +128,12 @@ def work_branch(
     return f"{prefix}issue-{number}", False, None
 
 
-def session_thread(branch: str, prefix: str, repository: str) -> str | None:
-    """The thread whose session a job on Neo's branch `branch` continues, or None.
+def branch_thread(branch: str, prefix: str, repository: str) -> Thread | None:
+    """The thread Neo's branch `branch` was made for, or None when it names none.
 
     `<prefix>issue-N` is the branch of issue N's work and `<prefix>pr-N` the
-    one Neo pushes for fork pull request N: either continues `repository#N`
-    (lower-cased as `Thread.key`), so its pull request's jobs share that session.
+    one Neo pushes for fork pull request N. A schedule's or review's branch,
+    or any other, names no thread.
     """
     if not prefix or not branch.startswith(prefix):
         return None
@@ -141,7 +142,16 @@ def session_thread(branch: str, prefix: str, repository: str) -> str | None:
         return None
     if not number.isdigit() or number.startswith("0"):
         return None
-    return f"{repository.lower()}#{int(number)}"
+    return Thread(repository, int(number), is_pull_request=kind == "pr")
+
+
+def session_thread(branch: str, prefix: str, repository: str) -> str | None:
+    """The key of the thread whose session a job on Neo's branch `branch` continues, or None.
+
+    Lower-cased as `Thread.key`, so its pull request's jobs share that session.
+    """
+    found = branch_thread(branch, prefix, repository)
+    return None if found is None else found.key
 
 
 def task_title(instruction: str) -> str:
