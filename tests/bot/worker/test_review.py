@@ -353,6 +353,7 @@ def push_to_pull(github: FakeGitHub, origin: Path, number: int, app_py: bytes) -
     github.put_file(REPO, "app.py", app_py.decode(), ref="arith")
 
 
+@pytest.mark.parametrize("sandbox", ["local", "docker"])
 async def test_a_later_review_resolves_only_neos_threads_whose_lines_changed_and_repeats_nothing(
     queue: SqliteQueue,
     app: GitHubApp,
@@ -360,7 +361,12 @@ async def test_a_later_review_resolves_only_neos_threads_whose_lines_changed_and
     github: FakeGitHub,
     origin: Path,
     fake_anthropic: FakeAnthropicAPI,
+    sandbox: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    if sandbox == "docker":
+        request.getfixturevalue("docker_client")  # fails, never skips, with no engine
+    settings = settings.model_copy(update={"sandbox": sandbox})
     number = open_pull(github, origin, fork=False)
     github.put_file(REPO, "app.py", APP_PY.decode(), ref="arith")
     human = github.add_review_comment(
