@@ -8,6 +8,9 @@ from tests.fakes import FakeAnthropicAPI, openapi
 from tests.fakes.gemini_api import FakeGemini
 from tests.fakes.openai_responses import FakeOpenAIResponses
 
+# The PostgreSQL fixtures: a cluster per test process, a database per test.
+pytest_plugins = ["tests.postgres"]
+
 
 @pytest.fixture
 def fake_anthropic() -> Iterator[FakeAnthropicAPI]:

@@ -1,0 +1,193 @@
+"""A throwaway PostgreSQL cluster for the tests, and a fresh database per test.
+
+One cluster per pytest process (xdist worker), started on first use: initdb
+(as the `postgres` user when we are root: initdb refuses root) into a temp
+directory, trust auth, a free port on 127.0.0.1, its socket in that directory,
+fsync off (nothing here must survive a power cut). Each test gets its own
+database, copied from a migrated template. `NEO_TEST_POSTGRES_URL` names a
+server to use instead. Tests never skip: no server is one failing line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from bot.queue.pg_schema import migrate
+
+__all__ = ["PostgresServer", "postgres_empty_url", "postgres_server", "postgres_url"]
+
+TEMPLATE = "neo_template"
+_START_TIMEOUT = 60
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresServer:
+    """A reachable server: `url` is its maintenance database, as a superuser."""
+
+    url: str
+
+    def database_url(self, name: str) -> str:
+        return make_conninfo(self.url, dbname=name)
+
+    def create_database(self, name: str, *, template: str) -> str:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'.encode())
+        return self.database_url(name)
+
+
+def _bin_dir() -> Path:
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    # Debian keeps the server programs off PATH, one directory per major version.
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda path: int(Path(path).parts[-3]) if Path(path).parts[-3].isdigit() else 0,
+    )
+    if not candidates:
+        pytest.fail(
+            "PostgreSQL's initdb is not installed: run scripts/ensure-postgres"
+            " (or set NEO_TEST_POSTGRES_URL)",
+            pytrace=False,
+        )
+    return Path(candidates[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _as_server_user(argv: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+def _run(argv: list[str], what: str, log: Path | None = None) -> None:
+    done = subprocess.run(
+        _as_server_user(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=_START_TIMEOUT,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = done.stdout.decode(errors="replace").strip().splitlines()
+        if log is not None and log.exists():
+            lines += log.read_text(errors="replace").strip().splitlines()
+        last = lines[-1] if lines else f"exit status {done.returncode}"
+        pytest.fail(f"PostgreSQL for the tests: {what} failed: {last}", pytrace=False)
+
+
+@contextlib.contextmanager
+def _cluster() -> Iterator[str]:
+    bin_dir = _bin_dir()
+    scratch = Path(tempfile.mkdtemp(prefix="neo-test-postgres-"))
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(scratch, "postgres", "postgres")
+        data, log = scratch / "data", scratch / "server.log"
+        _run(
+            [
+                str(bin_dir / "initdb"),
+                "--pgdata",
+                str(data),
+                "--auth",
+                "trust",
+                "--username",
+                "postgres",
+                "--encoding",
+                "UTF8",
+                "--no-sync",
+            ],
+            "initdb",
+        )
+        port = _free_port()
+        options = (
+            f"-p {port} -k {scratch} -c listen_addresses=127.0.0.1"
+            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        )
+        pg_ctl = str(bin_dir / "pg_ctl")
+        _run(
+            [pg_ctl, "start", "--wait", "--pgdata", str(data), "--log", str(log), "-o", options],
+            "starting the server",
+            log,
+        )
+        try:
+            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run(
+                _as_server_user([pg_ctl, "stop", "--pgdata", str(data), "--mode", "immediate"]),
+                capture_output=True,
+                timeout=_START_TIMEOUT,
+                check=False,
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The server, with TEMPLATE holding Neo's current schema."""
+    with contextlib.ExitStack() as stack:
+        url = os.environ.get("NEO_TEST_POSTGRES_URL") or stack.enter_context(_cluster())
+        server = PostgresServer(url)
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+                # A template left by an earlier run on a shared server may be stale.
+                conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"'.encode())
+                conn.execute(f'CREATE DATABASE "{TEMPLATE}" TEMPLATE template0'.encode())
+        except psycopg.Error as error:
+            line = (str(error).strip().splitlines() or ["no answer"])[0]
+            host = conninfo_to_dict(url).get("host", "?")
+            pytest.fail(f"PostgreSQL for the tests at {host}: {line}", pytrace=False)
+        migrate(server.database_url(TEMPLATE))
+        yield server
+
+
+_numbers = count()
+
+
+def _fresh_name() -> str:
+    # Unique per process (xdist workers share a NEO_TEST_POSTGRES_URL server).
+    return f"neo_test_{os.getpid()}_{next(_numbers)}"
+
+
+@contextlib.contextmanager
+def _database(server: PostgresServer, template: str) -> Iterator[str]:
+    name = _fresh_name()
+    url = server.create_database(name, template=template)
+    try:
+        yield url
+    finally:
+        # FORCE: a connection the test left open must not keep it.
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A database of its own for this test, on Neo's current schema."""
+    with _database(postgres_server, TEMPLATE) as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_empty_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A database of its own for this test, never migrated."""
+    with _database(postgres_server, "template0") as url:
+        yield url
