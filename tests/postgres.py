@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from bot.queue.pg_schema import migrate
 
@@ -41,7 +42,8 @@ class PostgresServer:
     url: str
 
     def database_url(self, name: str) -> str:
-        return make_conninfo(self.url, dbname=name)
+        # A URL, as NEO_QUEUE_URL holds one: the maintenance database's, renamed.
+        return urlsplit(self.url)._replace(path=f"/{name}").geturl()
 
     def create_database(self, name: str, *, template: str) -> str:
         with psycopg.connect(self.url, autocommit=True) as conn:

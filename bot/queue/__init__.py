@@ -12,8 +12,16 @@ from bot.queue.base import (
     SpendLine,
     SpendRecord,
 )
+from bot.queue.postgres import PostgresQueue
 from bot.queue.sqlite import SqliteQueue, WriteStats
-from bot.queue.url import data_dir, default_queue_url, open_queue, sqlite_path, sqlite_url
+from bot.queue.url import (
+    data_dir,
+    default_queue_url,
+    is_postgres_url,
+    open_queue,
+    sqlite_path,
+    sqlite_url,
+)
 from bot.queue.waking import WakingQueue
 
 __all__ = [
@@ -23,6 +31,7 @@ __all__ = [
     "Heartbeat",
     "JobQueue",
     "LeaseLost",
+    "PostgresQueue",
     "QueueClosed",
     "QueueError",
     "SpendLine",
@@ -32,6 +41,7 @@ __all__ = [
     "WriteStats",
     "data_dir",
     "default_queue_url",
+    "is_postgres_url",
     "open_queue",
     "sqlite_path",
     "sqlite_url",

@@ -7,11 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bot.queue.base import JobQueue
+from bot.queue.pg_schema import check_schema
+from bot.queue.postgres import PostgresQueue
 from bot.queue.sqlite import SqliteQueue
 from runner.errors import ConfigError
 from runner.home import neo_home
 
 SQLITE_PREFIX = "sqlite:///"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def data_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -44,10 +47,11 @@ def sqlite_path(url: str, *, source: str = "NEO_QUEUE_URL") -> Path:
     if not separator:
         raise ConfigError(f"the queue URL is not a URL; expected sqlite:///PATH ({source})")
     scheme = scheme.lower()
-    if scheme.split("+")[0] in ("postgres", "postgresql"):
-        raise ConfigError(f"postgres queues are not supported yet ({source})")
     if scheme != "sqlite":
-        raise ConfigError(f"unsupported queue URL scheme {scheme!r}; use sqlite:///PATH ({source})")
+        raise ConfigError(
+            f"unsupported queue URL scheme {scheme!r};"
+            f" use sqlite:///PATH or postgresql://… ({source})"
+        )
     if not url.startswith(SQLITE_PREFIX):
         raise ConfigError(f"a sqlite queue URL is sqlite:///PATH ({source})")
     location = url[len(SQLITE_PREFIX) :]
@@ -56,11 +60,22 @@ def sqlite_path(url: str, *, source: str = "NEO_QUEUE_URL") -> Path:
     return Path(location).absolute()
 
 
-def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) -> JobQueue:
-    """Open the queue `url` names, creating its database (and directory) if `create`.
+def is_postgres_url(url: str) -> bool:
+    """Whether `url` names a PostgreSQL database (`postgresql://…` or `postgres://…`)."""
+    scheme, separator, _ = url.partition("://")
+    return bool(separator) and scheme.lower() in POSTGRES_SCHEMES
 
-    `source` is where the URL came from, for error messages.
+
+def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) -> JobQueue:
+    """Open the queue `url` names, creating its SQLite file (and directory) if `create`.
+
+    A PostgreSQL database is never created here, nor migrated: its schema
+    must be current (`neo db migrate`). `source` is where the URL came from,
+    for error messages.
     """
+    if is_postgres_url(url):
+        check_schema(url, source=source)
+        return PostgresQueue(url)
     path = sqlite_path(url, source=source)
     if not create and not path.exists():
         raise ConfigError(f"no queue database at {path} ({source})")

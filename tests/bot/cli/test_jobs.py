@@ -1,4 +1,4 @@
-"""`neo jobs` in-process over a real SQLite queue file."""
+"""`neo jobs` in-process over a real queue: a SQLite file, and a PostgreSQL database."""
 
 from __future__ import annotations
 
@@ -10,23 +10,29 @@ import pytest
 
 from bot.cli.main import main
 from bot.jobs import Conclusion, JobOutcome, JobState
-from bot.queue import SqliteQueue, sqlite_url
+from bot.queue import open_queue, sqlite_url
 from tests.bot.queue.factories import make_request
 
 
-@pytest.fixture
-def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "data" / "neo.db"
-    monkeypatch.setenv("NEO_QUEUE_URL", sqlite_url(path))
-    return path
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The queue's URL, also in NEO_QUEUE_URL; the database exists, empty."""
+    if request.param == "postgres":
+        found = str(request.getfixturevalue("postgres_url"))
+    else:
+        found = sqlite_url(tmp_path / "data" / "neo.db")
+        asyncio.run(open_queue(found).close())
+    monkeypatch.setenv("NEO_QUEUE_URL", found)
+    return found
 
 
 @pytest.fixture
-def jobs(db: Path) -> dict[str, int]:
+def jobs(url: str) -> dict[str, int]:
     """Four jobs: queued, running, failed and a queued one in another repository."""
 
     async def fill() -> dict[str, int]:
-        async with SqliteQueue(db) as queue:
+        queue = open_queue(url)
+        try:
             ids: dict[str, int] = {}
             for name, repository, number in (
                 ("failed", "octo/hello", 1),
@@ -49,16 +55,21 @@ def jobs(db: Path) -> dict[str, int]:
                         job.id, "w1", JobOutcome(conclusion=Conclusion.FAILED, error="boom")
                     )
             return ids
+        finally:
+            await queue.close()
 
     return asyncio.run(fill())
 
 
-def state_of(db: Path, job_id: int) -> JobState:
+def state_of(url: str, job_id: int) -> JobState:
     async def get() -> JobState:
-        async with SqliteQueue(db) as queue:
+        queue = open_queue(url)
+        try:
             job = await queue.get(job_id)
-            assert job is not None
-            return job.state
+        finally:
+            await queue.close()
+        assert job is not None
+        return job.state
 
     return asyncio.run(get())
 
@@ -114,8 +125,7 @@ def test_list_text_is_a_table_without_control_characters(
     assert "@neo failed\\x1b[31m second line" in out
 
 
-def test_list_of_an_empty_queue(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    asyncio.run(SqliteQueue(db).close())
+def test_list_of_an_empty_queue(url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["jobs", "list"]) == 0
     assert capsys.readouterr().out == "no jobs\n"
     assert main(["jobs", "list", "--format", "json"]) == 0
@@ -137,14 +147,14 @@ def test_show(jobs: dict[str, int], capsys: pytest.CaptureFixture[str]) -> None:
     assert "\x1b" not in out
 
 
-def test_retry(jobs: dict[str, int], db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_retry(jobs: dict[str, int], url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["jobs", "retry", str(jobs["failed"])]) == 0
     assert capsys.readouterr().out == f"job {jobs['failed']} is queued again\n"
-    assert state_of(db, jobs["failed"]) == JobState.QUEUED
+    assert state_of(url, jobs["failed"]) == JobState.QUEUED
 
 
 def test_retry_of_a_running_job_is_refused(
-    jobs: dict[str, int], db: Path, capsys: pytest.CaptureFixture[str]
+    jobs: dict[str, int], url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["jobs", "retry", str(jobs["running"])]) == 1
     captured = capsys.readouterr()
@@ -152,17 +162,17 @@ def test_retry_of_a_running_job_is_refused(
         f"neo: cannot retry job {jobs['running']}: it is running;"
         " only a failed or cancelled job can be retried\n"
     )
-    assert state_of(db, jobs["running"]) == JobState.RUNNING
+    assert state_of(url, jobs["running"]) == JobState.RUNNING
 
 
-def test_cancel(jobs: dict[str, int], db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cancel(jobs: dict[str, int], url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["jobs", "cancel", str(jobs["queued"])]) == 0
     assert capsys.readouterr().out == f"job {jobs['queued']} is cancelled\n"
-    assert state_of(db, jobs["queued"]) == JobState.CANCELLED
+    assert state_of(url, jobs["queued"]) == JobState.CANCELLED
 
     assert main(["jobs", "cancel", str(jobs["running"])]) == 0
     assert "asked to stop" in capsys.readouterr().out
-    assert state_of(db, jobs["running"]) == JobState.RUNNING
+    assert state_of(url, jobs["running"]) == JobState.RUNNING
 
     assert main(["jobs", "cancel", str(jobs["failed"])]) == 1
     assert capsys.readouterr().err == (
@@ -177,9 +187,14 @@ def test_unknown_id(jobs: dict[str, int], command: str, capsys: pytest.CaptureFi
 
 
 def test_queue_url_flag_and_missing_database(
-    jobs: dict[str, int], db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    jobs: dict[str, int],
+    url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert main(["jobs", "list", "--queue-url", sqlite_url(db), "--format", "json"]) == 0
+    monkeypatch.delenv("NEO_QUEUE_URL")
+    assert main(["jobs", "list", "--queue-url", url, "--format", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == len(jobs)
 
     missing = tmp_path / "nowhere" / "neo.db"
@@ -189,9 +204,13 @@ def test_queue_url_flag_and_missing_database(
     )
     assert not missing.parent.exists()
 
-    assert main(["jobs", "list", "--queue-url", "postgresql://u:secret@db/neo"]) == 2
+    # Nothing listens on port 1.
+    assert main(["jobs", "list", "--queue-url", "postgresql://u:secret@127.0.0.1:1/neo"]) == 2
     err = capsys.readouterr().err
-    assert err == "neo: error: postgres queues are not supported yet (--queue-url)\n"
+    assert err.startswith("neo: error: cannot reach the queue database: ")
+    assert err.endswith(" (--queue-url)\n")
+    assert "secret" not in err
+    assert err.count("\n") == 1
 
 
 def test_bad_usage_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:

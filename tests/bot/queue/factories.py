@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.jobs import JobRequest, RequestKind, Thread
+from bot.queue.base import JobQueue
 
 
 def make_request(
@@ -27,3 +28,26 @@ def make_request(
         dedupe_key=dedupe_key or f"comment:{delivery_id}",
         delivery_id=delivery_id,
     )
+
+
+class FakeClock:
+    """Unix time that moves only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+async def enqueue_one(
+    queue: JobQueue, delivery_id: str, *, repository: str = "octo/hello", number: int = 1
+) -> int:
+    request = make_request(delivery_id, repository=repository, number=number)
+    result = await queue.enqueue(delivery_id, [request])
+    assert not result.duplicate
+    (job_id,) = result.job_ids
+    return job_id

@@ -1,0 +1,570 @@
+"""The shared queue: Neo's tables on PostgreSQL, claimed with FOR UPDATE SKIP LOCKED.
+
+Every host's intake and workers use one database, through a psycopg pool;
+a LISTEN connection wakes workers when a job becomes claimable, on any
+host. docs/architecture.md, "The queue", says why claims, leases and
+retries are Neo's own SQL rather than procrastinate's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+import orjson
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind
+from bot.queue.base import (
+    DEFAULT_MAX_ATTEMPTS,
+    CancelApplied,
+    EnqueueResult,
+    Heartbeat,
+    LeaseLost,
+    QueueClosed,
+    QueueError,
+    SpendLine,
+    SpendRecord,
+)
+
+__all__ = ["CHANNEL", "PostgresQueue"]
+
+Clock = Callable[[], float]
+Conn = AsyncConnection[TupleRow]
+
+# The channel the schema's triggers notify when a job may have become claimable.
+CHANNEL = "neo_jobs"
+
+_JOB_COLUMNS = (
+    " id, request, state, attempts, created_at, updated_at,"
+    " worker, lease_expires_at, cancel_requested, result"
+)
+_SELECT_JOBS = "SELECT" + _JOB_COLUMNS + " FROM neo_jobs"
+
+# The oldest claimable job: a cancel request, or a run that is the oldest
+# queued run of its thread while none of the thread's runs is running. Being
+# the oldest is what keeps two concurrent claims off one thread: while one
+# claim holds the thread's first run (locked, so skipped by the other), the
+# second run is not the oldest. The unique index on running runs backs it up.
+_CANDIDATES = "WITH candidate AS (SELECT j.id FROM neo_jobs AS j WHERE j.state = 'queued'"
+_CLAIMABLE = (
+    " AND (j.kind = 'cancel' OR NOT EXISTS (SELECT 1 FROM neo_jobs AS r"
+    " WHERE r.thread_key = j.thread_key AND r.kind = 'run'"
+    " AND (r.state = 'running' OR (r.state = 'queued' AND r.id < j.id))))"
+    " ORDER BY j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED)"
+)
+_TAKE = (
+    " UPDATE neo_jobs SET state = 'running', attempts = attempts + 1, worker = %s,"
+    " lease_expires_at = %s, updated_at = %s FROM candidate WHERE neo_jobs.id = candidate.id"
+    " RETURNING neo_jobs.id, neo_jobs.request, neo_jobs.state, neo_jobs.attempts,"
+    " neo_jobs.created_at, neo_jobs.updated_at, neo_jobs.worker, neo_jobs.lease_expires_at,"
+    " neo_jobs.cancel_requested, neo_jobs.result"
+)
+_CLAIM_ANY = _CANDIDATES + _CLAIMABLE + _TAKE
+_CLAIM_KIND = _CANDIDATES + " AND j.kind = %s" + _CLAIMABLE + _TAKE
+
+_SPENT_BY_REPOSITORY = (
+    "SELECT coalesce(sum(cost_usd), 0) FROM neo_spend WHERE repository = %s AND at >= %s"
+)
+_SPENT_BY_INSTALLATION = (
+    "SELECT coalesce(sum(cost_usd), 0) FROM neo_spend WHERE installation_id = %s AND at >= %s"
+)
+_SPEND_LINES = (
+    "SELECT to_char(to_timestamp(at) AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, repository,"
+    " model, count(DISTINCT job_id), coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens), 0),"
+    " coalesce(sum(output_tokens), 0) FROM neo_spend"
+    " WHERE at >= %s AND (%s::text IS NULL OR repository = %s)"
+    " GROUP BY day, repository, model ORDER BY day DESC, repository, model"
+)
+
+
+class PostgresQueue:
+    """The `JobQueue` on a PostgreSQL database migrated by `neo db migrate`.
+
+    Open it with `open_queue`, which checks the schema first. The pool opens
+    on first use, in the event loop that uses it. `queued` is set whenever
+    the database says a job may have become claimable, by whichever host.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = time.time,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        min_connections: int = 1,
+        max_connections: int = 16,
+        connect_timeout: float = 10.0,
+        listen: bool = True,
+    ) -> None:
+        self._url = url
+        self._clock = clock
+        self._max_attempts = max_attempts
+        # check: a connection the server dropped (a restart, a failover) is
+        # replaced before use instead of failing the next statement.
+        self._pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
+            url,
+            min_size=min_connections,
+            max_size=max_connections,
+            timeout=connect_timeout,
+            open=False,
+            check=AsyncConnectionPool.check_connection,
+        )
+        self._listen = listen
+        self._opened = False
+        self._closed = False
+        self._opening: asyncio.Lock | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self.queued = asyncio.Event()
+
+    async def __aenter__(self) -> PostgresQueue:
+        await self._open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    # -- writes ---------------------------------------------------------------
+
+    async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
+        rows = [_request_row(request) for request in requests]
+        async with self._transaction() as conn:
+            now = self._clock()
+            cursor = await conn.execute(
+                "INSERT INTO neo_deliveries (id, received_at) VALUES (%s, %s)"
+                " ON CONFLICT (id) DO NOTHING",
+                (delivery_id, now),
+            )
+            if cursor.rowcount == 0:
+                return EnqueueResult(duplicate=True)
+            job_ids: list[int] = []
+            existing: list[int] = []
+            for kind, dedupe_key, thread_key, request in rows:
+                cursor = await conn.execute(
+                    "INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request,"
+                    " state, created_at, updated_at) VALUES (%s, %s, %s, %s, %s, 'queued', %s, %s)"
+                    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id",
+                    (delivery_id, dedupe_key, kind, thread_key, request, now, now),
+                )
+                inserted = await cursor.fetchone()
+                if inserted is None:
+                    # Another delivery's job: a concurrent one has committed by
+                    # now (ON CONFLICT waited for it), so this statement sees it.
+                    cursor = await conn.execute(
+                        "SELECT id FROM neo_jobs WHERE dedupe_key = %s", (dedupe_key,)
+                    )
+                    found = await cursor.fetchone()
+                    assert found is not None
+                    job_id = int(found[0])
+                    existing.append(job_id)
+                else:
+                    job_id = int(inserted[0])
+                job_ids.append(job_id)
+        return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
+
+    async def claim(
+        self, worker: str, lease: float, *, only: RequestKind | None = None
+    ) -> Job | None:
+        kind: tuple[str, ...] = () if only is None else (only,)
+        sql = _CLAIM_ANY if only is None else _CLAIM_KIND
+        # A lost race for a thread (the unique index said no) is retried: the
+        # next round sees the winner's run and looks further.
+        for _ in range(5):
+            try:
+                async with self._transaction() as conn:
+                    now = self._clock()
+                    cursor = await conn.execute(sql.encode(), (*kind, worker, now + lease, now))
+                    row = await cursor.fetchone()
+                    return None if row is None else _job(row)
+            except QueueError as error:
+                if not isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                    raise
+        return None
+
+    async def apply_cancel(self, request_id: int) -> CancelApplied:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "SELECT thread_key, request FROM neo_jobs WHERE id = %s AND kind = 'cancel'",
+                (request_id,),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise QueueError(f"job {request_id} is not a cancel request")
+            thread_key, request = row
+            author = json.loads(request).get("author") or "someone"
+            now = self._clock()
+            reason = f"cancelled: @{author} asked to stop (job {request_id})"
+            cursor = await conn.execute(
+                "UPDATE neo_jobs SET state = 'cancelled', result = %s, updated_at = %s"
+                " WHERE thread_key = %s AND kind = 'run' AND state = 'queued' AND id < %s"
+                " RETURNING id",
+                (
+                    _encode(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
+                    now,
+                    thread_key,
+                    request_id,
+                ),
+            )
+            cancelled = await cursor.fetchall()
+            cursor = await conn.execute(
+                "UPDATE neo_jobs SET cancel_requested = true"
+                " WHERE thread_key = %s AND kind = 'run' AND state = 'running' AND id < %s"
+                " RETURNING id",
+                (thread_key, request_id),
+            )
+            requested = await cursor.fetchall()
+            applied = CancelApplied(
+                cancelled=tuple(sorted(int(job_id) for (job_id,) in cancelled)),
+                cancel_requested=tuple(sorted(int(job_id) for (job_id,) in requested)),
+            )
+            # Written now, not when the request finishes: the stopped run looks
+            # here for who stopped it as soon as its heartbeat tells it to.
+            await conn.execute(
+                "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = %s",
+                (_encode(_stopped(applied)), now, request_id),
+            )
+        return applied
+
+    async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE neo_jobs SET lease_expires_at = %s"
+                " WHERE id = %s AND state = 'running' AND worker = %s"
+                " RETURNING cancel_requested",
+                (self._clock() + lease, job_id, worker),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return Heartbeat(lease_lost=True)
+        return Heartbeat(lease_lost=False, cancel_requested=bool(row[0]))
+
+    async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE neo_jobs SET state = %s, result = %s, updated_at = %s,"
+                " worker = NULL, lease_expires_at = NULL"
+                " WHERE id = %s AND state = 'running' AND worker = %s",
+                (outcome.conclusion.state.value, _encode(outcome), self._clock(), job_id, worker),
+            )
+            if cursor.rowcount == 0:
+                raise LeaseLost(f"job {job_id} is no longer running under {worker}")
+
+    async def release(self, job_id: int, worker: str) -> None:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "SELECT cancel_requested FROM neo_jobs"
+                " WHERE id = %s AND state = 'running' AND worker = %s FOR UPDATE",
+                (job_id, worker),
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return
+            now = self._clock()
+            if row[0]:
+                await _end(
+                    conn, job_id, JobState.CANCELLED, "cancelled before its worker finished it", now
+                )
+                return
+            # A graceful shutdown is not a failed attempt.
+            await conn.execute(
+                "UPDATE neo_jobs SET state = 'queued', attempts = greatest(attempts - 1, 0),"
+                " worker = NULL, lease_expires_at = NULL, updated_at = %s WHERE id = %s",
+                (now, job_id),
+            )
+
+    async def requeue_expired(self) -> builtins.list[int]:
+        async with self._transaction() as conn:
+            now = self._clock()
+            # SKIP LOCKED: hosts sweeping at once each handle a job once.
+            cursor = await conn.execute(
+                "SELECT id, attempts, cancel_requested FROM neo_jobs"
+                " WHERE state = 'running' AND lease_expires_at < %s ORDER BY id"
+                " FOR UPDATE SKIP LOCKED",
+                (now,),
+            )
+            expired = await cursor.fetchall()
+            for job_id, attempts, cancel_requested in expired:
+                if cancel_requested:
+                    await _end(
+                        conn,
+                        job_id,
+                        JobState.CANCELLED,
+                        "cancelled; its worker stopped answering",
+                        now,
+                    )
+                elif attempts >= self._max_attempts:
+                    await _end(
+                        conn,
+                        job_id,
+                        JobState.FAILED,
+                        f"gave up after {attempts} attempts: each time the worker's lease"
+                        " expired before it finished",
+                        now,
+                    )
+                else:
+                    await conn.execute(
+                        "UPDATE neo_jobs SET state = 'queued', worker = NULL,"
+                        " lease_expires_at = NULL, updated_at = %s WHERE id = %s",
+                        (now, job_id),
+                    )
+        return [int(job_id) for job_id, _, _ in expired]
+
+    async def cancel(self, job_id: int) -> bool:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "SELECT state FROM neo_jobs WHERE id = %s FOR UPDATE", (job_id,)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return False
+            if row[0] == JobState.QUEUED:
+                await _end(
+                    conn,
+                    job_id,
+                    JobState.CANCELLED,
+                    "cancelled on request before it ran",
+                    self._clock(),
+                )
+                return True
+            if row[0] == JobState.RUNNING:
+                await conn.execute(
+                    "UPDATE neo_jobs SET cancel_requested = true WHERE id = %s", (job_id,)
+                )
+                return True
+            return False
+
+    async def retry(self, job_id: int) -> bool:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE neo_jobs SET state = 'queued', attempts = 0, worker = NULL,"
+                " lease_expires_at = NULL, cancel_requested = false, result = NULL,"
+                " updated_at = %s"
+                " WHERE id = %s AND kind = 'run' AND state IN ('failed', 'cancelled')",
+                (self._clock(), job_id),
+            )
+            return cursor.rowcount == 1
+
+    # -- reads ----------------------------------------------------------------
+
+    async def get(self, job_id: int) -> Job | None:
+        rows = await self._read(_SELECT_JOBS + " WHERE id = %s", (job_id,))
+        return _job(rows[0]) if rows else None
+
+    async def list(
+        self,
+        *,
+        state: JobState | None = None,
+        repository: str | None = None,
+        limit: int = 100,
+    ) -> builtins.list[Job]:
+        where: list[str] = []
+        params: list[object] = []
+        if state is not None:
+            where.append("state = %s")
+            params.append(JobState(state).value)
+        if repository is not None:
+            # "$" sorts right after "#": the range holds exactly this
+            # repository's thread keys (the column compares bytes).
+            where.append("thread_key >= %s AND thread_key < %s")
+            prefix = repository.lower()
+            params.extend((prefix + "#", prefix + "$"))
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._read(
+            _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT %s", (*params, limit)
+        )
+        return [_job(row) for row in rows]
+
+    async def counts(self) -> dict[JobState, int]:
+        rows = await self._read("SELECT state, count(*) FROM neo_jobs GROUP BY state", ())
+        counts = dict.fromkeys(JobState, 0)
+        for state, number in rows:
+            counts[JobState(state)] = int(number)
+        return counts
+
+    async def last_dedupe_key(self, prefix: str) -> str | None:
+        if not prefix:
+            raise ValueError("a dedupe key prefix must not be empty")
+        end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = await self._read(
+            "SELECT dedupe_key FROM neo_jobs WHERE dedupe_key >= %s AND dedupe_key < %s"
+            " ORDER BY dedupe_key DESC LIMIT 1",
+            (prefix, end),
+        )
+        return str(rows[0][0]) if rows else None
+
+    # -- spend ----------------------------------------------------------------
+
+    async def record_spend(self, records: Sequence[SpendRecord]) -> None:
+        if not records:
+            return
+        rows = [
+            (
+                r.job_id,
+                r.repository.lower(),
+                r.installation_id,
+                r.model,
+                r.at,
+                r.cost_usd,
+                r.input_tokens,
+                r.output_tokens,
+            )
+            for r in records
+        ]
+        async with self._transaction() as conn, conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO neo_spend (job_id, repository, installation_id, model, at,"
+                " cost_usd, input_tokens, output_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )
+
+    async def spent_since(
+        self, since: float, *, repository: str | None = None, installation_id: int | None = None
+    ) -> float:
+        if (repository is None) == (installation_id is None):
+            raise ValueError("name exactly one of a repository and an installation")
+        value: object
+        if repository is not None:
+            sql, value = _SPENT_BY_REPOSITORY, repository.lower()
+        else:
+            sql, value = _SPENT_BY_INSTALLATION, installation_id
+        rows = await self._read(sql, (value, since))
+        return float(rows[0][0])
+
+    async def spend(
+        self, since: float, *, repository: str | None = None
+    ) -> builtins.list[SpendLine]:
+        name = None if repository is None else repository.lower()
+        rows = await self._read(_SPEND_LINES, (since, name, name))
+        return [
+            SpendLine(day, repo, model, int(jobs), float(cost), int(tokens_in), int(tokens_out))
+            for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
+        ]
+
+    # -- plumbing -------------------------------------------------------------
+
+    async def _open(self) -> None:
+        if self._closed:
+            raise QueueClosed("the queue is closed")
+        if self._opened:
+            return
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            try:
+                # Without waiting: an unreachable server fails the first
+                # statement after `connect_timeout`, not the opening.
+                await self._pool.open(wait=False)
+            except Exception as error:
+                raise QueueError(f"the queue database failed: {_line(error)}") from None
+            self._opened = True
+            if self._listen and self._listener is None:
+                self._listener = asyncio.create_task(self._listen_loop(), name="neo-queue-listen")
+
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[Conn]:
+        """A connection in a transaction, committed on leaving; psycopg errors as QueueError."""
+        await self._open()
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as error:
+            raise QueueError(f"the queue database failed: {_line(error)}") from error
+
+    async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
+        async with self._transaction() as conn:
+            cursor = await conn.execute(sql.encode(), params)
+            return await cursor.fetchall()
+
+    async def _listen_loop(self) -> None:
+        # A connection of its own, outside the pool: LISTEN holds it for good.
+        while True:
+            # A notification missed while disconnected is made up for by the
+            # workers' poll; reconnecting wakes them once anyway.
+            self.queued.set()
+            with contextlib.suppress(psycopg.Error, OSError):
+                conn = await AsyncConnection.connect(self._url, autocommit=True)
+                async with conn:
+                    await conn.execute(f"LISTEN {CHANNEL}".encode())
+                    async for _ in conn.notifies():
+                        self.queued.set()
+            await asyncio.sleep(1.0)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
+        if self._opened:
+            self._opened = False
+            with contextlib.suppress(Exception):
+                await self._pool.close()
+
+
+def _line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _request_row(request: JobRequest) -> tuple[str, str, str, str]:
+    if request.kind not in ("run", "cancel"):
+        raise ValueError(f"unknown job request kind {request.kind!r}")
+    return (request.kind, request.dedupe_key, request.thread.key, orjson.dumps(request).decode())
+
+
+async def _end(conn: Conn, job_id: int, state: JobState, reason: str, now: float) -> None:
+    """Finish a job on the queue's own authority, saying why in its result."""
+    conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
+    await conn.execute(
+        "UPDATE neo_jobs SET state = %s, result = %s, worker = NULL, lease_expires_at = NULL,"
+        " updated_at = %s WHERE id = %s",
+        (state.value, _encode(JobOutcome(conclusion=conclusion, error=reason)), now, job_id),
+    )
+
+
+def _stopped(applied: CancelApplied) -> JobOutcome:
+    return JobOutcome(
+        conclusion=Conclusion.STOPPED,
+        cancelled=applied.cancelled,
+        cancel_requested=applied.cancel_requested,
+    )
+
+
+def _encode(outcome: JobOutcome) -> str:
+    return json.dumps(outcome.to_json())
+
+
+def _job(row: Sequence[Any]) -> Job:
+    (
+        job_id,
+        request,
+        state,
+        attempts,
+        created_at,
+        updated_at,
+        worker,
+        lease_expires_at,
+        cancel_requested,
+        result,
+    ) = row
+    job_state = JobState(state)
+    return Job(
+        id=int(job_id),
+        request=JobRequest.from_json(json.loads(request)),
+        state=job_state,
+        attempts=int(attempts),
+        created_at=float(created_at),
+        updated_at=float(updated_at),
+        worker=worker,
+        lease_expires_at=None if lease_expires_at is None else float(lease_expires_at),
+        cancel_requested=bool(cancel_requested),
+        result=None if result is None else JobOutcome.from_json(json.loads(result), job_state),
+    )
