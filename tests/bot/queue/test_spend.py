@@ -1,4 +1,4 @@
-"""The spend table of the SQLite queue: recorded durably, summed per window, migrated in."""
+"""Spend records on every backend: recorded durably, summed per window; SQLite's migration."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from bot.queue import SpendLine, SpendRecord, SqliteQueue
 from bot.queue.sqlite import _SCHEMA
+from tests.bot.queue.conftest import OpenBackend
 
 DAY = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
 
@@ -26,9 +27,9 @@ def spent(job_id: int, at: float, cost: float, **fields: object) -> SpendRecord:
 
 
 async def test_spend_is_summed_per_repository_and_installation_from_the_window_start(
-    tmp_path: Path,
+    open_backend: OpenBackend,
 ) -> None:
-    async with SqliteQueue(tmp_path / "neo.db") as queue:
+    async with open_backend() as queue:
         await queue.record_spend(
             [
                 spent(1, DAY - 1, 5.0),  # the day before: outside the window
@@ -46,18 +47,17 @@ async def test_spend_is_summed_per_repository_and_installation_from_the_window_s
             await queue.spent_since(DAY)
 
 
-async def test_a_restart_keeps_the_spend(tmp_path: Path) -> None:
-    db = tmp_path / "neo.db"
-    async with SqliteQueue(db) as queue:
+async def test_a_restart_keeps_the_spend(open_backend: OpenBackend) -> None:
+    async with open_backend() as queue:
         await queue.record_spend([spent(1, DAY + 5, 3.5)])
-    async with SqliteQueue(db) as reopened:
+    async with open_backend() as reopened:
         assert await reopened.spent_since(DAY, repository="octo/hello") == 3.5
 
 
 async def test_spend_lines_are_per_utc_day_repository_and_model_newest_first(
-    tmp_path: Path,
+    open_backend: OpenBackend,
 ) -> None:
-    async with SqliteQueue(tmp_path / "neo.db") as queue:
+    async with open_backend() as queue:
         await queue.record_spend(
             [
                 spent(1, DAY - 60, 1.0),
