@@ -11,7 +11,7 @@ from typing import Any
 from bot.cli.argtypes import positive_int
 from bot.config.settings import Settings, ensure_data_dir, load_settings
 from bot.logs import log_to_stderr
-from bot.queue import open_queue
+from bot.queue import open_queue, wakeup_of
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
 from runner.errors import ConfigError
 
@@ -70,7 +70,10 @@ async def _main(settings: Settings, concurrency: int, grace: float) -> None:
         loop.add_signal_handler(signum, stop.set)
     queue = open_queue(settings.queue)
     try:
-        await run_workers(settings, queue, stop, concurrency=concurrency, grace=grace)
+        # A PostgreSQL queue's LISTEN wakes these workers for any host's job.
+        await run_workers(
+            settings, queue, stop, concurrency=concurrency, grace=grace, wakeup=wakeup_of(queue)
+        )
     finally:
         await queue.close()
         for signum in (signal.SIGINT, signal.SIGTERM):

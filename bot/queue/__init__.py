@@ -22,7 +22,7 @@ from bot.queue.url import (
     sqlite_path,
     sqlite_url,
 )
-from bot.queue.waking import WakingQueue
+from bot.queue.waking import WakingQueue, wakeup_of
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -45,4 +45,5 @@ __all__ = [
     "open_queue",
     "sqlite_path",
     "sqlite_url",
+    "wakeup_of",
 ]

@@ -3,8 +3,9 @@
 `neo serve` runs the intake, the scheduler and the workers over one queue
 object; wrapped in a `WakingQueue`, every enqueue that makes a job (and
 every retry) sets `queued`, and the workers claim at once instead of at
-their next poll. Workers in other processes (`neo worker`) are not woken:
-they keep polling.
+their next poll. A queue that hears of other processes' jobs itself (the
+PostgreSQL queue's LISTEN) lends its own event: then every host's jobs wake
+these workers, and `neo worker` processes are woken the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from bot.queue.base import (
     SpendRecord,
 )
 
-__all__ = ["WakingQueue"]
+__all__ = ["WakingQueue", "wakeup_of"]
+
+
+def wakeup_of(queue: JobQueue) -> asyncio.Event | None:
+    """The event `queue` sets whenever any process queues a job, if it has one."""
+    event = getattr(queue, "queued", None)
+    return event if isinstance(event, asyncio.Event) else None
 
 
 class WakingQueue:
@@ -31,7 +38,7 @@ class WakingQueue:
 
     def __init__(self, queue: JobQueue) -> None:
         self.queue = queue
-        self.queued = asyncio.Event()
+        self.queued = wakeup_of(queue) or asyncio.Event()
 
     async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
         result = await self.queue.enqueue(delivery_id, requests)

@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from bot.queue import PostgresQueue, QueueError, is_postgres_url, open_queue
+from bot.queue import (
+    PostgresQueue,
+    QueueError,
+    SqliteQueue,
+    WakingQueue,
+    is_postgres_url,
+    open_queue,
+    wakeup_of,
+)
 from bot.queue.pg_schema import SCHEMA_VERSION, Migrated, check_schema, migrate
 from runner.errors import ConfigError
 from tests.bot.queue.factories import enqueue_one, make_request
@@ -117,3 +126,15 @@ async def test_no_notification_without_a_claimable_job(postgres_url: str) -> Non
         await other.heartbeat(job_id, "w1", 30)
         await asyncio.sleep(0.5)
         assert not listening.queued.is_set()
+
+
+async def test_workers_of_every_process_wake_on_the_listeners_event(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    async with PostgresQueue(postgres_url) as shared, SqliteQueue(tmp_path / "neo.db") as local:
+        # `neo serve` and `neo worker` wait on it: set by any host's job.
+        assert wakeup_of(shared) is shared.queued
+        assert WakingQueue(shared).queued is shared.queued
+        # A SQLite queue hears only of its own process's jobs: WakingQueue's own event.
+        assert wakeup_of(local) is None
+        assert isinstance(WakingQueue(local).queued, asyncio.Event)
