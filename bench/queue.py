@@ -24,10 +24,11 @@ import asyncio
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.jobs import JobRequest, Thread
-from bot.queue import SqliteQueue
+from bot.queue import JobQueue, SqliteQueue
 
 
 def request(delivery_id: str, n: int) -> JobRequest:
@@ -40,45 +41,64 @@ def request(delivery_id: str, n: int) -> JobRequest:
         author="alice",
         author_association="OWNER",
         instruction="@neo fix the flaky date test " + "x" * 400,
-        dedupe_key=f"comment:{n}",
+        dedupe_key=f"comment:{delivery_id}",
         delivery_id=delivery_id,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Acknowledged:
+    """Deliveries per second, and the p50 and p99 latency of one `enqueue` (seconds)."""
+
+    rate: float
+    p50: float
+    p99: float
+
+    def line(self, label: str) -> str:
+        return (
+            f"{label:<34} {self.rate:7.0f} deliveries/s"
+            f"  p50 {self.p50 * 1000:6.2f} ms  p99 {self.p99 * 1000:6.2f} ms"
+        )
+
+
+async def acknowledged(
+    queue: JobQueue, deliveries: int, concurrency: int, rate: float | None, *, prefix: str = ""
+) -> Acknowledged:
+    """Enqueue `deliveries`, at most `concurrency` at once, back to back or at `rate`/s."""
+    latencies: list[float] = []
+    slots = asyncio.Semaphore(concurrency)
+
+    async def deliver(n: int) -> None:
+        async with slots:
+            delivery_id = f"{prefix}delivery-{n}"
+            started = time.perf_counter()
+            await queue.enqueue(delivery_id, [request(delivery_id, n)])
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    if rate is None:
+        await asyncio.gather(*(deliver(n) for n in range(deliveries)))
+    else:
+        tasks = []
+        for n in range(deliveries):
+            # Arrivals on a fixed schedule, whether or not earlier ones are done.
+            delay = started + n / rate - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(deliver(n)))
+        await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - started
+    cuts = statistics.quantiles(latencies, n=100)
+    return Acknowledged(deliveries / elapsed, cuts[49], cuts[98])
 
 
 async def run(
     path: Path, label: str, deliveries: int, concurrency: int, max_batch: int, rate: float | None
 ) -> None:
-    latencies: list[float] = []
     async with SqliteQueue(path, max_batch=max_batch) as queue:
-        slots = asyncio.Semaphore(concurrency)
-
-        async def deliver(n: int) -> None:
-            async with slots:
-                delivery_id = f"delivery-{n}"
-                started = time.perf_counter()
-                await queue.enqueue(delivery_id, [request(delivery_id, n)])
-                latencies.append(time.perf_counter() - started)
-
-        started = time.perf_counter()
-        if rate is None:
-            await asyncio.gather(*(deliver(n) for n in range(deliveries)))
-        else:
-            tasks = []
-            for n in range(deliveries):
-                # Arrivals on a fixed schedule, whether or not earlier ones are done.
-                delay = started + n / rate - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                tasks.append(asyncio.create_task(deliver(n)))
-            await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - started
+        figures = await acknowledged(queue, deliveries, concurrency, rate)
         stats = queue.stats
-    cuts = statistics.quantiles(latencies, n=100)
-    print(
-        f"{label:<34} {deliveries / elapsed:7.0f} deliveries/s"
-        f"  p50 {cuts[49] * 1000:6.2f} ms  p99 {cuts[98] * 1000:6.2f} ms"
-        f"  {stats.writes / stats.commits:5.1f} writes/commit"
-    )
+    print(f"{figures.line(label)}  {stats.writes / stats.commits:5.1f} writes/commit")
 
 
 def main() -> None:

@@ -29,7 +29,14 @@ from psycopg.conninfo import conninfo_to_dict
 
 from bot.queue.pg_schema import migrate
 
-__all__ = ["PostgresServer", "postgres_empty_url", "postgres_server", "postgres_url"]
+__all__ = [
+    "ClusterError",
+    "PostgresServer",
+    "cluster",
+    "postgres_empty_url",
+    "postgres_server",
+    "postgres_url",
+]
 
 TEMPLATE = "neo_template"
 _START_TIMEOUT = 60
@@ -51,6 +58,10 @@ class PostgresServer:
         return self.database_url(name)
 
 
+class ClusterError(Exception):
+    """PostgreSQL could not be started: one line."""
+
+
 def _bin_dir() -> Path:
     found = shutil.which("initdb")
     if found:
@@ -61,10 +72,9 @@ def _bin_dir() -> Path:
         key=lambda path: int(Path(path).parts[-3]) if Path(path).parts[-3].isdigit() else 0,
     )
     if not candidates:
-        pytest.fail(
+        raise ClusterError(
             "PostgreSQL's initdb is not installed: run scripts/ensure-postgres"
-            " (or set NEO_TEST_POSTGRES_URL)",
-            pytrace=False,
+            " (or set NEO_TEST_POSTGRES_URL)"
         )
     return Path(candidates[-1]).parent
 
@@ -92,11 +102,12 @@ def _run(argv: list[str], what: str, log: Path | None = None) -> None:
         if log is not None and log.exists():
             lines += log.read_text(errors="replace").strip().splitlines()
         last = lines[-1] if lines else f"exit status {done.returncode}"
-        pytest.fail(f"PostgreSQL for the tests: {what} failed: {last}", pytrace=False)
+        raise ClusterError(f"PostgreSQL: {what} failed: {last}")
 
 
 @contextlib.contextmanager
-def _cluster() -> Iterator[str]:
+def cluster(*, durable: bool = False) -> Iterator[str]:
+    """A new cluster's superuser URL while in the block; `durable` keeps fsync on (benches)."""
     bin_dir = _bin_dir()
     scratch = Path(tempfile.mkdtemp(prefix="neo-test-postgres-"))
     try:
@@ -119,10 +130,9 @@ def _cluster() -> Iterator[str]:
             "initdb",
         )
         port = _free_port()
-        options = (
-            f"-p {port} -k {scratch} -c listen_addresses=127.0.0.1"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        )
+        options = f"-p {port} -k {scratch} -c listen_addresses=127.0.0.1 -c max_connections=200"
+        if not durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         pg_ctl = str(bin_dir / "pg_ctl")
         _run(
             [pg_ctl, "start", "--wait", "--pgdata", str(data), "--log", str(log), "-o", options],
@@ -146,7 +156,12 @@ def _cluster() -> Iterator[str]:
 def postgres_server() -> Iterator[PostgresServer]:
     """The server, with TEMPLATE holding Neo's current schema."""
     with contextlib.ExitStack() as stack:
-        url = os.environ.get("NEO_TEST_POSTGRES_URL") or stack.enter_context(_cluster())
+        url = os.environ.get("NEO_TEST_POSTGRES_URL")
+        if not url:
+            try:
+                url = stack.enter_context(cluster())
+            except ClusterError as error:
+                pytest.fail(f"{error} (the tests' PostgreSQL)", pytrace=False)
         server = PostgresServer(url)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:

@@ -69,19 +69,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX neo_spend_repository ON neo_spend (repository, at)",
         "CREATE INDEX neo_spend_installation ON neo_spend (installation_id, at)",
-        # Workers on every host LISTEN on neo_jobs: a job that becomes claimable
-        # (queued, or its thread's run ended) wakes them, whoever wrote it.
-        """CREATE FUNCTION neo_jobs_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            PERFORM pg_notify('neo_jobs', '');
-            RETURN NULL;
-        END;
-        $$""",
-        "CREATE TRIGGER neo_jobs_inserted AFTER INSERT ON neo_jobs"
-        " FOR EACH ROW EXECUTE FUNCTION neo_jobs_notify()",
-        "CREATE TRIGGER neo_jobs_claimable AFTER UPDATE OF state ON neo_jobs FOR EACH ROW"
-        " WHEN (NEW.state = 'queued' OR OLD.state = 'running')"
-        " EXECUTE FUNCTION neo_jobs_notify()",
     ),
 }
 

@@ -422,3 +422,21 @@ async def test_closed_queue_refuses_writes(open_backend: OpenBackend) -> None:
         pass
     with pytest.raises(QueueClosed):
         await queue.enqueue("d1", [])
+
+
+async def test_one_delivery_naming_a_key_twice_and_an_old_key_makes_one_job(
+    queue: JobQueue,
+) -> None:
+    (old,) = (await queue.enqueue("d1", [make_request("d1", dedupe_key="old")])).job_ids
+    result = await queue.enqueue(
+        "d2",
+        [
+            make_request("d2", dedupe_key="new"),
+            make_request("d2", dedupe_key="new"),
+            make_request("d2", dedupe_key="old"),
+        ],
+    )
+    new = result.job_ids[0]
+    assert result.job_ids == (new, new, old)
+    assert result.existing == (new, old)
+    assert len(await queue.list()) == 2
