@@ -14,6 +14,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -99,14 +100,28 @@ _ENQUEUE = (
     " FROM wanted AS w ORDER BY w.n"
 )
 
-_ENQUEUE_ONE = (
-    "WITH delivery AS (INSERT INTO neo_deliveries (id, received_at) VALUES (%s, %s)"
-    " ON CONFLICT (id) DO NOTHING RETURNING id),"
+# Many one-request deliveries at once (no delivery id twice): for each, whether
+# it is new and the id of the job it made. A job not made for a new delivery
+# has a key stored before, or by an earlier delivery of the batch.
+_ENQUEUE_BATCH = (
+    "WITH input AS (SELECT * FROM unnest(%(deliveries)s::text[], %(kinds)s::text[],"
+    " %(keys)s::text[], %(threads)s::text[], %(requests)s::text[]) WITH ORDINALITY"
+    " AS i (delivery_id, kind, dedupe_key, thread_key, request, n)),"
+    " delivery AS (INSERT INTO neo_deliveries (id, received_at)"
+    " SELECT delivery_id, %(now)s FROM input ON CONFLICT (id) DO NOTHING RETURNING id),"
     " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request, state,"
-    " created_at, updated_at) SELECT %s, %s, %s, %s, %s, 'queued', %s, %s"
-    " WHERE EXISTS (SELECT 1 FROM delivery) ON CONFLICT (dedupe_key) DO NOTHING RETURNING id)"
-    " SELECT EXISTS (SELECT 1 FROM delivery), (SELECT id FROM made)"
+    " created_at, updated_at) SELECT i.delivery_id, i.dedupe_key, i.kind, i.thread_key,"
+    " i.request, 'queued', %(now)s, %(now)s FROM input AS i"
+    " WHERE i.delivery_id IN (SELECT id FROM delivery) ORDER BY i.n"
+    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id)"
+    " SELECT EXISTS (SELECT 1 FROM delivery AS d WHERE d.id = i.delivery_id),"
+    " (SELECT m.id FROM made AS m WHERE m.delivery_id = i.delivery_id)"
+    " FROM input AS i ORDER BY i.n"
 )
+
+# Deliveries gathered into one statement, and statements in flight at once.
+_MAX_BATCH = 256
+_FLUSHES = 4
 
 _SPENT_BY_REPOSITORY = (
     "SELECT coalesce(sum(cost_usd), 0) FROM neo_spend WHERE repository = %s AND at >= %s"
@@ -121,6 +136,18 @@ _SPEND_LINES = (
     " WHERE at >= %s AND (%s::text IS NULL OR repository = %s)"
     " GROUP BY day, repository, model ORDER BY day DESC, repository, model"
 )
+
+
+_Row = tuple[str, str, str, str]  # kind, dedupe key, thread key, request JSON
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One caller's one-request delivery, waiting for its batch."""
+
+    delivery_id: str
+    row: _Row
+    future: asyncio.Future[EnqueueResult]
 
 
 class PostgresQueue:
@@ -163,6 +190,9 @@ class PostgresQueue:
         self._opening: asyncio.Lock | None = None
         self._listener: asyncio.Task[None] | None = None
         self.queued = asyncio.Event()
+        self._pending: list[_Pending] = []
+        self._flushing = 0
+        self._flushes: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> PostgresQueue:
         await self._open()
@@ -181,7 +211,7 @@ class PostgresQueue:
                 cursor = await conn.execute(_RECORD_DELIVERY, (delivery_id, now))
                 return EnqueueResult(duplicate=cursor.rowcount == 0)
         if len(rows) == 1:
-            return await self._enqueue_one(delivery_id, rows[0], now)
+            return await self._enqueue_one(delivery_id, rows[0])
         kinds, keys, threads, bodies = (list(column) for column in zip(*rows, strict=True))
         params = {
             "delivery": delivery_id,
@@ -224,27 +254,91 @@ class PostgresQueue:
             job_ids.append(job_id)
         return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
 
-    async def _enqueue_one(
-        self, delivery_id: str, row: tuple[str, str, str, str], now: float
-    ) -> EnqueueResult:
-        """The common delivery, one request: a simpler statement, half the server's work."""
-        kind, key, thread, body = row
-        async with self._connection() as conn:
-            cursor = await conn.execute(
-                _ENQUEUE_ONE, (delivery_id, now, delivery_id, key, kind, thread, body, now, now)
-            )
-            found = await cursor.fetchone()
-            assert found is not None
-            fresh, made = found
+    async def _enqueue_one(self, delivery_id: str, row: _Row) -> EnqueueResult:
+        """The common delivery, one request: batched with those arriving meanwhile."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[EnqueueResult] = loop.create_future()
+        self._pending.append(_Pending(delivery_id, row, future))
+        if self._flushing < _FLUSHES:
+            self._flushing += 1
+            task = asyncio.create_task(self._flush(), name="neo-queue-enqueue")
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
+        return await future
+
+    async def _flush(self) -> None:
+        """Commit pending one-request deliveries, a batch per statement, until none is left.
+
+        Group commit, as in the SQLite queue: while one batch's statement is
+        in flight the next gathers, so batches grow with the load and one
+        delivery alone waits for no timer.
+        """
+        try:
+            while self._pending:
+                batch: list[_Pending] = []
+                ids: set[str] = set()
+                later: list[_Pending] = []
+                for pending in self._pending:
+                    if pending.future.done():  # its caller gave up before it was sent
+                        continue
+                    # A delivery id twice in one statement would look new twice:
+                    # the second waits for the next batch, and is a duplicate there.
+                    if len(batch) >= _MAX_BATCH or pending.delivery_id in ids:
+                        later.append(pending)
+                        continue
+                    ids.add(pending.delivery_id)
+                    batch.append(pending)
+                self._pending = later
+                if batch:
+                    await self._commit(batch)
+        finally:
+            self._flushing -= 1
+
+    async def _commit(self, batch: builtins.list[_Pending]) -> None:
+        params = {
+            "now": self._clock(),
+            "deliveries": [pending.delivery_id for pending in batch],
+            "kinds": [pending.row[0] for pending in batch],
+            "keys": [pending.row[1] for pending in batch],
+            "threads": [pending.row[2] for pending in batch],
+            "requests": [pending.row[3] for pending in batch],
+        }
+        try:
+            async with self._connection() as conn:
+                cursor = await conn.execute(_ENQUEUE_BATCH, params)
+                found = await cursor.fetchall()
+                missing = [
+                    pending.row[1]
+                    for pending, (fresh, made) in zip(batch, found, strict=True)
+                    if fresh and made is None
+                ]
+                late: dict[str, int] = {}
+                if missing:
+                    # Keys stored before, or by an earlier delivery of this batch.
+                    cursor = await conn.execute(
+                        "SELECT dedupe_key, id FROM neo_jobs WHERE dedupe_key = ANY(%s)",
+                        (missing,),
+                    )
+                    late = {str(key): int(job_id) for key, job_id in await cursor.fetchall()}
+                if any(made is not None for _, made in found):
+                    await _notify(conn)
+        except QueueError as error:
+            # Nothing in this batch is durable: every caller hears so.
+            for pending in batch:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            return
+        for pending, (fresh, made) in zip(batch, found, strict=True):
+            if pending.future.done():  # its caller gave up
+                continue
             if not fresh:
-                return EnqueueResult(duplicate=True)
-            if made is not None:
-                await _notify(conn)
-                return EnqueueResult(duplicate=False, job_ids=(int(made),))
-            cursor = await conn.execute("SELECT id FROM neo_jobs WHERE dedupe_key = %s", (key,))
-            old = await cursor.fetchone()
-        assert old is not None
-        return EnqueueResult(duplicate=False, job_ids=(int(old[0]),), existing=(int(old[0]),))
+                result = EnqueueResult(duplicate=True)
+            elif made is not None:
+                result = EnqueueResult(duplicate=False, job_ids=(int(made),))
+            else:
+                old = late[pending.row[1]]
+                result = EnqueueResult(duplicate=False, job_ids=(old,), existing=(old,))
+            pending.future.set_result(result)
 
     async def claim(
         self, worker: str, lease: float, *, only: RequestKind | None = None
@@ -598,6 +692,9 @@ class PostgresQueue:
 
     async def close(self) -> None:
         self._closed = True
+        # Batches already gathered are committed (or fail) before the pool goes.
+        if self._flushes:
+            await asyncio.gather(*self._flushes, return_exceptions=True)
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -626,7 +723,7 @@ def _line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def _request_row(request: JobRequest) -> tuple[str, str, str, str]:
+def _request_row(request: JobRequest) -> _Row:
     if request.kind not in ("run", "cancel"):
         raise ValueError(f"unknown job request kind {request.kind!r}")
     return (request.kind, request.dedupe_key, request.thread.key, orjson.dumps(request).decode())
