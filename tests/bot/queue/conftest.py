@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,32 @@ from tests.bot.queue.factories import FakeClock
 
 __all__ = ["OpenBackend"]
 
-OpenBackend = Callable[..., AbstractAsyncContextManager[JobQueue]]
+
+@dataclass(frozen=True)
+class OpenBackend:
+    """One backend on this test's database: call it to open a queue there, with options.
+
+    `where` is the database as the enqueuer subprocess takes it: a file path
+    or a URL.
+    """
+
+    kind: str
+    where: str
+    clock: FakeClock
+
+    @asynccontextmanager
+    async def __call__(
+        self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    ) -> AsyncIterator[JobQueue]:
+        queue: SqliteQueue | PostgresQueue
+        if self.kind == "sqlite":
+            queue = SqliteQueue(Path(self.where), clock=self.clock, max_attempts=max_attempts)
+        else:
+            queue = PostgresQueue(self.where, clock=self.clock, max_attempts=max_attempts)
+        try:
+            yield queue
+        finally:
+            await queue.close()
 
 
 @pytest.fixture
@@ -23,24 +49,10 @@ def clock() -> FakeClock:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def open_backend(request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock) -> OpenBackend:
-    """Opens the backend on this test's database (the same one each time), with options."""
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else ""
-
-    @asynccontextmanager
-    async def opened(*, max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> AsyncIterator[JobQueue]:
-        queue: SqliteQueue | PostgresQueue
-        if request.param == "sqlite":
-            queue = SqliteQueue(
-                tmp_path / "data" / "neo.db", clock=clock, max_attempts=max_attempts
-            )
-        else:
-            queue = PostgresQueue(url, clock=clock, max_attempts=max_attempts)
-        try:
-            yield queue
-        finally:
-            await queue.close()
-
-    return opened
+    """The backend on a database of this test's own (the same one each time it is opened)."""
+    if request.param == "postgres":
+        return OpenBackend("postgres", request.getfixturevalue("postgres_url"), clock)
+    return OpenBackend("sqlite", str(tmp_path / "data" / "neo.db"), clock)
 
 
 @pytest.fixture

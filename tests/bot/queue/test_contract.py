@@ -8,7 +8,14 @@ that backend's own file.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import signal
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +32,7 @@ from bot.queue import (
 from tests.bot.queue.conftest import OpenBackend
 from tests.bot.queue.factories import FakeClock, enqueue_one, make_request
 
+ROOT = Path(__file__).resolve().parents[3]
 LEASE = 30.0
 
 
@@ -440,3 +448,47 @@ async def test_one_delivery_naming_a_key_twice_and_an_old_key_makes_one_job(
     assert result.job_ids == (new, new, old)
     assert result.existing == (new, old)
     assert len(await queue.list()) == 2
+
+
+def test_kill_9_loses_no_acknowledged_delivery(open_backend: OpenBackend) -> None:
+    """A producer is SIGKILLed at random moments; every id it printed is queued once."""
+    rng = random.Random()
+    acknowledged: list[str] = []
+    for round_ in range(4):
+        producer = subprocess.Popen(
+            [sys.executable, "-m", "tests.bot.queue.enqueuer", open_backend.where, f"r{round_}"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        # A stuck producer must not hang the suite.
+        watchdog = threading.Timer(60, producer.kill)
+        watchdog.start()
+        try:
+            assert producer.stdout is not None
+            wanted = rng.randrange(50, 1500)
+            for _ in range(wanted):
+                line = producer.stdout.readline()
+                assert line.endswith(b"\n"), "the producer stopped early"
+                acknowledged.append(line.decode().strip())
+            os.kill(producer.pid, signal.SIGKILL)
+            # Whatever it printed before dying was acknowledged too.
+            rest = producer.stdout.read()
+        finally:
+            watchdog.cancel()
+            producer.wait()
+        assert producer.returncode == -signal.SIGKILL
+        # The last piece is a line cut short by the kill (or empty).
+        acknowledged.extend(line.decode() for line in rest.split(b"\n")[:-1])
+
+    async def stored() -> Counter[str]:
+        async with open_backend() as queue:
+            jobs = await queue.list(limit=1_000_000)
+            for delivery_id in acknowledged[:: max(1, len(acknowledged) // 50)]:
+                assert (await queue.enqueue(delivery_id, [])).duplicate
+        return Counter(job.request.delivery_id for job in jobs)
+
+    counts = asyncio.run(stored())
+    assert len(acknowledged) == len(set(acknowledged)) >= 200
+    missing = [d for d in acknowledged if counts[d] != 1]
+    assert missing == []

@@ -7,13 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
-import threading
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -163,50 +158,6 @@ def test_a_file_that_is_not_a_database_is_one_clear_error(db: Path) -> None:
     db.write_text("hello, not sqlite\n" * 100)
     with pytest.raises(ConfigError, match=f"cannot open the queue database {db}"):
         SqliteQueue(db)
-
-
-def test_kill_9_loses_no_acknowledged_delivery(db: Path) -> None:
-    """A producer is SIGKILLed at random moments; every id it printed is queued once."""
-    rng = random.Random()
-    acknowledged: list[str] = []
-    for round_ in range(4):
-        producer = subprocess.Popen(
-            [sys.executable, "-m", "tests.bot.queue.enqueuer", str(db), f"r{round_}"],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-        )
-        # A stuck producer must not hang the suite.
-        watchdog = threading.Timer(60, producer.kill)
-        watchdog.start()
-        try:
-            assert producer.stdout is not None
-            wanted = rng.randrange(50, 1500)
-            for _ in range(wanted):
-                line = producer.stdout.readline()
-                assert line.endswith(b"\n"), "the producer stopped early"
-                acknowledged.append(line.decode().strip())
-            os.kill(producer.pid, signal.SIGKILL)
-            # Whatever it printed before dying was acknowledged too.
-            rest = producer.stdout.read()
-        finally:
-            watchdog.cancel()
-            producer.wait()
-        assert producer.returncode == -signal.SIGKILL
-        # The last piece is a line cut short by the kill (or empty).
-        acknowledged.extend(line.decode() for line in rest.split(b"\n")[:-1])
-
-    async def stored() -> Counter[str]:
-        async with SqliteQueue(db) as queue:
-            jobs = await queue.list(limit=1_000_000)
-            for delivery_id in acknowledged[:: max(1, len(acknowledged) // 50)]:
-                assert (await queue.enqueue(delivery_id, [])).duplicate
-        return Counter(job.request.delivery_id for job in jobs)
-
-    counts = asyncio.run(stored())
-    assert len(acknowledged) == len(set(acknowledged)) >= 200
-    missing = [d for d in acknowledged if counts[d] != 1]
-    assert missing == []
 
 
 def test_open_queue_reads_sqlite_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
