@@ -38,7 +38,8 @@ __all__ = [
     "postgres_url",
 ]
 
-TEMPLATE = "neo_template"
+# Per process: xdist workers sharing a NEO_TEST_POSTGRES_URL server each make their own.
+TEMPLATE = f"neo_template_{os.getpid()}"
 _START_TIMEOUT = 60
 
 
@@ -165,7 +166,7 @@ def postgres_server() -> Iterator[PostgresServer]:
         server = PostgresServer(url)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-                # A template left by an earlier run on a shared server may be stale.
+                # A template left by an earlier run (a reused pid) may be stale.
                 conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}"'.encode())
                 conn.execute(f'CREATE DATABASE "{TEMPLATE}" TEMPLATE template0'.encode())
         except psycopg.Error as error:
@@ -173,7 +174,12 @@ def postgres_server() -> Iterator[PostgresServer]:
             host = conninfo_to_dict(url).get("host", "?")
             pytest.fail(f"PostgreSQL for the tests at {host}: {line}", pytrace=False)
         migrate(server.database_url(TEMPLATE))
-        yield server
+        try:
+            yield server
+        finally:
+            # Nothing left behind on a server that outlives the session.
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)'.encode())
 
 
 _numbers = count()

@@ -172,6 +172,7 @@ class PostgresQueue:
         self._url = url
         self._clock = clock
         self._max_attempts = max_attempts
+        self._connect_timeout = max(1, round(connect_timeout))  # libpq takes whole seconds
         # Autocommit: most operations are one statement, one round trip. No
         # check on lending a connection (another round trip each time): a
         # connection the server dropped fails one operation, and the pool
@@ -683,7 +684,9 @@ class PostgresQueue:
             # workers' poll; reconnecting wakes them once anyway.
             self.queued.set()
             with contextlib.suppress(psycopg.Error, OSError):
-                conn = await AsyncConnection.connect(self._url, autocommit=True)
+                conn = await AsyncConnection.connect(
+                    self._url, autocommit=True, connect_timeout=self._connect_timeout
+                )
                 async with conn:
                     await conn.execute(f"LISTEN {CHANNEL}".encode())
                     async for _ in conn.notifies():
