@@ -301,7 +301,7 @@ class RepoConfig(_Strict):
     )
     model: _Text | None = Field(
         default=None,
-        description="The model name, e.g. `claude-sonnet-4-5`. Unset: the service's default.",
+        description="The model name, e.g. `claude-sonnet-5-5`. Unset: the service's default.",
     )
     fallback: Fallback | None = Field(
         default=None,

@@ -26,7 +26,7 @@ __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 EXAMPLE_YAML = """\
 # .github/neo.yml: every setting is optional.
 provider: anthropic
-model: claude-sonnet-4-5
+model: claude-sonnet-5-5
 fallback: {provider: openai, model: gpt-5}  # when Anthropic is unavailable
 openai_auth: api_key  # or subscription, with provider: openai
 max_turns: 150

@@ -12,7 +12,7 @@ from runner.llm.chat_completions import Dialect
 __all__ = ["DEFAULT_MODEL", "OPENROUTER", "OPENROUTER_BASE_URL"]
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
-DEFAULT_MODEL = "anthropic/claude-sonnet-4.5"
+DEFAULT_MODEL = "anthropic/claude-sonnet-5.5"
 
 OPENROUTER = Dialect(
     name="openrouter",

@@ -657,7 +657,7 @@ def test_openrouter_from_the_console_script_reports_the_billed_cost(home: Path, 
     # What OpenRouter billed, not a published price.
     assert result["cost_usd"] == 0.012
     first = server.completions[0]
-    assert first.body["model"] == "anthropic/claude-sonnet-4.5"
+    assert first.body["model"] == "anthropic/claude-sonnet-5.5"
     assert first.headers["x-title"] == "Neo"
 
 
