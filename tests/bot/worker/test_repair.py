@@ -188,6 +188,7 @@ def _texts(message: dict[str, Any]) -> str:
     return "".join(b.get("text", "") for b in content if b.get("type") == "text")
 
 
+@pytest.mark.parametrize("sandbox", ["local", "docker"])
 async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment_until_the_limit(
     queue: SqliteQueue,
     app: GitHubApp,
@@ -195,7 +196,12 @@ async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment
     github: FakeGitHub,
     origin: Path,
     fake_anthropic: FakeAnthropicAPI,
+    sandbox: str,
+    request: pytest.FixtureRequest,
 ) -> None:
+    if sandbox == "docker":
+        request.getfixturevalue("docker_client")  # fails, never skips, with no engine
+    settings = settings.model_copy(update={"sandbox": sandbox})
     issue, pull, head = await neos_pull_request(
         queue, app, settings, github, origin, fake_anthropic
     )
