@@ -223,15 +223,21 @@ class JobSteps:
                     outcome = replace(outcome, notes=running.notes)
         except Stopped:
             raise
-        except NeoError as error:
-            outcome = Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
         except Exception as error:
-            log.exception("job %s failed unexpectedly", job.id)
-            outcome = Outcome(
-                conclusion=Conclusion.FAILED,
-                error=f"internal error ({type(error).__name__}); the service log has details",
-            )
+            outcome = _failed_outcome(job, error)
+        await self._report(running, progress, outcome, github, comment)
+
+    async def _report(
+        self,
+        running: Running,
+        progress: Progress,
+        outcome: Outcome,
+        github: RepoClient | None,
+        comment: int | None,
+    ) -> None:
+        """Turn the progress comment into the report and record the outcome in the queue."""
         self._check_alive(running)
+        job = running.job
         progress.finish(outcome.conclusion)
         report = render_report(progress.state, outcome)
         if github is not None and comment is not None:
@@ -653,27 +659,9 @@ class JobSteps:
             outcome, comment = await self._repair(running, github, progress)
         except Stopped:
             raise
-        except NeoError as error:
-            outcome = Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
         except Exception as error:
-            log.exception("job %s failed unexpectedly", job.id)
-            outcome = Outcome(
-                conclusion=Conclusion.FAILED,
-                error=f"internal error ({type(error).__name__}); the service log has details",
-            )
-        self._check_alive(running)
-        progress.finish(outcome.conclusion)
-        report = render_report(progress.state, outcome)
-        if github is not None and comment is not None:
-            try:
-                await github.update_progress(comment, report)
-            except GitHubError as error:
-                self._log("report_failed", job=job.id, error=str(error))
-        stored = stored_outcome(
-            outcome, report, branch=running.branch, session_id=running.session_id
-        )
-        await self._finish(running, stored)
-        self._log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+            outcome = _failed_outcome(job, error)
+        await self._report(running, progress, outcome, github, comment)
 
     def _repair_skipped(self, running: Running, reason: Skip) -> Outcome:
         self._log("ci_repair_skipped", job=running.job.id, reason=reason.value)
@@ -932,6 +920,17 @@ class JobSteps:
             created_at=review.submitted_at,
             id=review.id,
         )
+
+
+def _failed_outcome(job: Job, error: Exception) -> Outcome:
+    """A job's failure as one line: ours to fix (a traceback in the log) or Neo's kind."""
+    if isinstance(error, NeoError):
+        return Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
+    log.error("job %s failed unexpectedly", job.id, exc_info=error)
+    return Outcome(
+        conclusion=Conclusion.FAILED,
+        error=f"internal error ({type(error).__name__}); the service log has details",
+    )
 
 
 def thread_context(read: Thread, request: JobRequest) -> ThreadContext:
