@@ -161,6 +161,17 @@ class JobQueue(Protocol):
         """
         ...
 
+    async def hold_session(self, job_id: int, worker: str, session: str) -> bool:
+        """Mark running job `job_id` as the one using session `session`; False while
+        another running job uses it (try again later).
+
+        Jobs of different threads can share a session (an issue's and its pull
+        request's): this keeps them from running on it at once. The hold ends
+        when the job stops running. Raises LeaseLost when `worker` no longer
+        holds the job.
+        """
+        ...
+
     async def requeue_expired(self) -> builtins.list[int]:
         """Handle running jobs whose lease has expired; return their ids.
 

@@ -17,7 +17,7 @@ from runner.errors import ConfigError
 
 __all__ = ["SCHEMA_VERSION", "Migrated", "check_schema", "connect_error", "migrate", "version"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Any constant will do, as long as it is Neo's: it serialises two hosts that
 # migrate at once.
@@ -69,6 +69,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX neo_spend_repository ON neo_spend (repository, at)",
         "CREATE INDEX neo_spend_installation ON neo_spend (installation_id, at)",
+    ),
+    # The session a running job holds (`hold_session`). A claim clears it; the
+    # index lets one running job at most hold a session, whatever races.
+    2: (
+        'ALTER TABLE neo_jobs ADD COLUMN session_key text COLLATE "C"',
+        "CREATE UNIQUE INDEX neo_jobs_one_job_per_session ON neo_jobs (session_key)"
+        " WHERE state = 'running' AND session_key IS NOT NULL",
     ),
 }
 

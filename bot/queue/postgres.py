@@ -68,7 +68,8 @@ _CLAIMABLE = (
 )
 _TAKE = (
     " UPDATE neo_jobs SET state = 'running', attempts = attempts + 1, worker = %s,"
-    " lease_expires_at = %s, updated_at = %s FROM candidate WHERE neo_jobs.id = candidate.id"
+    " lease_expires_at = %s, updated_at = %s, session_key = NULL"
+    " FROM candidate WHERE neo_jobs.id = candidate.id"
     " RETURNING neo_jobs.id, neo_jobs.request, neo_jobs.state, neo_jobs.attempts,"
     " neo_jobs.created_at, neo_jobs.updated_at, neo_jobs.worker, neo_jobs.lease_expires_at,"
     " neo_jobs.cancel_requested, neo_jobs.result"
@@ -429,6 +430,23 @@ class PostgresQueue:
                 raise LeaseLost(f"job {job_id} is no longer running under {worker}")
             # The thread's next run may be claimable now.
             await _notify(conn)
+
+    async def hold_session(self, job_id: int, worker: str, session: str) -> bool:
+        try:
+            async with self._connection() as conn:
+                cursor = await conn.execute(
+                    "UPDATE neo_jobs SET session_key = %s"
+                    " WHERE id = %s AND state = 'running' AND worker = %s",
+                    (session, job_id, worker),
+                )
+                if cursor.rowcount == 0:
+                    raise LeaseLost(f"job {job_id} is no longer running under {worker}")
+        except QueueError as error:
+            # The unique index: another running job holds the session.
+            if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                return False
+            raise
+        return True
 
     async def release(self, job_id: int, worker: str) -> None:
         async with self._transaction() as conn:

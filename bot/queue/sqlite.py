@@ -35,7 +35,7 @@ from bot.queue.base import (
 )
 from runner.errors import ConfigError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # The background checkpointer's pace, and the WAL size (pages) past which the
 # writer checkpoints itself: a backstop should the background fall behind.
@@ -100,6 +100,12 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX spend_repository ON spend (repository, at)",
         "CREATE INDEX spend_installation ON spend (installation_id, at)",
     ),
+    # Version 3: the session a running job holds (`hold_session`); a claim
+    # clears it, so only a running job's counts.
+    3: (
+        "ALTER TABLE jobs ADD COLUMN session_key TEXT",
+        "CREATE INDEX jobs_session ON jobs (session_key, state)",
+    ),
 }
 
 _SPENT_BY_REPOSITORY = "SELECT total(cost_usd) FROM spend WHERE repository = ? AND at >= ?"
@@ -126,7 +132,7 @@ _CLAIMABLE = (
 )
 _CLAIM_SET = (
     "UPDATE jobs SET state = 'running', attempts = attempts + 1, worker = ?,"
-    " lease_expires_at = ?, updated_at = ?"
+    " lease_expires_at = ?, updated_at = ?, session_key = NULL"
 )
 _CLAIM_END = " ORDER BY j.id LIMIT 1) RETURNING" + _JOB_COLUMNS
 _CLAIM = _CLAIM_SET + _CLAIMABLE + _CLAIM_END
@@ -313,6 +319,25 @@ class SqliteQueue:
                 raise LeaseLost(f"job {job_id} is no longer running under {worker}")
 
         await self._write(operation)
+
+    async def hold_session(self, job_id: int, worker: str, session: str) -> bool:
+        def operation(conn: sqlite3.Connection) -> bool:
+            # One writer at a time: the check and the mark cannot interleave.
+            held = conn.execute(
+                "SELECT 1 FROM jobs WHERE session_key = ? AND state = 'running' AND id != ?",
+                (session, job_id),
+            ).fetchone()
+            if held is not None:
+                return False
+            marked = conn.execute(
+                "UPDATE jobs SET session_key = ? WHERE id = ? AND state = 'running' AND worker = ?",
+                (session, job_id, worker),
+            )
+            if marked.rowcount == 0:
+                raise LeaseLost(f"job {job_id} is no longer running under {worker}")
+            return True
+
+        return bool(await self._write(operation))
 
     async def release(self, job_id: int, worker: str) -> None:
         def operation(conn: sqlite3.Connection) -> None:

@@ -69,6 +69,9 @@ class WakingQueue:
     async def release(self, job_id: int, worker: str) -> None:
         await self.queue.release(job_id, worker)
 
+    async def hold_session(self, job_id: int, worker: str, session: str) -> bool:
+        return await self.queue.hold_session(job_id, worker, session)
+
     async def requeue_expired(self) -> builtins.list[int]:
         return await self.queue.requeue_expired()
 

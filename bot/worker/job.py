@@ -150,6 +150,8 @@ class JobSteps:
     client_options: Mapping[str, Any] = field(default_factory=dict)
     mirrors: MirrorCache | None = None
     budgets: OperatorBudgets = field(default_factory=OperatorBudgets)
+    # How often a job whose session another job holds looks again.
+    session_wait: float = 2.0
     # Budgets count UTC days: the time of day, where `clock` may be monotonic.
     wall_clock: Callable[[], float] = time.time
 
@@ -558,6 +560,8 @@ class JobSteps:
         if self.mirrors is not None:
             options["cache"] = self.mirrors
         try:
+            if spec.session_key is not None:
+                await self._hold_session(running, spec.session_key, progress, changed)
             return await self.run_job(
                 spec,
                 on_event=on_event,
@@ -569,6 +573,35 @@ class JobSteps:
             done.set()
             if live is not None:
                 await live
+
+    async def _hold_session(
+        self, running: Running, session: str, progress: Progress, changed: asyncio.Event
+    ) -> None:
+        """Wait until no other running job uses `session` (an issue's and its pull
+        request's jobs share one), then hold it for this job.
+
+        A stop while waiting ends the wait; the runner then ends the job as stopped.
+        """
+        job = running.job
+        waited = False
+        while not await self._held(running, session):
+            if not waited:
+                waited = True
+                self._log("session_busy", job=job.id, session=session)
+                progress.note("waiting for another job on this conversation to finish")
+                changed.set()
+            await first(running.stop.wait(), asyncio.sleep(self.session_wait))
+            self._check_alive(running)
+            if running.stop.is_set():
+                return
+
+    async def _held(self, running: Running, session: str) -> bool:
+        try:
+            return await self.queue.hold_session(running.job.id, self.name, session)
+        except LeaseLost:
+            running.lease_lost = True
+            self._check_alive(running)
+            raise
 
     async def _live(
         self,

@@ -119,6 +119,48 @@ async def test_one_thread_runs_one_job_at_a_time_in_order(queue: JobQueue) -> No
     assert claimed.id == second
 
 
+async def test_two_threads_jobs_never_hold_one_session_at_once(
+    queue: JobQueue, clock: FakeClock
+) -> None:
+    session = "octo/hello#1"
+    issue = await enqueue_one(queue, "d1", number=1)
+    pull = await enqueue_one(queue, "d2", number=2)
+    assert (await queue.claim("w1", LEASE), await queue.claim("w2", LEASE)) != (None, None)
+
+    assert await queue.hold_session(issue, "w1", session) is True
+    assert await queue.hold_session(issue, "w1", session) is True  # its own: still held
+    assert await queue.hold_session(pull, "w2", session) is False
+    assert await queue.hold_session(pull, "w2", "octo/hello#2") is True  # another session
+    with pytest.raises(LeaseLost):
+        await queue.hold_session(issue, "w2", "octo/hello#9")
+
+    # Ending the run ends the hold: the other thread's job may take the session.
+    await queue.finish(issue, "w1", JobOutcome(conclusion=Conclusion.SUCCESS))
+    assert await queue.hold_session(pull, "w2", session) is True
+
+
+async def test_a_hold_ends_with_the_lease_and_a_new_claim_starts_without_one(
+    queue: JobQueue, clock: FakeClock
+) -> None:
+    session = "octo/hello#1"
+    first = await enqueue_one(queue, "d1", number=1)
+    other = await enqueue_one(queue, "d2", number=2)
+    await queue.claim("w1", LEASE)
+    assert await queue.hold_session(first, "w1", session) is True
+    clock.advance(LEASE + 1)
+    assert await queue.requeue_expired() == [first]
+
+    # The dead worker's hold went with its lease; its job comes back holding nothing.
+    again = await queue.claim("w2", LEASE)
+    assert again is not None
+    assert again.id == first
+    claimed = await queue.claim("w3", LEASE)
+    assert claimed is not None
+    assert claimed.id == other
+    assert await queue.hold_session(other, "w3", session) is True
+    assert await queue.hold_session(first, "w2", session) is False
+
+
 async def test_thread_key_ignores_repository_case(queue: JobQueue) -> None:
     await enqueue_one(queue, "d1", repository="Octo/Hello")
     await enqueue_one(queue, "d2", repository="octo/hello")

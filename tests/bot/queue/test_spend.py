@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.queue import SpendLine, SpendRecord, SqliteQueue
-from bot.queue.sqlite import _SCHEMA
+from bot.queue.sqlite import _SCHEMA, SCHEMA_VERSION
 from tests.bot.queue.conftest import OpenBackend
 
 DAY = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
@@ -96,5 +96,8 @@ async def test_a_version_1_database_gains_the_spend_table_and_keeps_its_jobs(
         await queue.record_spend([spent(1, DAY, 1.0)])
         assert await queue.spent_since(DAY, installation_id=7) == 1.0
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        # And every later version's, in the same opening: the session a job holds.
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
+        assert "session_key" in columns
     conn.close()

@@ -22,6 +22,7 @@ from bot.queue import (
     open_queue,
     sqlite_path,
 )
+from bot.queue.sqlite import SCHEMA_VERSION
 from runner.errors import ConfigError
 from tests.bot.queue.factories import FakeClock, enqueue_one, make_request
 
@@ -128,7 +129,7 @@ async def test_the_file_stays_in_wal_at_the_current_version(db: Path) -> None:
     async with SqliteQueue(db) as queue:
         assert len(await queue.list()) == 1
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 

@@ -5,6 +5,7 @@ API; the local sandbox, and once the Docker sandbox."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from docker import DockerClient
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
-from bot.jobs import JobRequest, JobState, Thread
+from bot.jobs import Conclusion, JobOutcome, JobRequest, JobState, Thread
 from bot.queue import SqliteQueue
 from bot.worker.loop import Worker
 from tests.bot.worker.test_loop import (
@@ -289,3 +290,49 @@ async def test_a_human_pull_requests_review_comment_gets_no_thread_reply(
 
     assert (await get(queue, job_id)).state is JobState.SUCCEEDED
     assert replies(github, comment) == []
+
+
+async def test_a_pull_request_job_waits_while_the_issues_job_holds_their_session(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    w = worker(queue, app, settings)
+    issue, number = await neo_pull(queue, w, github, fake_anthropic)
+    # A follow-up on the issue, running on another host and holding the issue's session.
+    follow_up = github.add_comment(REPO, issue, "@neo and a third line", user="mona")
+    elsewhere = await enqueue(queue, request(issue, follow_up, delivery="d-elsewhere"))
+    claimed = await queue.claim("elsewhere", LEASE)
+    assert claimed is not None
+    assert claimed.id == elsewhere
+    assert await queue.hold_session(elsewhere, "elsewhere", Thread(REPO, issue).key)
+    asked = len(fake_anthropic.requests)
+    comment = github.add_review_comment(REPO, number, "@neo say goodbye", user="mona", line=3)
+    script_goodbye(fake_anthropic)
+    event = "pull_request_review_comment.created"
+    job_id = await enqueue(queue, on_pull(number, event, comment, "@neo say goodbye"))
+
+    running = asyncio.create_task(run_until(w, finished(queue, job_id)))
+
+    def waiting() -> bool:
+        return any(
+            "waiting for another job on this conversation" in c["body"]
+            for c in github.comments(REPO, number)
+            if c["user"]["login"] == github.bot_login
+        )
+
+    while not waiting():
+        assert not running.done(), running
+        await asyncio.sleep(0.05)
+    # The session is the other job's: no model call, nothing pushed yet.
+    assert len(fake_anthropic.requests) == asked
+    await queue.finish(elsewhere, "elsewhere", JobOutcome(conclusion=Conclusion.SUCCESS))
+    await running
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert len(fake_anthropic.requests) > asked
+    assert "Goodbye." in git(origin, "show", f"refs/heads/neo/issue-{issue}:README.md")
