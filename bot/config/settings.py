@@ -26,6 +26,8 @@ from runner.errors import ConfigError
 from runner.sandbox.image import image_problem
 from runner.text import one_line
 
+DEFAULT_JOB_TIMEOUT = 5 * 3600
+
 # Why NEO_SANDBOX=local needs NEO_ALLOW_LOCAL_SANDBOX=1 in the service.
 LOCAL_SANDBOX_RISK = (
     "local runs the model's commands on this host, as the service's user, where they "
@@ -56,6 +58,12 @@ class Settings(BaseSettings):
     # that died gives its jobs back this long after its last beat. It beats
     # every quarter of it and looks for expired leases every half.
     worker_lease: int = Field(default=60, ge=1, le=3600)
+    # Seconds a job may run, all told, before its worker stops it and it
+    # fails: a hung job that still heartbeats would hold its thread for ever.
+    # The default is the longest `time_limit` a repository may set (240
+    # minutes) plus an hour for cloning, setting up and publishing; the
+    # queue takes the job from a worker that does not stop it by then.
+    job_timeout: int = Field(default=DEFAULT_JOB_TIMEOUT, ge=60, le=7 * 24 * 3600)
     # Declared before `sandbox`, whose validator reads it.
     allow_local_sandbox: bool = False
     sandbox: Literal["docker", "local"] = "docker"

@@ -22,7 +22,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     generate_latest,
 )
@@ -33,10 +32,10 @@ from starlette.routing import Route
 
 from bot.config.settings import Settings
 from bot.github.app import signed_in_app
+from bot.intake.queue_metrics import queue_exposition
 from bot.intake.triggers import Ignore, Rules, triage
 from bot.intake.webhooks import MAX_BODY, BodyTooLarge, WebhookError, parse, read_limited, verify
-from bot.jobs import JobState
-from bot.queue import JobQueue, open_queue
+from bot.queue import JobQueue, QueueError, QueueSnapshot, open_queue
 
 log = logging.getLogger("neo.server")
 
@@ -47,6 +46,10 @@ WEBHOOK_PATH = "/api/github/webhooks"
 # a bound, a client that sends headers and then nothing holds its connection
 # (and a task) for ever.
 BODY_SECONDS = 10.0
+
+# Seconds /healthz and /metrics wait for the queue: a load balancer's probe
+# gives up within a few seconds, and a database that slow is as good as down.
+QUEUE_SECONDS = 2.0
 
 
 class BodyTimeout(WebhookError):
@@ -69,9 +72,6 @@ class Metrics:
             "Time from receiving a delivery to answering it.",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
-        )
-        self.queue_jobs = Gauge(
-            "neo_queue_jobs", "Jobs in the queue by state.", ["state"], registry=self.registry
         )
 
 
@@ -143,13 +143,22 @@ def create_app(
         )
 
     async def healthz(request: Request) -> Response:
+        problem = await _queue_problem(state["intake"].queue)
+        if problem is not None:
+            return JSONResponse({"ok": False, "error": problem}, status_code=503)
         return JSONResponse({"ok": True})
 
     async def prometheus(request: Request) -> Response:
-        counts = await state["intake"].queue.counts()
-        for job_state in JobState:
-            metrics.queue_jobs.labels(job_state.value).set(counts.get(job_state, 0))
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        queue = state["intake"].queue
+        snapshot: QueueSnapshot | None = None
+        if await _queue_problem(queue) is None:
+            try:
+                async with asyncio.timeout(QUEUE_SECONDS):
+                    snapshot = await queue.snapshot()
+            except (QueueError, TimeoutError) as error:
+                _log_queue_failure(error)
+        text = generate_latest(metrics.registry) + queue_exposition(snapshot)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
 
     return Starlette(
         routes=[
@@ -159,6 +168,29 @@ def create_app(
         ],
         lifespan=lifespan,
     )
+
+
+async def _queue_problem(queue: JobQueue) -> str | None:
+    """Why the queue is not answering, in one line; None when it is.
+
+    The line names no host, path or database error: /healthz is answered to
+    anyone who can reach the webhook. The log has the queue's own line.
+    """
+    try:
+        async with asyncio.timeout(QUEUE_SECONDS):
+            await queue.ping()
+    except TimeoutError as error:
+        _log_queue_failure(error)
+        return f"the queue is unreachable: no answer within {QUEUE_SECONDS:g} s"
+    except QueueError as error:
+        _log_queue_failure(error)
+        return "the queue is unreachable (the service log says why)"
+    return None
+
+
+def _log_queue_failure(error: BaseException) -> None:
+    said = "no answer" if isinstance(error, TimeoutError) else str(error)
+    log.warning(json.dumps({"event": "queue_unreachable", "error": said}))
 
 
 async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str, object]]:
@@ -207,7 +239,7 @@ def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
                 trigger_label=settings.trigger_label,
                 allowed_bots=settings.allowed_bots,
             )
-            queue = open_queue(settings.queue)
+            queue = open_queue(settings.queue, job_timeout=settings.job_timeout)
             try:
                 log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))
                 yield Intake(settings.webhook_secret.get_secret_value().encode(), rules, queue)

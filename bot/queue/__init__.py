@@ -2,6 +2,7 @@
 
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
+    WIND_DOWN,
     CancelApplied,
     EnqueueResult,
     Heartbeat,
@@ -9,8 +10,10 @@ from bot.queue.base import (
     LeaseLost,
     QueueClosed,
     QueueError,
+    QueueSnapshot,
     SpendLine,
     SpendRecord,
+    overran,
 )
 from bot.queue.postgres import PostgresQueue
 from bot.queue.sqlite import SqliteQueue, WriteStats
@@ -26,6 +29,7 @@ from bot.queue.waking import WakingQueue, wakeup_of
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "WIND_DOWN",
     "CancelApplied",
     "EnqueueResult",
     "Heartbeat",
@@ -34,6 +38,7 @@ __all__ = [
     "PostgresQueue",
     "QueueClosed",
     "QueueError",
+    "QueueSnapshot",
     "SpendLine",
     "SpendRecord",
     "SqliteQueue",
@@ -43,6 +48,7 @@ __all__ = [
     "default_queue_url",
     "is_postgres_url",
     "open_queue",
+    "overran",
     "sqlite_path",
     "sqlite_url",
     "wakeup_of",

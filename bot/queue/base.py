@@ -7,13 +7,32 @@ thread, leases) are in docs/architecture.md, "The queue".
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
 
 DEFAULT_MAX_ATTEMPTS = 3
+
+# A worker stops a job at NEO_JOB_TIMEOUT; it then has this long to report
+# before the queue takes the job from it. A running job's `updated_at` is
+# when it was claimed (a heartbeat moves its lease only): past
+# `updated_at + job_timeout + WIND_DOWN` a queue extends no lease, so even a
+# wedged worker loses the job, and `requeue_expired` fails it, not retries it.
+WIND_DOWN = 600.0
+# No job timeout: a ceiling no clock reaches (SQL compares it as a number).
+NO_CEILING = 1e15
+
+
+def overran(job_timeout: float) -> str:
+    """The one line a job stopped by NEO_JOB_TIMEOUT ends with."""
+    return f"the job ran longer than NEO_JOB_TIMEOUT ({job_timeout:g} s)"
+
+
+def lease_ceiling(job_timeout: float | None) -> float:
+    """Seconds after its claim past which a job's lease is not extended."""
+    return NO_CEILING if job_timeout is None else job_timeout + WIND_DOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +111,37 @@ class SpendLine:
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSnapshot:
+    """The queue at one moment, as /metrics shows it."""
+
+    # Every state is present.
+    states: Mapping[JobState, int]
+    # Seconds the queued job that has waited longest has waited since it was
+    # (last) queued, by the queue's clock; 0 when none is queued.
+    oldest_queued_age: float = 0.0
+
+    @property
+    def depth(self) -> int:
+        """Jobs waiting to be claimed."""
+        return self.states.get(JobState.QUEUED, 0)
+
+    @property
+    def running(self) -> int:
+        return self.states.get(JobState.RUNNING, 0)
+
+
+def queue_snapshot(rows: Iterable[tuple[str, int, float | None]], now: float) -> QueueSnapshot:
+    """Stats from (state, count, oldest updated_at) rows, one per state present."""
+    states = dict.fromkeys(JobState, 0)
+    oldest = 0.0
+    for state, number, since in rows:
+        states[JobState(state)] = int(number)
+        if state == JobState.QUEUED and since is not None:
+            oldest = max(0.0, now - float(since))
+    return QueueSnapshot(states=states, oldest_queued_age=oldest)
 
 
 class QueueError(Exception):
@@ -208,6 +258,14 @@ class JobQueue(Protocol):
 
     async def counts(self) -> dict[JobState, int]:
         """How many jobs are in each state; every state is present."""
+        ...
+
+    async def snapshot(self) -> QueueSnapshot:
+        """Jobs per state and the oldest queued job's wait, in one query."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise QueueError unless the database answers a trivial query."""
         ...
 
     async def last_dedupe_key(self, prefix: str) -> str | None:

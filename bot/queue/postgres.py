@@ -32,8 +32,12 @@ from bot.queue.base import (
     LeaseLost,
     QueueClosed,
     QueueError,
+    QueueSnapshot,
     SpendLine,
     SpendRecord,
+    lease_ceiling,
+    overran,
+    queue_snapshot,
 )
 
 __all__ = ["CHANNEL", "PostgresQueue"]
@@ -169,10 +173,13 @@ class PostgresQueue:
         max_connections: int = 16,
         connect_timeout: float = 10.0,
         listen: bool = True,
+        job_timeout: float | None = None,
     ) -> None:
         self._url = url
         self._clock = clock
         self._max_attempts = max_attempts
+        self._job_timeout = job_timeout
+        self._ceiling = lease_ceiling(job_timeout)
         self._connect_timeout = max(1, round(connect_timeout))  # libpq takes whole seconds
         # Autocommit: most operations are one statement, one round trip. No
         # check on lending a connection (another round trip each time): a
@@ -353,7 +360,8 @@ class PostgresQueue:
             try:
                 async with self._connection() as conn:
                     now = self._clock()
-                    cursor = await conn.execute(sql.encode(), (*kind, worker, now + lease, now))
+                    expires = now + min(lease, self._ceiling)
+                    cursor = await conn.execute(sql.encode(), (*kind, worker, expires, now))
                     row = await cursor.fetchone()
                     return None if row is None else _job(row)
             except QueueError as error:
@@ -407,11 +415,12 @@ class PostgresQueue:
 
     async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
         async with self._connection() as conn:
+            now = self._clock()
             cursor = await conn.execute(
-                "UPDATE neo_jobs SET lease_expires_at = %s"
-                " WHERE id = %s AND state = 'running' AND worker = %s"
+                "UPDATE neo_jobs SET lease_expires_at = least(%s, updated_at + %s)"
+                " WHERE id = %s AND state = 'running' AND worker = %s AND %s < updated_at + %s"
                 " RETURNING cancel_requested",
-                (self._clock() + lease, job_id, worker),
+                (now + lease, self._ceiling, job_id, worker, now, self._ceiling),
             )
             row = await cursor.fetchone()
         if row is None:
@@ -477,13 +486,13 @@ class PostgresQueue:
             now = self._clock()
             # SKIP LOCKED: hosts sweeping at once each handle a job once.
             cursor = await conn.execute(
-                "SELECT id, attempts, cancel_requested FROM neo_jobs"
+                "SELECT id, attempts, cancel_requested, updated_at, lease_expires_at FROM neo_jobs"
                 " WHERE state = 'running' AND lease_expires_at < %s ORDER BY id"
                 " FOR UPDATE SKIP LOCKED",
                 (now,),
             )
             expired = await cursor.fetchall()
-            for job_id, attempts, cancel_requested in expired:
+            for job_id, attempts, cancel_requested, claimed_at, lease_end in expired:
                 if cancel_requested:
                     await _end(
                         conn,
@@ -492,6 +501,11 @@ class PostgresQueue:
                         "cancelled; its worker stopped answering",
                         now,
                     )
+                elif self._job_timeout is not None and lease_end >= claimed_at + self._ceiling:
+                    # Its worker beat up to the ceiling, so it was alive but not
+                    # finishing: another attempt would only hang as long again.
+                    reason = overran(self._job_timeout) + "; its worker did not stop it"
+                    await _end(conn, job_id, JobState.FAILED, reason, now)
                 elif attempts >= self._max_attempts:
                     await _end(
                         conn,
@@ -509,7 +523,7 @@ class PostgresQueue:
                     )
         if expired:
             await self._notify()
-        return [int(job_id) for job_id, _, _ in expired]
+        return [int(job_id) for job_id, *_ in expired]
 
     async def cancel(self, job_id: int) -> bool:
         async with self._transaction() as conn:
@@ -585,6 +599,15 @@ class PostgresQueue:
         for state, number in rows:
             counts[JobState(state)] = int(number)
         return counts
+
+    async def snapshot(self) -> QueueSnapshot:
+        rows = await self._read(
+            "SELECT state, count(*), min(updated_at) FROM neo_jobs GROUP BY state", ()
+        )
+        return queue_snapshot(rows, self._clock())
+
+    async def ping(self) -> None:
+        await self._read("SELECT 1", ())
 
     async def last_dedupe_key(self, prefix: str) -> str | None:
         if not prefix:

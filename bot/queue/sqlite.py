@@ -30,8 +30,12 @@ from bot.queue.base import (
     LeaseLost,
     QueueClosed,
     QueueError,
+    QueueSnapshot,
     SpendLine,
     SpendRecord,
+    lease_ceiling,
+    overran,
+    queue_snapshot,
 )
 from runner.errors import ConfigError
 
@@ -166,6 +170,7 @@ class SqliteQueue:
         checkpoint_every: float = CHECKPOINT_EVERY,
         create: bool = True,
         first_job_id: int = 1,
+        job_timeout: float | None = None,
     ) -> None:
         if not create and not path.exists():
             raise ConfigError(f"no queue database at {path}")
@@ -180,6 +185,8 @@ class SqliteQueue:
         self.path = path
         self._clock = clock
         self._max_attempts = max_attempts
+        self._job_timeout = job_timeout
+        self._ceiling = lease_ceiling(job_timeout)
         writer = _connect(path, busy_timeout)
         try:
             _prepare(writer, path, first_job_id)
@@ -188,6 +195,7 @@ class SqliteQueue:
             writer.close()
             raise
         reader.execute("PRAGMA query_only = ON")
+        self._file = _identity(path)
         self._reader = reader
         self._read_lock = threading.Lock()
         writer.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_CHECKPOINT_PAGES}")
@@ -242,7 +250,8 @@ class SqliteQueue:
 
         def operation(conn: sqlite3.Connection) -> Job | None:
             now = self._clock()
-            row = conn.execute(sql, (worker, now + lease, now, *kind)).fetchone()
+            expires = now + min(lease, self._ceiling)
+            row = conn.execute(sql, (worker, expires, now, *kind)).fetchone()
             return None if row is None else _job(row)
 
         return await self._write(operation)
@@ -292,11 +301,12 @@ class SqliteQueue:
 
     async def heartbeat(self, job_id: int, worker: str, lease: float) -> Heartbeat:
         def operation(conn: sqlite3.Connection) -> Heartbeat:
+            now = self._clock()
             row = conn.execute(
-                "UPDATE jobs SET lease_expires_at = ?"
-                " WHERE id = ? AND state = 'running' AND worker = ?"
+                "UPDATE jobs SET lease_expires_at = min(?, updated_at + ?)"
+                " WHERE id = ? AND state = 'running' AND worker = ? AND ? < updated_at + ?"
                 " RETURNING cancel_requested",
-                (self._clock() + lease, job_id, worker),
+                (now + lease, self._ceiling, job_id, worker, now, self._ceiling),
             ).fetchone()
             if row is None:
                 return Heartbeat(lease_lost=True)
@@ -370,11 +380,11 @@ class SqliteQueue:
         def operation(conn: sqlite3.Connection) -> list[int]:
             now = self._clock()
             expired = conn.execute(
-                "SELECT id, attempts, cancel_requested FROM jobs"
+                "SELECT id, attempts, cancel_requested, updated_at, lease_expires_at FROM jobs"
                 " WHERE state = 'running' AND lease_expires_at < ? ORDER BY id",
                 (now,),
             ).fetchall()
-            for job_id, attempts, cancel_requested in expired:
+            for job_id, attempts, cancel_requested, claimed_at, lease_end in expired:
                 if cancel_requested:
                     _end(
                         conn,
@@ -383,6 +393,11 @@ class SqliteQueue:
                         "cancelled; its worker stopped answering",
                         now,
                     )
+                elif self._job_timeout is not None and lease_end >= claimed_at + self._ceiling:
+                    # Its worker beat up to the ceiling, so it was alive but not
+                    # finishing: another attempt would only hang as long again.
+                    reason = overran(self._job_timeout) + "; its worker did not stop it"
+                    _end(conn, job_id, JobState.FAILED, reason, now)
                 elif attempts >= self._max_attempts:
                     _end(
                         conn,
@@ -398,7 +413,7 @@ class SqliteQueue:
                         " lease_expires_at = NULL, updated_at = ? WHERE id = ?",
                         (now, job_id),
                     )
-            return [job_id for job_id, _, _ in expired]
+            return [job_id for job_id, *_ in expired]
 
         return await self._write(operation)
 
@@ -475,6 +490,21 @@ class SqliteQueue:
         for state, count in rows:
             counts[JobState(state)] = count
         return counts
+
+    async def snapshot(self) -> QueueSnapshot:
+        rows = await self._read(
+            "SELECT state, count(*), min(updated_at) FROM jobs GROUP BY state", ()
+        )
+        return queue_snapshot(rows, self._clock())
+
+    async def ping(self) -> None:
+        await self._read("SELECT 1 FROM jobs LIMIT 1", ())
+        # An open file answers even once it was deleted or replaced (a
+        # volume remounted, a data directory wiped): writes would go to a
+        # file no other process sees.
+        found = await asyncio.to_thread(_identity, self.path)
+        if found != self._file:
+            raise QueueError("the queue database file was removed or replaced")
 
     async def last_dedupe_key(self, prefix: str) -> str | None:
         if not prefix:
@@ -606,6 +636,15 @@ def _insert_job(
         ),
     ).fetchone()
     return None if inserted is None else int(inserted[0])
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The file at `path` (device, inode), or None when there is none."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def _end(conn: sqlite3.Connection, job_id: int, state: JobState, reason: str, now: float) -> None:

@@ -66,8 +66,17 @@ def is_postgres_url(url: str) -> bool:
     return bool(separator) and scheme.lower() in POSTGRES_SCHEMES
 
 
-def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) -> JobQueue:
+def open_queue(
+    url: str,
+    *,
+    source: str = "NEO_QUEUE_URL",
+    create: bool = True,
+    job_timeout: float | None = None,
+) -> JobQueue:
     """Open the queue `url` names, creating its SQLite file (and directory) if `create`.
+
+    With `job_timeout` (NEO_JOB_TIMEOUT), no job keeps its lease much past
+    that long after its claim (`bot.queue.base.WIND_DOWN`).
 
     A PostgreSQL database is never created here, nor migrated: its schema
     must be current (`neo db migrate`). `source` is where the URL came from,
@@ -75,11 +84,11 @@ def open_queue(url: str, *, source: str = "NEO_QUEUE_URL", create: bool = True) 
     """
     if is_postgres_url(url):
         check_schema(url, source=source)
-        return PostgresQueue(url)
+        return PostgresQueue(url, job_timeout=job_timeout)
     path = sqlite_path(url, source=source)
     if not create and not path.exists():
         raise ConfigError(f"no queue database at {path} ({source})")
     try:
-        return SqliteQueue(path, create=create)
+        return SqliteQueue(path, create=create, job_timeout=job_timeout)
     except ConfigError as error:
         raise ConfigError(f"{error} ({source})") from None

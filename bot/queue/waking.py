@@ -20,6 +20,7 @@ from bot.queue.base import (
     EnqueueResult,
     Heartbeat,
     JobQueue,
+    QueueSnapshot,
     SpendLine,
     SpendRecord,
 )
@@ -92,6 +93,12 @@ class WakingQueue:
 
     async def counts(self) -> dict[JobState, int]:
         return await self.queue.counts()
+
+    async def snapshot(self) -> QueueSnapshot:
+        return await self.queue.snapshot()
+
+    async def ping(self) -> None:
+        await self.queue.ping()
 
     async def last_dedupe_key(self, prefix: str) -> str | None:
         return await self.queue.last_dedupe_key(prefix)

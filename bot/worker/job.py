@@ -29,7 +29,7 @@ from bot.github.downloads import LogTail, download_tail, download_zip_tails
 from bot.github.models import Comment, ReviewComment, Thread
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, conclusion_of
 from bot.jobs import Thread as JobsThread
-from bot.queue import JobQueue, LeaseLost, QueueError
+from bot.queue import JobQueue, LeaseLost, QueueError, overran
 from bot.worker.access import Access, unauthorised_run, unauthorised_stop
 from bot.worker.budgets import (
     Allowance,
@@ -118,6 +118,8 @@ class Running:
     lease_lost: bool = False
     cancel_requested: bool = False
     shutting_down: bool = False
+    # The NEO_JOB_TIMEOUT (seconds) the job ran past, once it has.
+    timed_out: float | None = None
     # What the job's result reports beside its outcome, once known.
     branch: str | None = None
     session_id: str | None = None
@@ -240,6 +242,7 @@ class JobSteps:
         """Turn the progress comment into the report and record the outcome in the queue."""
         self._check_alive(running)
         job = running.job
+        outcome = _over_time(running, outcome)
         progress.finish(outcome.conclusion)
         report = render_report(progress.state, outcome)
         if github is not None and comment is not None:
@@ -1020,6 +1023,16 @@ async def _together(
         if isinstance(result, BaseException):
             raise result
     return cast("tuple[_A, _B, _C]", tuple(results))
+
+
+def _over_time(running: Running, outcome: Outcome) -> Outcome:
+    """A job stopped by NEO_JOB_TIMEOUT failed, whatever its stopped run concluded.
+
+    What it published (a draft pull request of the work so far) stays named.
+    """
+    if running.timed_out is None:
+        return outcome
+    return replace(outcome, conclusion=Conclusion.FAILED, error=overran(running.timed_out))
 
 
 async def first(*waits: Awaitable[Any]) -> None:

@@ -72,6 +72,9 @@ class WorkerOptions:
     poll_every: float = 1.0
     edit_every: float = 3.0
     grace: float = 30.0
+    # NEO_JOB_TIMEOUT: a job still running this long after it started is
+    # stopped and fails. None: no limit but the run's own.
+    job_timeout: float | None = None
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -253,6 +256,9 @@ class Worker:
 
     async def _guarded(self, running: Running) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(running))
+        deadline = None
+        if self.options.job_timeout is not None:
+            deadline = asyncio.create_task(self._deadline(running, self.options.job_timeout))
         try:
             await self.steps.process(running)
         except Stopped:
@@ -261,9 +267,22 @@ class Worker:
             # A bug of ours: the log gets the traceback, the job a line (in process).
             log.exception("job %s crashed", running.job.id)
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
+            for chore in (heartbeat, deadline):
+                if chore is not None:
+                    chore.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await chore
+
+    async def _deadline(self, running: Running, seconds: float) -> None:
+        """Stop the job once it has run `seconds`: a hung run would hold its thread.
+
+        The heartbeat goes on meanwhile, and the queue extends the lease
+        `WIND_DOWN` past this, so the stopped job still reports.
+        """
+        await self.deps.sleep(seconds)
+        running.timed_out = seconds
+        running.stop.set()
+        self._log("job_timeout", job=running.job.id, seconds=seconds)
 
     async def _heartbeat(self, running: Running) -> None:
         while True:

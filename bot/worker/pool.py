@@ -56,6 +56,7 @@ async def run_workers(
                     "app": login,
                     "jobs": concurrency,
                     "lease": settings.worker_lease,
+                    "job_timeout": settings.job_timeout,
                 }
             )
         )
@@ -74,6 +75,7 @@ async def run_workers(
                 grace=grace,
                 # Beats every lease/4, looks for expired leases every lease/2.
                 lease=float(settings.worker_lease),
+                job_timeout=float(settings.job_timeout),
             ),
         )
         await worker.run(stop)

@@ -29,13 +29,20 @@ class OpenBackend:
 
     @asynccontextmanager
     async def __call__(
-        self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS
+        self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, job_timeout: float | None = None
     ) -> AsyncIterator[JobQueue]:
         queue: SqliteQueue | PostgresQueue
         if self.kind == "sqlite":
-            queue = SqliteQueue(Path(self.where), clock=self.clock, max_attempts=max_attempts)
+            queue = SqliteQueue(
+                Path(self.where),
+                clock=self.clock,
+                max_attempts=max_attempts,
+                job_timeout=job_timeout,
+            )
         else:
-            queue = PostgresQueue(self.where, clock=self.clock, max_attempts=max_attempts)
+            queue = PostgresQueue(
+                self.where, clock=self.clock, max_attempts=max_attempts, job_timeout=job_timeout
+            )
         try:
             yield queue
         finally:

@@ -665,6 +665,31 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
     assert github.pulls(REPO) == []
 
 
+async def test_a_job_past_neo_job_timeout_is_stopped_and_fails_with_one_line(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Never ends", user="mona")
+    comment = github.add_comment(REPO, number, "@neo think for ever", user="mona")
+    # A model that does not answer: the run is hung, its worker alive and beating.
+    fake_anthropic.script(Stall(60.0))
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings, job_timeout=1.0), finished(queue, job_id), 40)
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.FAILED, job.result
+    assert job.result is not None
+    assert job.result.error == "the job ran longer than NEO_JOB_TIMEOUT (1 s)"
+    mine = bot_comments(github, number)
+    assert len(mine) == 1
+    assert "the job ran longer than NEO_JOB_TIMEOUT (1 s)" in mine[0]["body"]
+    assert github.pulls(REPO) == []
+
+
 async def test_a_stop_request_from_someone_who_may_not_run_neo_is_refused_and_the_job_goes_on(
     queue: SqliteQueue,
     app: GitHubApp,
