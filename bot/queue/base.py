@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
 
@@ -142,6 +142,14 @@ def queue_snapshot(rows: Iterable[tuple[str, int, float | None]], now: float) ->
         if state == JobState.QUEUED and since is not None:
             oldest = max(0.0, now - float(since))
     return QueueSnapshot(states=states, oldest_queued_age=oldest)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFiles:
+    """A thread's session as its files hold it: the transcript and its subagents' by number."""
+
+    transcript: bytes
+    children: tuple[tuple[int, bytes], ...] = ()
 
 
 class QueueError(Exception):
@@ -297,4 +305,27 @@ class JobQueue(Protocol):
 
     async def close(self) -> None:
         """Finish pending writes and release the backend's resources."""
+        ...
+
+
+@runtime_checkable
+class SessionArchive(Protocol):
+    """A queue that keeps thread sessions for every host (the PostgreSQL one).
+
+    Without it, a session stays in the files of the host that ran the job.
+    """
+
+    async def load_session(self, session_id: str) -> SessionFiles | None:
+        """The session last saved under `session_id`, or None."""
+        ...
+
+    async def save_session(
+        self, job_id: int, worker: str, session_id: str, files: SessionFiles
+    ) -> bool:
+        """Replace the session `session_id` with `files`, while `worker` runs job `job_id`.
+
+        False, and nothing written, when the job is no longer running under
+        `worker`: a worker that lost its lease must not overwrite the session
+        of the job that took over.
+        """
         ...

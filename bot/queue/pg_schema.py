@@ -17,7 +17,7 @@ from runner.errors import ConfigError
 
 __all__ = ["SCHEMA_VERSION", "Migrated", "check_schema", "connect_error", "migrate", "version"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Any constant will do, as long as it is Neo's: it serialises two hosts that
 # migrate at once.
@@ -76,6 +76,23 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         'ALTER TABLE neo_jobs ADD COLUMN session_key text COLLATE "C"',
         "CREATE UNIQUE INDEX neo_jobs_one_job_per_session ON neo_jobs (session_key)"
         " WHERE state = 'running' AND session_key IS NOT NULL",
+    ),
+    # Thread sessions, so a follow-up continues on whichever host takes it:
+    # the files' bytes as the runner wrote them (its job mark inside), and the
+    # job whose save they are.
+    3: (
+        """CREATE TABLE neo_sessions (
+            id text COLLATE "C" PRIMARY KEY,
+            transcript bytea NOT NULL,
+            job_id bigint,
+            updated_at double precision NOT NULL
+        )""",
+        """CREATE TABLE neo_session_children (
+            session_id text COLLATE "C" NOT NULL REFERENCES neo_sessions (id) ON DELETE CASCADE,
+            number integer NOT NULL,
+            transcript bytea NOT NULL,
+            PRIMARY KEY (session_id, number)
+        )""",
     ),
 }
 

@@ -33,6 +33,7 @@ from bot.queue.base import (
     QueueClosed,
     QueueError,
     QueueSnapshot,
+    SessionFiles,
     SpendLine,
     SpendRecord,
     lease_ceiling,
@@ -142,6 +143,15 @@ _SPEND_LINES = (
     " GROUP BY day, repository, model ORDER BY day DESC, repository, model"
 )
 
+
+_LOAD_SESSION = (
+    "SELECT s.transcript,"
+    " ARRAY(SELECT c.number FROM neo_session_children AS c WHERE c.session_id = s.id"
+    " ORDER BY c.number),"
+    " ARRAY(SELECT c.transcript FROM neo_session_children AS c WHERE c.session_id = s.id"
+    " ORDER BY c.number)"
+    " FROM neo_sessions AS s WHERE s.id = %s"
+)
 
 _Row = tuple[str, str, str, str]  # kind, dedupe key, thread key, request JSON
 
@@ -668,6 +678,34 @@ class PostgresQueue:
             for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
         ]
 
+    # -- sessions -------------------------------------------------------------
+
+    async def load_session(self, session_id: str) -> SessionFiles | None:
+        # One statement, one snapshot: never a transcript with another save's children.
+        rows = await self._read(_LOAD_SESSION, (session_id,))
+        if not rows:
+            return None
+        transcript, numbers, children = rows[0]
+        return SessionFiles(
+            transcript=bytes(transcript),
+            children=tuple((int(n), bytes(c)) for n, c in zip(numbers, children, strict=True)),
+        )
+
+    async def save_session(
+        self, job_id: int, worker: str, session_id: str, files: SessionFiles
+    ) -> bool:
+        async with self._transaction() as conn:
+            # FOR UPDATE: the lease cannot be taken from under the save until it commits.
+            cursor = await conn.execute(
+                "SELECT 1 FROM neo_jobs WHERE id = %s AND state = 'running' AND worker = %s"
+                " FOR UPDATE",
+                (job_id, worker),
+            )
+            if await cursor.fetchone() is None:
+                return False
+            await _write_session(conn, session_id, files, job_id=job_id, now=self._clock())
+        return True
+
     # -- plumbing -------------------------------------------------------------
 
     async def _open(self) -> None:
@@ -748,6 +786,26 @@ class PostgresQueue:
             self._opened = False
             with contextlib.suppress(Exception):
                 await self._pool.close()
+
+
+async def _write_session(
+    conn: Conn, session_id: str, files: SessionFiles, *, job_id: int | None, now: float
+) -> None:
+    """Replace session `session_id` with `files`, in the caller's transaction."""
+    await conn.execute(
+        "INSERT INTO neo_sessions (id, transcript, job_id, updated_at) VALUES (%s, %s, %s, %s)"
+        " ON CONFLICT (id) DO UPDATE SET transcript = excluded.transcript,"
+        " job_id = excluded.job_id, updated_at = excluded.updated_at",
+        (session_id, files.transcript, job_id, now),
+    )
+    await conn.execute("DELETE FROM neo_session_children WHERE session_id = %s", (session_id,))
+    if files.children:
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO neo_session_children (session_id, number, transcript)"
+                " VALUES (%s, %s, %s)",
+                [(session_id, number, data) for number, data in files.children],
+            )
 
 
 async def _notify(conn: Conn) -> None:

@@ -16,6 +16,7 @@ import time
 import zipfile
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -29,7 +30,7 @@ from bot.github.downloads import LogTail, download_tail, download_zip_tails
 from bot.github.models import Comment, ReviewComment, Thread
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, conclusion_of
 from bot.jobs import Thread as JobsThread
-from bot.queue import JobQueue, LeaseLost, QueueError, overran
+from bot.queue import JobQueue, LeaseLost, QueueError, SessionArchive, overran
 from bot.worker.access import Access, unauthorised_run, unauthorised_stop
 from bot.worker.budgets import (
     Allowance,
@@ -72,6 +73,7 @@ from bot.worker.review import (
     review_payload,
     unrepeated,
 )
+from bot.worker.sessions import archive_of, read_session_files, write_session_files
 from bot.worker.spec import Identity, ThreadContext, WorkerSettings, job_spec, task_title
 from bot.worker.texts import (
     error_line,
@@ -85,6 +87,7 @@ from runner import job as runner_job
 from runner.errors import ConfigError, NeoError
 from runner.git import MirrorCache
 from runner.job import JobResult
+from runner.session import SessionError
 from runner.text import one_line
 
 __all__ = ["JobSteps", "RunJob", "Running", "Stopped", "first", "log_event"]
@@ -562,9 +565,21 @@ class JobSteps:
         options: dict[str, Any] = {}
         if self.mirrors is not None:
             options["cache"] = self.mirrors
+        # The same id the runner gives the thread's session; a job without a
+        # thread key starts afresh, and leaves nothing a later job continues.
+        archive = archive_of(self.queue) if spec.session_key else None
+        session_id = runner_job.session_id_for(spec.session_key) if spec.session_key else None
+        loaded = False  # only a run that started from the archived copy saves over it
         try:
-            if spec.session_key is not None:
-                await self._hold_session(running, spec.session_key, progress, changed)
+            held = spec.session_key is None or await self._hold_session(
+                running, spec.session_key, progress, changed
+            )
+            # Stopped while another job held the session: that job's copy is the
+            # truth, so this one neither loads nor saves it.
+            if held and archive is not None and session_id is not None:
+                found = await archive.load_session(session_id)
+                await asyncio.to_thread(write_session_files, spec.data_dir, session_id, found)
+                loaded = True
             return await self.run_job(
                 spec,
                 on_event=on_event,
@@ -576,14 +591,34 @@ class JobSteps:
             done.set()
             if live is not None:
                 await live
+            if loaded and archive is not None and session_id is not None:
+                await self._archive_session(running, archive, spec.data_dir, session_id)
+
+    async def _archive_session(
+        self, running: Running, archive: SessionArchive, data_dir: Path, session_id: str
+    ) -> None:
+        """Save the session the run left, for whichever host takes the thread's next job."""
+        job = running.job.id
+        try:
+            files = await asyncio.to_thread(read_session_files, data_dir, session_id)
+            if files is None:
+                return  # the agent never started: the archived copy stands
+            saved = await archive.save_session(job, self.name, session_id, files)
+        except (QueueError, SessionError) as error:
+            self._log("session_save_failed", job=job, session=session_id, error=str(error))
+            return
+        if not saved:
+            # Another worker has the job now: its session is the one that counts.
+            self._log("session_save_refused", job=job, session=session_id, reason="lease lost")
 
     async def _hold_session(
         self, running: Running, session: str, progress: Progress, changed: asyncio.Event
-    ) -> None:
+    ) -> bool:
         """Wait until no other running job uses `session` (an issue's and its pull
-        request's jobs share one), then hold it for this job.
+        request's jobs share one), then hold it for this job: True.
 
-        A stop while waiting ends the wait; the runner then ends the job as stopped.
+        A stop while waiting ends the wait (False); the runner then ends the job
+        as stopped.
         """
         job = running.job
         waited = False
@@ -596,7 +631,8 @@ class JobSteps:
             await first(running.stop.wait(), asyncio.sleep(self.session_wait))
             self._check_alive(running)
             if running.stop.is_set():
-                return
+                return False
+        return True
 
     async def _held(self, running: Running, session: str) -> bool:
         try:
