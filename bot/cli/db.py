@@ -1,9 +1,9 @@
-"""`neo db migrate`: bring a PostgreSQL queue database's schema up to this Neo's.
+"""`neo db migrate` and `neo db copy`: the PostgreSQL queue database's schema and filling.
 
-Run it once per upgrade, from any host, before starting the new `neo serve`
-and `neo worker` processes: they refuse a database that is behind. Two hosts
-migrating at once are serialised; a current database is left as it is. The
-URL is never printed: it may hold a password.
+`migrate` runs once per upgrade, from any host, before the new `neo serve`
+and `neo worker` processes start: they refuse a database that is behind.
+`copy` moves a SQLite queue into a new PostgreSQL one (bot/cli/db_copy.py).
+A URL is never printed: it may hold a password.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import TypeVar
 
 from bot.cli.common import EXIT_OK, EXIT_USAGE
-from bot.queue import is_postgres_url
+from bot.cli.db_copy import copy_queue
+from bot.queue import data_dir, is_postgres_url, sqlite_path
 from bot.queue.pg_schema import migrate
 from runner.errors import ConfigError
 
@@ -37,9 +39,29 @@ def add_db_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     migrating.add_argument(
         "--queue-url", metavar="URL", help="the database (default: $NEO_QUEUE_URL)"
     )
+    copying = actions.add_parser(
+        "copy",
+        help="move a SQLite queue's jobs, sessions and spend into a PostgreSQL database",
+        description=(
+            "Copy the jobs (with their dedupe keys and deliveries), the thread sessions and"
+            " the spend records of a stopped SQLite queue into a migrated PostgreSQL"
+            " database that has no jobs yet."
+        ),
+    )
+    copying.add_argument("source", metavar="SOURCE", help="sqlite:///PATH of the old queue")
+    copying.add_argument("dest", metavar="DEST", help="postgresql://… of the new queue")
+    copying.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        type=Path,
+        help="where the old service kept its sessions (default: $NEO_DATA_DIR,"
+        " else the queue file's directory)",
+    )
 
 
 def db_command(args: argparse.Namespace) -> int:
+    if args.db_command == "copy":
+        return _copy(args)
     if args.queue_url:
         url, source = args.queue_url, "--queue-url"
     else:
@@ -62,6 +84,26 @@ def db_command(args: argparse.Namespace) -> int:
         print(
             f"migrated the queue database from schema version {migrated.before} to {migrated.after}"
         )
+    return EXIT_OK
+
+
+def _copy(args: argparse.Namespace) -> int:
+    if not args.source.lower().startswith("sqlite:"):
+        return _fail("neo: error: `neo db copy` copies from a sqlite:///PATH queue (SOURCE)")
+    if not is_postgres_url(args.dest):
+        return _fail("neo: error: `neo db copy` copies into a postgresql:// database (DEST)")
+    try:
+        source = sqlite_path(args.source, source="SOURCE")
+        if args.data_dir is not None:
+            sessions_home = args.data_dir
+        elif os.environ.get("NEO_DATA_DIR"):
+            sessions_home = data_dir()
+        else:
+            sessions_home = source.parent
+        copied = copy_queue(source, sessions_home, args.dest)
+    except ConfigError as error:
+        return _fail(f"neo: error: {error}")
+    print(copied.summary())
     return EXIT_OK
 
 

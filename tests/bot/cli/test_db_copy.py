@@ -1,0 +1,176 @@
+"""`neo db copy` as a real process: a real SQLite queue and session files into a real
+PostgreSQL database."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.jobs import Conclusion, JobOutcome, JobState
+from bot.queue import PostgresQueue, SessionFiles, SpendRecord, SqliteQueue, sqlite_url
+from bot.worker.sessions import write_session_files
+from tests.bot.queue.factories import FakeClock, make_request
+
+NEO = Path(sys.executable).with_name("neo")
+PASSWORD = "hunter2-secret"
+UNREACHABLE = f"postgresql://neo:{PASSWORD}@127.0.0.1:1/neo"
+SESSION = "octo-hello-1-0123456789abcdef"
+FILES = SessionFiles(b'{"type":"session"}\n', ((1, b"child one\n"), (2, b"child two\n")))
+
+
+def neo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("NEO_DATA_DIR", "NEO_QUEUE_URL")}
+    return subprocess.run(
+        [str(NEO), "db", "copy", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=environ | (env or {}),
+    )
+
+
+async def old_service(data: Path) -> dict[str, int]:
+    """What a stopped single-host service leaves: jobs in every state, spend, sessions."""
+    clock = FakeClock()
+    ids: dict[str, int] = {}
+    async with SqliteQueue(data / "neo.db", clock=clock) as queue:
+        for name in ("done", "left-running", "waiting"):
+            result = await queue.enqueue(
+                f"delivery-{name}", [make_request(f"delivery-{name}", number=len(ids) + 1)]
+            )
+            ids[name] = result.job_ids[0]
+            if name != "waiting":
+                job = await queue.claim("old-host", 60.0)
+                assert job is not None
+                assert job.id == ids[name]
+        await queue.finish(ids["done"], "old-host", JobOutcome(conclusion=Conclusion.NO_CHANGES))
+        await queue.enqueue("delivery-empty", [])
+        await queue.record_spend(
+            [SpendRecord(ids["done"], "Octo/Hello", 42, "claude", clock.now, 0.25, 100, 20)]
+        )
+    write_session_files(data, SESSION, FILES)
+    write_session_files(data, "octo-hello-2-fedcba9876543210", SessionFiles(b"two\n"))
+    (data / "sessions" / "..jsonl").write_bytes(b"not a session name")
+    return ids
+
+
+def test_it_moves_jobs_sessions_and_spend_and_a_second_copy_is_refused(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    data = tmp_path / "data"
+    ids = asyncio.run(old_service(data))
+
+    done = neo(sqlite_url(data / "neo.db"), postgres_url)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "copied 2 queued jobs, 1 finished jobs (their dedupe keys), 4 deliveries,"
+        " 2 thread sessions and 1 spend records\n"
+    )
+    assert postgres_url not in done.stdout + done.stderr
+
+    async def check() -> None:
+        async with PostgresQueue(postgres_url) as queue:
+            jobs = {job.id: job for job in await queue.list()}
+            assert jobs[ids["done"]].state is JobState.SUCCEEDED
+            assert jobs[ids["waiting"]].state is JobState.QUEUED
+            # Its holder is gone: queued again, its attempt still counted.
+            left = jobs[ids["left-running"]]
+            assert (left.state, left.worker, left.attempts) == (JobState.QUEUED, None, 1)
+            # Redeliveries, and new deliveries of old comments, still dedupe.
+            again = await queue.enqueue("delivery-waiting", [make_request("delivery-waiting")])
+            assert again.duplicate
+            old_key = make_request("delivery-done")
+            fresh = await queue.enqueue("a-new-delivery", [old_key])
+            assert fresh.existing == (ids["done"],)
+            newer = await queue.enqueue("newer", [make_request("newer", number=9)])
+            assert newer.created[0] > max(ids.values())
+            assert await queue.load_session(SESSION) == FILES
+            assert await queue.load_session("octo-hello-2-fedcba9876543210") == SessionFiles(
+                b"two\n"
+            )
+            assert await queue.spent_since(0.0, repository="octo/hello") == 0.25
+
+    asyncio.run(check())
+
+    twice = neo(sqlite_url(data / "neo.db"), postgres_url)
+    assert twice.returncode == 2
+    assert twice.stdout == ""
+    assert twice.stderr == (
+        "neo: error: the destination already has jobs;"
+        " `neo db copy` moves a queue into an empty one (DEST)\n"
+    )
+
+
+def test_sessions_come_from_neo_data_dir_when_the_queue_file_is_elsewhere(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    asyncio.run(old_service(tmp_path / "queue-only"))
+    sessions_home = tmp_path / "elsewhere"
+    write_session_files(sessions_home, "only-here", SessionFiles(b"here\n"))
+
+    done = neo(
+        sqlite_url(tmp_path / "queue-only" / "neo.db"),
+        postgres_url,
+        env={"NEO_DATA_DIR": str(sessions_home)},
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "1 thread sessions" in done.stdout
+
+    async def check() -> None:
+        async with PostgresQueue(postgres_url) as queue:
+            assert await queue.load_session("only-here") == SessionFiles(b"here\n")
+            assert await queue.load_session(SESSION) is None
+
+    asyncio.run(check())
+
+
+@pytest.mark.parametrize(
+    ("source", "dest", "message"),
+    [
+        (UNREACHABLE, "postgres", "`neo db copy` copies from a sqlite:///PATH queue (SOURCE)"),
+        ("sqlite", UNREACHABLE.replace("postgresql", "mysql"), "copies into a postgresql://"),
+        ("sqlite", UNREACHABLE, "cannot reach the queue database: "),
+        ("sqlite", "empty", "the destination has schema version 0; this Neo needs"),
+        ("missing", "postgres", "no queue database at "),
+        ("not-a-queue", "postgres", "is not a Neo queue database (SOURCE)"),
+    ],
+)
+def test_refusals_are_one_line_without_a_url_or_a_password(
+    source: str,
+    dest: str,
+    message: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    data = tmp_path / "data"
+    if source == "sqlite":
+        asyncio.run(old_service(data))
+    if source == "not-a-queue":
+        data.mkdir()
+        with sqlite3.connect(data / "neo.db") as conn:
+            conn.execute("CREATE TABLE t (x)")
+    source_url = source if "://" in source else sqlite_url(data / "neo.db")
+    if dest == "postgres":
+        dest = request.getfixturevalue("postgres_url")
+    elif dest == "empty":
+        dest = request.getfixturevalue("postgres_empty_url")
+
+    done = neo(source_url, dest)
+
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("neo: error: ")
+    assert message in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+    assert PASSWORD not in done.stderr
+    assert dest not in done.stderr
