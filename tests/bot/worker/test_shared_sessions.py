@@ -6,11 +6,15 @@ anthropic SDK against the fake Messages API, the local sandbox."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from bot.config.settings import Settings
@@ -36,7 +40,7 @@ from tests.bot.worker.test_loop import (  # noqa: F401 (fixtures)
     settings,
     worker,
 )
-from tests.fakes import FakeAnthropicAPI, FakeGitHub, Reply, text, tool_use
+from tests.fakes import FakeAnthropicAPI, FakeGitHub, Reply, Stall, text, tool_use
 
 
 @pytest.fixture
@@ -216,3 +220,53 @@ async def test_the_postgres_queue_is_found_as_the_archive_through_a_waking_queue
 ) -> None:
     assert archive_of(shared) is shared
     assert archive_of(WakingQueue(shared)) is shared
+
+
+async def test_a_zombie_that_lost_its_lease_cannot_overwrite_the_session_of_the_host_that_took_over(
+    shared: PostgresQueue,
+    app: GitHubApp,
+    settings: Settings,
+    other_host: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    caplog: pytest.LogCaptureFixture,
+    postgres_url: str,
+) -> None:
+    caplog.set_level(logging.INFO, logger="neo.worker")
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    first = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    fake_anthropic.script(Stall(60.0))
+    job_id = (await shared.enqueue("d1", [request(number, first, delivery="d1")])).job_ids[0]
+    # Host A never beats: it hangs, and does not hear that its lease went to B.
+    zombie = worker(shared, app, settings, name="host-a", heartbeat_every=3600.0, grace=0.2)
+    stop_zombie = asyncio.Event()
+    hung = asyncio.create_task(zombie.run(stop_zombie))
+    try:
+        while not fake_anthropic.requests:
+            assert not hung.done(), hung
+            await asyncio.sleep(0.05)
+        # What `requeue_expired` does to a lease nobody renewed.
+        async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+            await conn.execute(
+                "UPDATE neo_jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL"
+                " WHERE id = %s",
+                (job_id,),
+            )
+        script_answer(fake_anthropic, "Hello from B.", "Host B's words.")
+        await run_until(worker(shared, app, other_host, name="host-b"), finished(shared, job_id))
+        assert (await get(shared, job_id)).state is JobState.SUCCEEDED
+    finally:
+        # The zombie wakes: its run is stopped, and its save comes after B's.
+        stop_zombie.set()
+        await asyncio.wait_for(hung, 30)
+
+    archived = await shared.load_session(session_id_for(f"{REPO}#{number}"))
+    assert archived is not None
+    assert b"Host B's words." in archived.transcript
+    assert archived.transcript == session_file(other_host.data_dir, number).read_bytes()
+    refused = [
+        json.loads(r.getMessage())
+        for r in caplog.records
+        if '"session_save_refused"' in r.getMessage()
+    ]
+    assert [(line["worker"], line["job"]) for line in refused] == [("host-a", job_id)]
