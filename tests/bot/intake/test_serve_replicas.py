@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from bot.queue.pg_schema import SCHEMA_VERSION
 from tests.bot.intake.test_serve import jobs, mention
 from tests.bot.serving import NEO, headers, neo_serve, serve_env
 from tests.fakes import FakeGitHub
@@ -58,6 +59,6 @@ def test_a_replica_on_a_database_that_is_behind_stops_with_one_line(
         )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "neo: error: the queue database has schema version 0; this Neo needs 1:"
+        f"neo: error: the queue database has schema version 0; this Neo needs {SCHEMA_VERSION}:"
         " run `neo db migrate` (NEO_QUEUE_URL)"
     ]
