@@ -270,3 +270,51 @@ async def test_a_zombie_that_lost_its_lease_cannot_overwrite_the_session_of_the_
         if '"session_save_refused"' in r.getMessage()
     ]
     assert [(line["worker"], line["job"]) for line in refused] == [("host-a", job_id)]
+
+
+def script_subagent(fake: FakeAnthropicAPI, tag: str) -> None:
+    """The run hands one investigation to a subagent, which answers `tag`'s findings."""
+    fake.script(
+        Reply(
+            [
+                tool_use(
+                    f"agent-{tag}",
+                    "agent",
+                    {"description": f"look {tag}", "prompt": f"Find where {tag} is said."},
+                )
+            ],
+            "tool_use",
+        ),
+        Reply([text(f"Findings {tag}: README.md line 1.")]),
+        Reply([text(f"Done with {tag}.")]),
+    )
+
+
+async def test_subagent_transcripts_follow_the_thread_and_keep_their_numbers(
+    shared: PostgresQueue,
+    app: GitHubApp,
+    settings: Settings,
+    other_host: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    number = github.add_issue(REPO, "Where do we say hello?", user="mona")
+    first = github.add_comment(REPO, number, "@neo where is hello said?", user="mona")
+    script_subagent(fake_anthropic, "first")
+    one = (await shared.enqueue("d1", [request(number, first, delivery="d1")])).job_ids[0]
+    await run_until(worker(shared, app, settings, name="host-a"), finished(shared, one))
+
+    second = github.add_comment(REPO, number, "@neo and goodbye?", user="mona")
+    script_subagent(fake_anthropic, "second")
+    follow_up = replace(request(number, second, delivery="d2"), instruction="@neo and goodbye?")
+    two = (await shared.enqueue("d2", [follow_up])).job_ids[0]
+    await run_until(worker(shared, app, other_host, name="host-b"), finished(shared, two))
+
+    assert (await get(shared, two)).state is JobState.SUCCEEDED
+    archived = await shared.load_session(session_id_for(f"{REPO}#{number}"))
+    assert archived is not None
+    # B numbered its subagent after A's: A's transcript is still the first.
+    assert [n for n, _ in archived.children] == [1, 2]
+    children = dict(archived.children)
+    assert b"Findings first" in children[1]
+    assert b"Findings second" in children[2]
