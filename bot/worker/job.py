@@ -577,7 +577,11 @@ class JobSteps:
             # Stopped while another job held the session: that job's copy is the
             # truth, so this one neither loads nor saves it.
             if held and archive is not None and session_id is not None:
-                found = await archive.load_session(session_id)
+                try:
+                    found = await archive.load_session(session_id)
+                except QueueError as error:
+                    # Not without it: the follow-up would start a new conversation.
+                    raise SessionError(f"cannot load the thread's session: {error}") from None
                 await asyncio.to_thread(write_session_files, spec.data_dir, session_id, found)
                 loaded = True
             return await self.run_job(

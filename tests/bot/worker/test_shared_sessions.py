@@ -318,3 +318,30 @@ async def test_subagent_transcripts_follow_the_thread_and_keep_their_numbers(
     children = dict(archived.children)
     assert b"Findings first" in children[1]
     assert b"Findings second" in children[2]
+
+
+async def test_a_session_the_database_cannot_give_fails_the_job_in_one_line_before_any_model_call(
+    shared: PostgresQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+    postgres_url: str,
+) -> None:
+    number = github.add_issue(REPO, "Say hello in the README", user="mona")
+    first = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    job_id = (await shared.enqueue("d1", [request(number, first, delivery="d1")])).job_ids[0]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE neo_session_children, neo_sessions")
+
+    await run_until(worker(shared, app, settings, name="host-a"), finished(shared, job_id))
+
+    job = await get(shared, job_id)
+    assert job.state is JobState.FAILED
+    assert job.result is not None
+    assert job.result.error is not None
+    assert job.result.error == (
+        "session_error: cannot load the thread's session:"
+        ' the queue database failed: relation "neo_sessions" does not exist'
+    )
+    assert fake_anthropic.requests == []
