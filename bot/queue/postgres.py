@@ -682,10 +682,13 @@ class PostgresQueue:
 
     async def load_session(self, session_id: str) -> SessionFiles | None:
         # One statement, one snapshot: never a transcript with another save's children.
-        rows = await self._read(_LOAD_SESSION, (session_id,))
-        if not rows:
+        # Binary results: hex-encoded text would double megabytes of transcript.
+        async with self._connection() as conn:
+            cursor = await conn.execute(_LOAD_SESSION, (session_id,), binary=True)
+            row = await cursor.fetchone()
+        if row is None:
             return None
-        transcript, numbers, children = rows[0]
+        transcript, numbers, children = row
         return SessionFiles(
             transcript=bytes(transcript),
             children=tuple((int(n), bytes(c)) for n, c in zip(numbers, children, strict=True)),
