@@ -1,8 +1,9 @@
 """`neo db copy`: move a SQLite queue's work and thread sessions into a PostgreSQL one.
 
 Every job is carried with its id, dedupe key and delivery, so a redelivery
-after the move still dedupes and nothing finished runs again; a job the
-stopped service left running is queued again. The spend records and the
+after the move still dedupes and nothing finished runs again; a job a dead
+service left running is the new hosts' to retry once its lease expires, as
+any dead worker's. The spend records and the
 session files of the queue's data directory go too, all in one transaction
 into a migrated database that has no jobs yet. Messages never hold a URL.
 """
@@ -52,7 +53,8 @@ _NEXT_ID = "SELECT setval(pg_get_serial_sequence('neo_jobs', 'id'), (SELECT max(
 class Copied:
     """What `copy_queue` wrote into the destination."""
 
-    queued: int  # jobs still to run (those left running among them)
+    queued: int
+    running: int  # left running by a service that died: retried after their lease
     finished: int  # ended jobs, kept so their dedupe keys hold
     deliveries: int
     sessions: int
@@ -60,7 +62,8 @@ class Copied:
 
     def summary(self) -> str:
         return (
-            f"copied {self.queued} queued jobs, {self.finished} finished jobs (their dedupe keys),"
+            f"copied {self.queued} queued jobs, {self.running} left running (retried once their"
+            f" lease expires), {self.finished} finished jobs (their dedupe keys),"
             f" {self.deliveries} deliveries, {self.sessions} thread sessions"
             f" and {self.spend} spend records"
         )
@@ -108,10 +111,12 @@ def copy_queue(source: Path, data_dir: Path, dest_url: str) -> Copied:
     except psycopg.Error as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ConfigError(f"the copy into the destination failed: {first} (DEST)") from None
-    queued = sum(1 for row in read.jobs if row[6] in ("queued", "running"))
+    queued = sum(1 for row in read.jobs if row[6] == "queued")
+    running = sum(1 for row in read.jobs if row[6] == "running")
     return Copied(
         queued=queued,
-        finished=len(read.jobs) - queued,
+        running=running,
+        finished=len(read.jobs) - queued - running,
         deliveries=len(read.deliveries),
         sessions=sum(1 for _, files in sessions if files is not None),
         spend=len(read.spend),
@@ -207,24 +212,5 @@ def _copy_rows(
 
 
 def _job_row(row: Sequence[Any]) -> tuple[Any, ...]:
-    (job_id, delivery, key, kind, thread, request, state, attempts, created, updated) = row[:10]
-    worker, lease, cancel_requested, result = row[10:]
-    if state == "running":
-        # The old service is stopped: no one holds the lease any more.
-        state, worker, lease = "queued", None, None
-    return (
-        job_id,
-        delivery,
-        key,
-        kind,
-        thread,
-        request,
-        state,
-        attempts,
-        created,
-        updated,
-        worker,
-        lease,
-        bool(cancel_requested),
-        result,
-    )
+    # SQLite keeps booleans as integers.
+    return (*row[:12], bool(row[12]), row[13])

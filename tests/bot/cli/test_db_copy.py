@@ -71,19 +71,23 @@ def test_it_moves_jobs_sessions_and_spend_and_a_second_copy_is_refused(
 
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
-        "copied 2 queued jobs, 1 finished jobs (their dedupe keys), 4 deliveries,"
-        " 2 thread sessions and 1 spend records\n"
+        "copied 1 queued jobs, 1 left running (retried once their lease expires),"
+        " 1 finished jobs (their dedupe keys), 4 deliveries, 2 thread sessions"
+        " and 1 spend records\n"
     )
     assert postgres_url not in done.stdout + done.stderr
 
     async def check() -> None:
-        async with PostgresQueue(postgres_url) as queue:
+        clock = FakeClock()  # the old service's time
+        async with PostgresQueue(postgres_url, clock=clock) as queue:
             jobs = {job.id: job for job in await queue.list()}
             assert jobs[ids["done"]].state is JobState.SUCCEEDED
             assert jobs[ids["waiting"]].state is JobState.QUEUED
-            # Its holder is gone: queued again, its attempt still counted.
+            # Its holder died with the old service: retried as any dead worker's job.
             left = jobs[ids["left-running"]]
-            assert (left.state, left.worker, left.attempts) == (JobState.QUEUED, None, 1)
+            assert (left.state, left.worker, left.attempts) == (JobState.RUNNING, "old-host", 1)
+            clock.advance(61.0)
+            assert await queue.requeue_expired() == [ids["left-running"]]
             # Redeliveries, and new deliveries of old comments, still dedupe.
             again = await queue.enqueue("delivery-waiting", [make_request("delivery-waiting")])
             assert again.duplicate
