@@ -250,7 +250,10 @@ async def run(
     """
     started = time.monotonic()
     _check(spec)
-    provider = with_fallback(
+    # Off the event loop: the first use of an SDK imports it, seconds of work
+    # that would starve the heartbeats of a worker's other jobs past their lease.
+    provider = await asyncio.to_thread(
+        with_fallback,
         functools.partial(provider_factory, openai_auth=spec.openai_auth),
         spec.provider,
         spec.model,
@@ -264,7 +267,8 @@ async def run(
         max_cost_usd=spec.max_cost_usd,
     )
     try:
-        children = children_provider(
+        children = await asyncio.to_thread(
+            children_provider,
             spec.subagents,
             provider,
             functools.partial(provider_factory, openai_auth=spec.openai_auth),

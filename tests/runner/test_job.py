@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from docker.errors import DockerException, ImageNotFound
 from runner.agent import Event, ToolNotice, ToolStarted
 from runner.git import MirrorCache
 from runner.job import JobResult, JobSpec, run, session_id_for
+from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, ToolResult, ToolUse
 from runner.session import JobMark, Session, SessionStore, before_job
 from runner.skills import SkillsInvoked
@@ -252,6 +254,31 @@ async def test_no_change_pushes_nothing(
     assert branch_head(origin) == ""
     assert all(request.service != "git-receive-pack" for request in server.requests)
     assert not (data_dir / "workspaces" / "job-1").exists()
+
+
+async def test_the_provider_is_built_while_the_event_loop_runs_on(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI
+) -> None:
+    # Building a provider first imports its SDK: seconds in which a worker's
+    # other jobs must still send their heartbeats, or their leases lapse.
+    fake_anthropic.script(Reply([text("Nothing to do.")]))
+    loop_ran = threading.Event()
+    built_while_loop_ran: list[bool] = []
+
+    def slow_factory(name: str, model: str | None = None, *, openai_auth: str = "api_key") -> Any:
+        built_while_loop_ran.append(loop_ran.wait(timeout=10))
+        return make_provider(name, model, openai_auth=openai_auth)
+
+    async def beat() -> None:
+        await asyncio.sleep(0)
+        loop_ran.set()
+
+    heartbeat = asyncio.create_task(beat())
+    result = await run(make_spec(), provider_factory=slow_factory)
+    await heartbeat
+
+    assert built_while_loop_ran[0] is True
+    assert result.conclusion == "no_changes"
 
 
 async def test_the_log_says_when_checkout_sandbox_and_first_model_call_were_done(
