@@ -40,6 +40,7 @@ from bot.queue.base import (
     overran,
     queue_snapshot,
 )
+from bot.queue.rows import encode_outcome, ended_outcome, job_from_row, stopped_outcome
 
 __all__ = ["CHANNEL", "PostgresQueue"]
 
@@ -373,7 +374,7 @@ class PostgresQueue:
                     expires = now + min(lease, self._ceiling)
                     cursor = await conn.execute(sql.encode(), (*kind, worker, expires, now))
                     row = await cursor.fetchone()
-                    return None if row is None else _job(row)
+                    return None if row is None else job_from_row(row)
             except QueueError as error:
                 if not isinstance(error.__cause__, psycopg.errors.UniqueViolation):
                     raise
@@ -397,7 +398,7 @@ class PostgresQueue:
                 " WHERE thread_key = %s AND kind = 'run' AND state = 'queued' AND id < %s"
                 " RETURNING id",
                 (
-                    _encode(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
+                    encode_outcome(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
                     now,
                     thread_key,
                     request_id,
@@ -419,7 +420,7 @@ class PostgresQueue:
             # here for who stopped it as soon as its heartbeat tells it to.
             await conn.execute(
                 "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = %s",
-                (_encode(_stopped(applied)), now, request_id),
+                (encode_outcome(stopped_outcome(applied)), now, request_id),
             )
         return applied
 
@@ -443,7 +444,13 @@ class PostgresQueue:
                 "UPDATE neo_jobs SET state = %s, result = %s, updated_at = %s,"
                 " worker = NULL, lease_expires_at = NULL"
                 " WHERE id = %s AND state = 'running' AND worker = %s",
-                (outcome.conclusion.state.value, _encode(outcome), self._clock(), job_id, worker),
+                (
+                    outcome.conclusion.state.value,
+                    encode_outcome(outcome),
+                    self._clock(),
+                    job_id,
+                    worker,
+                ),
             )
             if cursor.rowcount == 0:
                 raise LeaseLost(f"job {job_id} is no longer running under {worker}")
@@ -577,7 +584,7 @@ class PostgresQueue:
 
     async def get(self, job_id: int) -> Job | None:
         rows = await self._read(_SELECT_JOBS + " WHERE id = %s", (job_id,))
-        return _job(rows[0]) if rows else None
+        return job_from_row(rows[0]) if rows else None
 
     async def list(
         self,
@@ -601,7 +608,7 @@ class PostgresQueue:
         rows = await self._read(
             _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT %s", (*params, limit)
         )
-        return [_job(row) for row in rows]
+        return [job_from_row(row) for row in rows]
 
     async def counts(self) -> dict[JobState, int]:
         rows = await self._read("SELECT state, count(*) FROM neo_jobs GROUP BY state", ())
@@ -836,49 +843,8 @@ def _request_row(request: JobRequest) -> _Row:
 
 async def _end(conn: Conn, job_id: int, state: JobState, reason: str, now: float) -> None:
     """Finish a job on the queue's own authority, saying why in its result."""
-    conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
     await conn.execute(
         "UPDATE neo_jobs SET state = %s, result = %s, worker = NULL, lease_expires_at = NULL,"
         " updated_at = %s WHERE id = %s",
-        (state.value, _encode(JobOutcome(conclusion=conclusion, error=reason)), now, job_id),
-    )
-
-
-def _stopped(applied: CancelApplied) -> JobOutcome:
-    return JobOutcome(
-        conclusion=Conclusion.STOPPED,
-        cancelled=applied.cancelled,
-        cancel_requested=applied.cancel_requested,
-    )
-
-
-def _encode(outcome: JobOutcome) -> str:
-    return json.dumps(outcome.to_json())
-
-
-def _job(row: Sequence[Any]) -> Job:
-    (
-        job_id,
-        request,
-        state,
-        attempts,
-        created_at,
-        updated_at,
-        worker,
-        lease_expires_at,
-        cancel_requested,
-        result,
-    ) = row
-    job_state = JobState(state)
-    return Job(
-        id=int(job_id),
-        request=JobRequest.from_json(json.loads(request)),
-        state=job_state,
-        attempts=int(attempts),
-        created_at=float(created_at),
-        updated_at=float(updated_at),
-        worker=worker,
-        lease_expires_at=None if lease_expires_at is None else float(lease_expires_at),
-        cancel_requested=bool(cancel_requested),
-        result=None if result is None else JobOutcome.from_json(json.loads(result), job_state),
+        (state.value, ended_outcome(state, reason), now, job_id),
     )

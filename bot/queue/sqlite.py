@@ -37,6 +37,7 @@ from bot.queue.base import (
     overran,
     queue_snapshot,
 )
+from bot.queue.rows import encode_outcome, ended_outcome, job_from_row, stopped_outcome
 from runner.errors import ConfigError
 
 SCHEMA_VERSION = 3
@@ -252,7 +253,7 @@ class SqliteQueue:
             now = self._clock()
             expires = now + min(lease, self._ceiling)
             row = conn.execute(sql, (worker, expires, now, *kind)).fetchone()
-            return None if row is None else _job(row)
+            return None if row is None else job_from_row(row)
 
         return await self._write(operation)
 
@@ -273,7 +274,7 @@ class SqliteQueue:
                 " WHERE thread_key = ? AND kind = 'run' AND state = 'queued' AND id < ?"
                 " RETURNING id",
                 (
-                    _encode(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
+                    encode_outcome(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
                     now,
                     thread_key,
                     request_id,
@@ -293,7 +294,7 @@ class SqliteQueue:
             # here for who stopped it as soon as its heartbeat tells it to.
             conn.execute(
                 "UPDATE jobs SET result = ?, updated_at = ? WHERE id = ?",
-                (_encode(_stopped(applied)), now, request_id),
+                (encode_outcome(stopped_outcome(applied)), now, request_id),
             )
             return applied
 
@@ -316,7 +317,7 @@ class SqliteQueue:
 
     async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
         state = outcome.conclusion.state
-        encoded = _encode(outcome)
+        encoded = encode_outcome(outcome)
 
         def operation(conn: sqlite3.Connection) -> None:
             updated = conn.execute(
@@ -457,7 +458,7 @@ class SqliteQueue:
 
     async def get(self, job_id: int) -> Job | None:
         rows = await self._read(_SELECT_JOBS + " WHERE id = ?", (job_id,))
-        return _job(rows[0]) if rows else None
+        return job_from_row(rows[0]) if rows else None
 
     async def list(
         self,
@@ -482,7 +483,7 @@ class SqliteQueue:
             _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT ?",
             (*params, limit),
         )
-        return [_job(row) for row in rows]
+        return [job_from_row(row) for row in rows]
 
     async def counts(self) -> dict[JobState, int]:
         rows = await self._read("SELECT state, count(*) FROM jobs GROUP BY state", ())
@@ -649,54 +650,10 @@ def _identity(path: Path) -> tuple[int, int] | None:
 
 def _end(conn: sqlite3.Connection, job_id: int, state: JobState, reason: str, now: float) -> None:
     """Finish a job on the queue's own authority, saying why in its result."""
-    conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
     conn.execute(
         "UPDATE jobs SET state = ?, result = ?, worker = NULL, lease_expires_at = NULL,"
         " updated_at = ? WHERE id = ?",
-        (state.value, _encode(JobOutcome(conclusion=conclusion, error=reason)), now, job_id),
-    )
-
-
-def _stopped(applied: CancelApplied) -> JobOutcome:
-    return JobOutcome(
-        conclusion=Conclusion.STOPPED,
-        cancelled=applied.cancelled,
-        cancel_requested=applied.cancel_requested,
-    )
-
-
-def _encode(outcome: JobOutcome) -> str:
-    return json.dumps(outcome.to_json())
-
-
-def _job(row: Sequence[Any]) -> Job:
-    (
-        job_id,
-        request,
-        state,
-        attempts,
-        created_at,
-        updated_at,
-        worker,
-        lease_expires_at,
-        cancel_requested,
-        result,
-    ) = row
-    job_state = JobState(state)
-    return Job(
-        id=job_id,
-        request=JobRequest.from_json(json.loads(request)),
-        state=job_state,
-        attempts=attempts,
-        created_at=created_at,
-        updated_at=updated_at,
-        worker=worker,
-        lease_expires_at=lease_expires_at,
-        cancel_requested=bool(cancel_requested),
-        # Rows written before `JobOutcome` hold loose dicts: read as one all the same.
-        result=None
-        if result is None
-        else JobOutcome.from_json(json.loads(result), JobState(state)),
+        (state.value, ended_outcome(state, reason), now, job_id),
     )
 
 

@@ -1,0 +1,67 @@
+"""A job as both queue backends store it and read it back. Pure.
+
+The SQLite and PostgreSQL queues keep the same columns in the same order
+(`id, request, state, attempts, created_at, updated_at, worker,
+lease_expires_at, cancel_requested, result`) and the same JSON in them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState
+from bot.queue.base import CancelApplied
+
+__all__ = ["encode_outcome", "ended_outcome", "job_from_row", "stopped_outcome"]
+
+
+def encode_outcome(outcome: JobOutcome) -> str:
+    """The `result` column's text."""
+    return json.dumps(outcome.to_json())
+
+
+def ended_outcome(state: JobState, reason: str) -> str:
+    """The `result` of a job the queue itself ended (cancelled, or failed for `reason`)."""
+    conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
+    return encode_outcome(JobOutcome(conclusion=conclusion, error=reason))
+
+
+def stopped_outcome(applied: CancelApplied) -> JobOutcome:
+    """A stop request's outcome: what it cancelled and what it asked to stop."""
+    return JobOutcome(
+        conclusion=Conclusion.STOPPED,
+        cancelled=applied.cancelled,
+        cancel_requested=applied.cancel_requested,
+    )
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    """A `Job` from its columns, in the order above."""
+    (
+        job_id,
+        request,
+        state,
+        attempts,
+        created_at,
+        updated_at,
+        worker,
+        lease_expires_at,
+        cancel_requested,
+        result,
+    ) = row
+    job_state = JobState(state)
+    return Job(
+        id=int(job_id),
+        request=JobRequest.from_json(json.loads(request)),
+        state=job_state,
+        attempts=int(attempts),
+        created_at=float(created_at),
+        updated_at=float(updated_at),
+        worker=worker,
+        lease_expires_at=None if lease_expires_at is None else float(lease_expires_at),
+        cancel_requested=bool(cancel_requested),
+        # Rows written before `JobOutcome` hold loose dicts: read as one all the same.
+        result=None if result is None else JobOutcome.from_json(json.loads(result), job_state),
+    )
