@@ -31,13 +31,14 @@ sender, ignored before the queue, go about twice as fast) and the HTTP
 framework; see the closing note of the issue for the measurements.
 
     uv run python -m bench.webhooks [--seconds 15] [--concurrency 32]
-        [--client raw|httpx] [--processes 1] [--ignored 0.2]
+        [--client raw|httpx] [--processes 1] [--ignored 0.2] [--queue sqlite|postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import json
 import multiprocessing
@@ -55,9 +56,11 @@ from pathlib import Path
 
 import httpx
 
+from bench.postgres_queue import fresh_database
 from bot.intake.server import WEBHOOK_PATH
 from tests.bot.serving import corpus, neo_serve, serve_env, sign
 from tests.fakes import FakeGitHub
+from tests.postgres import cluster
 
 # A comment id no corpus payload uses, replaced by each delivery's own.
 _ID_MARK = 987654321987
@@ -311,44 +314,56 @@ def _ms(seconds: float) -> str:
 
 
 def run(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as scratch, FakeGitHub(slug="neo") as github:
+    with contextlib.ExitStack() as stack:
+        scratch = stack.enter_context(tempfile.TemporaryDirectory())
+        github = stack.enter_context(FakeGitHub(slug="neo"))
         env = serve_env(github, Path(scratch) / "data")
-        with neo_serve(env, Path(scratch) / "serve.log") as server:
-            pid = server.process.pid
-            time.sleep(1)  # let start-up garbage settle
-            idle = _status(pid, "VmRSS")
-            cpu_before = _cpu_seconds(pid)
-            threads_before = _threads_cpu(pid)
-            share, remainder = divmod(args.concurrency, args.processes)
-            split = [share + (1 if n < remainder else 0) for n in range(args.processes)]
-            plans = [
-                Plan(
-                    server.url,
-                    args.client,
-                    connections,
-                    args.seconds,
-                    args.warmup,
-                    args.ignored,
-                    seed,
-                )
-                for seed, connections in enumerate(split, start=1)
-            ]
-            started = time.perf_counter()
-            if args.processes == 1:
-                tallies = [_client_process(plans[0])]
-            else:
-                context = multiprocessing.get_context("spawn")
-                with context.Pool(args.processes) as pool:
-                    tallies = pool.map(_client_process, plans)
-            elapsed = time.perf_counter() - started
-            server_cpu = _cpu_seconds(pid) - cpu_before
-            threads = {
-                name: (user - threads_before[name][0], system - threads_before[name][1])
-                for name, (user, system) in _threads_cpu(pid).items()
-            }
-            loaded, peak = _status(pid, "VmRSS"), _status(pid, "VmHWM")
-            metrics = httpx.get(f"{server.url}/metrics").text
-            log_lines = server.log.read_text().count("\n")
+        if args.queue == "postgres":
+            # A local cluster with fsync on: every 2xx is a committed, durable job.
+            server = stack.enter_context(cluster(durable=True))
+            env["NEO_QUEUE_URL"] = stack.enter_context(fresh_database(server, "neo_webhooks"))
+        print(f"queue: {args.queue}")
+        measure(args, env, Path(scratch))
+
+
+def measure(args: argparse.Namespace, env: dict[str, str], scratch: Path) -> None:
+    """Load `neo serve` on `env` and print what it sustained."""
+    with neo_serve(env, scratch / "serve.log") as server:
+        pid = server.process.pid
+        time.sleep(1)  # let start-up garbage settle
+        idle = _status(pid, "VmRSS")
+        cpu_before = _cpu_seconds(pid)
+        threads_before = _threads_cpu(pid)
+        share, remainder = divmod(args.concurrency, args.processes)
+        split = [share + (1 if n < remainder else 0) for n in range(args.processes)]
+        plans = [
+            Plan(
+                server.url,
+                args.client,
+                connections,
+                args.seconds,
+                args.warmup,
+                args.ignored,
+                seed,
+            )
+            for seed, connections in enumerate(split, start=1)
+        ]
+        started = time.perf_counter()
+        if args.processes == 1:
+            tallies = [_client_process(plans[0])]
+        else:
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(args.processes) as pool:
+                tallies = pool.map(_client_process, plans)
+        elapsed = time.perf_counter() - started
+        server_cpu = _cpu_seconds(pid) - cpu_before
+        threads = {
+            name: (user - threads_before[name][0], system - threads_before[name][1])
+            for name, (user, system) in _threads_cpu(pid).items()
+        }
+        loaded, peak = _status(pid, "VmRSS"), _status(pid, "VmHWM")
+        metrics = httpx.get(f"{server.url}/metrics").text
+        log_lines = server.log.read_text().count("\n")
 
     latencies = sorted(x for tally in tallies for x in tally.latencies)
     statuses = sum((tally.statuses for tally in tallies), Counter[int]())
@@ -404,6 +419,9 @@ def main() -> None:
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument("--processes", type=int, default=1, help="client processes")
     parser.add_argument("--ignored", type=float, default=0.2, help="share of ignored events")
+    parser.add_argument(
+        "--queue", choices=("sqlite", "postgres"), default="sqlite", help="the queue's backend"
+    )
     args = parser.parse_args()
     run(args)
 
