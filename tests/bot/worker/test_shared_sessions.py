@@ -237,8 +237,11 @@ async def test_a_zombie_that_lost_its_lease_cannot_overwrite_the_session_of_the_
     first = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
     fake_anthropic.script(Stall(60.0))
     job_id = (await shared.enqueue("d1", [request(number, first, delivery="d1")])).job_ids[0]
-    # Host A never beats: it hangs, and does not hear that its lease went to B.
-    zombie = worker(shared, app, settings, name="host-a", heartbeat_every=3600.0, grace=0.2)
+    # Host A never beats: it hangs, and does not hear that its lease went to B. One
+    # slot, hung: it cannot claim the job back itself once the lease is taken.
+    zombie = worker(
+        shared, app, settings, name="host-a", heartbeat_every=3600.0, grace=0.2, concurrency=1
+    )
     stop_zombie = asyncio.Event()
     hung = asyncio.create_task(zombie.run(stop_zombie))
     try:
@@ -270,6 +273,12 @@ async def test_a_zombie_that_lost_its_lease_cannot_overwrite_the_session_of_the_
         if '"session_save_refused"' in r.getMessage()
     ]
     assert [(line["worker"], line["job"]) for line in refused] == [("host-a", job_id)]
+    finished_by = [
+        json.loads(r.getMessage())["worker"]
+        for r in caplog.records
+        if '"job_finished"' in r.getMessage()
+    ]
+    assert finished_by == ["host-b"]  # the zombie never finished it, once or again
 
 
 def script_subagent(fake: FakeAnthropicAPI, tag: str) -> None:
