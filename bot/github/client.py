@@ -674,6 +674,18 @@ class RepoClient:
         return await self._retrying(find_or_create)
 
     async def _find_comment(self, number: int, marker: str) -> int | None:
+        bot = self._bot_comments(number, retried=False)
+        async with contextlib.aclosing(bot):
+            async for comment_id, text in bot:
+                if marker in text:
+                    return comment_id
+        return None
+
+    async def _bot_comments(
+        self, number: int, *, retried: bool = True
+    ) -> AsyncGenerator[tuple[int, str], None]:
+        """The bot's comments on thread `number`, oldest first, as (id, body); each body is
+        remembered, so an edit to the same text makes no call."""
         pages = self._each_page(
             f"/repos/{self.repository}/issues/{number}/comments",
             functools.partial(
@@ -684,17 +696,17 @@ class RepoClient:
                 per_page=_PAGE,
             ),
             list[IssueComment],
-            retried=False,
+            retried=retried,
         )
         async with contextlib.aclosing(pages):
             async for comments in pages:
                 for comment in comments:
                     user = comment.user.login if comment.user else None
+                    if user != self.bot_login:
+                        continue
                     text = comment.body if isinstance(comment.body, str) else ""
-                    if user == self.bot_login and marker in text:
-                        self._bodies[int(comment.id)] = text
-                        return int(comment.id)
-        return None
+                    self._bodies[int(comment.id)] = text
+                    yield int(comment.id), text
 
     # -- pull requests --
 
@@ -901,25 +913,11 @@ class RepoClient:
     async def latest_progress_comment(self, number: int) -> int | None:
         """The bot's newest job comment (progress, then report) on thread `number`."""
         found: int | None = None
-        pages = self._each_page(
-            f"/repos/{self.repository}/issues/{number}/comments",
-            functools.partial(
-                self._github.rest.issues.async_list_comments,
-                self.owner,
-                self.name,
-                number,
-                per_page=_PAGE,
-            ),
-            list[IssueComment],
-        )
-        async with contextlib.aclosing(pages):
-            async for comments in pages:
-                for comment in comments:
-                    user = comment.user.login if comment.user else None
-                    text = comment.body if isinstance(comment.body, str) else ""
-                    if user == self.bot_login and job_id_of(text) is not None:
-                        found = int(comment.id)
-                        self._bodies[found] = text
+        bot = self._bot_comments(number)
+        async with contextlib.aclosing(bot):
+            async for comment_id, text in bot:
+                if job_id_of(text) is not None:
+                    found = comment_id
         return found
 
     @functools.cached_property

@@ -40,7 +40,13 @@ from bot.queue.base import (
     overran,
     queue_snapshot,
 )
-from bot.queue.rows import encode_outcome, ended_outcome, job_from_row, stopped_outcome
+from bot.queue.rows import (
+    encode_outcome,
+    ended_outcome,
+    job_from_row,
+    list_filter,
+    stopped_outcome,
+)
 
 __all__ = ["CHANNEL", "PostgresQueue"]
 
@@ -593,18 +599,7 @@ class PostgresQueue:
         repository: str | None = None,
         limit: int = 100,
     ) -> builtins.list[Job]:
-        where: list[str] = []
-        params: list[object] = []
-        if state is not None:
-            where.append("state = %s")
-            params.append(JobState(state).value)
-        if repository is not None:
-            # "$" sorts right after "#": the range holds exactly this
-            # repository's thread keys (the column compares bytes).
-            where.append("thread_key >= %s AND thread_key < %s")
-            prefix = repository.lower()
-            params.extend((prefix + "#", prefix + "$"))
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        clause, params = list_filter(state, repository, "%s")
         rows = await self._read(
             _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT %s", (*params, limit)
         )

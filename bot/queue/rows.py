@@ -14,7 +14,7 @@ from typing import Any
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState
 from bot.queue.base import CancelApplied
 
-__all__ = ["encode_outcome", "ended_outcome", "job_from_row", "stopped_outcome"]
+__all__ = ["encode_outcome", "ended_outcome", "job_from_row", "list_filter", "stopped_outcome"]
 
 
 def encode_outcome(outcome: JobOutcome) -> str:
@@ -65,3 +65,21 @@ def job_from_row(row: Sequence[Any]) -> Job:
         # Rows written before `JobOutcome` hold loose dicts: read as one all the same.
         result=None if result is None else JobOutcome.from_json(json.loads(result), job_state),
     )
+
+
+def list_filter(
+    state: JobState | None, repository: str | None, mark: str
+) -> tuple[str, list[object]]:
+    """`list`'s WHERE clause (or "") and its parameters, `mark` being the driver's placeholder."""
+    where: list[str] = []
+    params: list[object] = []
+    if state is not None:
+        where.append(f"state = {mark}")
+        params.append(JobState(state).value)
+    if repository is not None:
+        # "$" sorts right after "#": the range holds exactly this repository's
+        # thread keys (both backends compare the column byte by byte).
+        where.append(f"thread_key >= {mark} AND thread_key < {mark}")
+        prefix = repository.lower()
+        params.extend((prefix + "#", prefix + "$"))
+    return (f" WHERE {' AND '.join(where)}" if where else ""), params

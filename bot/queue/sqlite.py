@@ -37,7 +37,13 @@ from bot.queue.base import (
     overran,
     queue_snapshot,
 )
-from bot.queue.rows import encode_outcome, ended_outcome, job_from_row, stopped_outcome
+from bot.queue.rows import (
+    encode_outcome,
+    ended_outcome,
+    job_from_row,
+    list_filter,
+    stopped_outcome,
+)
 from runner.errors import ConfigError
 
 SCHEMA_VERSION = 3
@@ -467,18 +473,7 @@ class SqliteQueue:
         repository: str | None = None,
         limit: int = 100,
     ) -> builtins.list[Job]:
-        where: list[str] = []
-        params: list[object] = []
-        if state is not None:
-            where.append("state = ?")
-            params.append(JobState(state).value)
-        if repository is not None:
-            # "$" sorts right after "#": the range holds exactly this
-            # repository's thread keys.
-            where.append("thread_key >= ? AND thread_key < ?")
-            prefix = repository.lower()
-            params.extend((prefix + "#", prefix + "$"))
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        clause, params = list_filter(state, repository, "?")
         rows = await self._read(
             _SELECT_JOBS + clause + " ORDER BY id DESC LIMIT ?",
             (*params, limit),
