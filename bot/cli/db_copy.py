@@ -18,8 +18,10 @@ from typing import Any
 
 import psycopg
 
+from bot.jobs import JobState
 from bot.queue.base import SessionFiles
 from bot.queue.pg_schema import SCHEMA_VERSION, connect_error, version
+from bot.queue.postgres import STATUS_OF_STATE
 from bot.worker.sessions import read_session_files
 from runner.errors import ConfigError
 from runner.session import SessionError, SessionStore
@@ -36,17 +38,22 @@ _READ_SPEND = (
     "SELECT job_id, repository, installation_id, model, at, cost_usd, input_tokens,"
     " output_tokens FROM spend ORDER BY id"
 )
+# Both of a job's rows: Neo's, and procrastinate's with its state (as
+# bot/queue/postgres.py reads them).
 _WRITE_JOB = (
-    "INSERT INTO neo_jobs (id, delivery_id, dedupe_key, kind, thread_key, request, state,"
-    " attempts, created_at, updated_at, worker, lease_expires_at, cancel_requested, result)"
-    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    "WITH job AS (INSERT INTO neo_jobs (id, delivery_id, dedupe_key, kind, thread_key, request,"
+    " attempts, created_at, updated_at, worker, lease_expires_at, result)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, kind, thread_key)"
+    " INSERT INTO procrastinate_jobs (id, queue_name, task_name, lock, status, abort_requested)"
+    " SELECT id, 'neo_' || kind, 'neo.' || kind, CASE WHEN kind = 'run' THEN thread_key END,"
+    " %s::procrastinate_job_status, %s FROM job"
 )
 _WRITE_SPEND = (
     "INSERT INTO neo_spend (job_id, repository, installation_id, model, at, cost_usd,"
     " input_tokens, output_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 # New jobs take ids after the copied ones: ids appear in comments and logs.
-_NEXT_ID = "SELECT setval(pg_get_serial_sequence('neo_jobs', 'id'), (SELECT max(id) FROM neo_jobs))"
+_NEXT_ID = "SELECT setval('procrastinate_jobs_id_seq', (SELECT max(id) FROM procrastinate_jobs))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,5 +219,15 @@ def _copy_rows(
 
 
 def _job_row(row: Sequence[Any]) -> tuple[Any, ...]:
-    # SQLite keeps booleans as integers.
-    return (*row[:12], bool(row[12]), row[13])
+    (job_id, delivery, key, kind, thread, request, state, attempts, created, updated) = row[:10]
+    worker, lease, cancel_requested, result = row[10:]
+    running = state == JobState.RUNNING
+    return (
+        *(job_id, delivery, key, kind, thread, request, attempts, created, updated),
+        # Set exactly while a job runs, which is what the PostgreSQL queue reads.
+        worker if running else None,
+        lease if running else None,
+        result,
+        STATUS_OF_STATE[JobState(state)],
+        bool(cancel_requested) and running,  # SQLite keeps booleans as integers
+    )

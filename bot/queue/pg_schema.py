@@ -1,23 +1,39 @@
 """The PostgreSQL queue's schema: its versions, `neo db migrate`, and the start-up check.
 
-Migrations run only when asked (`neo db migrate`): many hosts share one
-database, and none of them should change it behind an operator's back. A
-queue opened on a database that is behind refuses with one line naming the
-command. Messages never hold the URL: it may carry a password.
+Two parts: procrastinate's (its jobs table and procedures, which dispatch
+Neo's jobs) and Neo's own tables beside it. Migrations run only when asked
+(`neo db migrate`): many hosts share one database, and none of them should
+change it behind an operator's back. A queue opened on a database that is
+behind in either part refuses with one line naming the command. Messages
+never hold the URL: it may carry a password.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
+from procrastinate.schema import SchemaManager
 
 from runner.errors import ConfigError
 
-__all__ = ["SCHEMA_VERSION", "Migrated", "check_schema", "connect_error", "migrate", "version"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Migrated",
+    "check_schema",
+    "connect_error",
+    "migrate",
+    "procrastinate_level",
+    "version",
+]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+# The version whose migration installs procrastinate's schema (and moves the
+# jobs' states into its table).
+_PROCRASTINATE_FROM = 4
 
 # Any constant will do, as long as it is Neo's: it serialises two hosts that
 # migrate at once.
@@ -94,6 +110,47 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (session_id, number)
         )""",
     ),
+    # procrastinate dispatches: each job's state, thread lock and stop request
+    # move to its row in procrastinate_jobs (same id); neo_jobs keeps what
+    # procrastinate has no column for. `worker` is set exactly while a job
+    # runs, which is what Neo's own indexes and checks read.
+    4: (
+        "INSERT INTO procrastinate_jobs (id, queue_name, task_name, lock, status,"
+        " abort_requested, attempts)"
+        " SELECT id, 'neo_' || kind, 'neo.' || kind, CASE WHEN kind = 'run' THEN thread_key END,"
+        " (CASE state WHEN 'queued' THEN 'todo' WHEN 'running' THEN 'doing' ELSE state END)"
+        "::procrastinate_job_status, cancel_requested AND state = 'running', attempts"
+        " FROM neo_jobs ORDER BY id",
+        # New jobs take their ids from procrastinate's sequence, after the old ones.
+        "SELECT setval(pg_get_serial_sequence('procrastinate_jobs', 'id'),"
+        " coalesce((SELECT max(id) FROM neo_jobs), 1), EXISTS (SELECT 1 FROM neo_jobs))",
+        "UPDATE neo_jobs SET worker = NULL, lease_expires_at = NULL WHERE state <> 'running'",
+        "DROP INDEX neo_jobs_state",
+        "DROP INDEX neo_jobs_thread",
+        # procrastinate's unique index on a running job's lock takes its place.
+        "DROP INDEX neo_jobs_one_run_per_thread",
+        "DROP INDEX neo_jobs_one_job_per_session",
+        "ALTER TABLE neo_jobs ALTER COLUMN id DROP IDENTITY",
+        # Drawn as rows are inserted, so a delivery's jobs are numbered in order.
+        "ALTER TABLE neo_jobs ALTER COLUMN id SET DEFAULT nextval('procrastinate_jobs_id_seq')",
+        "ALTER TABLE neo_jobs DROP COLUMN state, DROP COLUMN cancel_requested",
+        "CREATE INDEX neo_jobs_thread ON neo_jobs (thread_key, id)",
+        "CREATE INDEX neo_jobs_leased ON neo_jobs (lease_expires_at) WHERE worker IS NOT NULL",
+        "CREATE UNIQUE INDEX neo_jobs_one_job_per_session ON neo_jobs (session_key)"
+        " WHERE worker IS NOT NULL AND session_key IS NOT NULL",
+        # A job as Neo reads it: its `JobState` from procrastinate's status (an
+        # aborted run was cancelled while it ran), the first ten columns in the
+        # order `rows.job_from_row` takes. FOR UPDATE on it locks both rows.
+        """CREATE VIEW neo_job_states AS SELECT n.id, n.request,
+            CASE p.status WHEN 'todo' THEN 'queued' WHEN 'doing' THEN 'running'
+                WHEN 'aborted' THEN 'cancelled' ELSE p.status::text END AS state,
+            n.attempts, n.created_at, n.updated_at, n.worker, n.lease_expires_at,
+            p.abort_requested AS cancel_requested, n.result,
+            n.kind, n.thread_key, n.dedupe_key, p.status
+            FROM neo_jobs AS n JOIN procrastinate_jobs AS p ON p.id = n.id""",
+        # The newest procrastinate migration the schema holds (`procrastinate_level`).
+        "ALTER TABLE neo_schema ADD COLUMN procrastinate text",
+    ),
 }
 
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS neo_schema (version integer NOT NULL)"
@@ -113,6 +170,16 @@ def connect_error(error: psycopg.Error, source: str) -> ConfigError:
     return ConfigError(f"cannot reach the queue database: {first} ({source})")
 
 
+def _procrastinate_migrations() -> list[Path]:
+    """procrastinate's migration files, oldest first: their names sort by the release."""
+    return sorted(Path(SchemaManager.get_migrations_path()).glob("*.sql"))
+
+
+def procrastinate_level() -> str:
+    """The newest migration of the installed procrastinate: what its schema must hold."""
+    return _procrastinate_migrations()[-1].stem
+
+
 def version(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
     """The schema version of the database `conn` is on; 0 for one Neo never migrated."""
     row = conn.execute("SELECT to_regclass('neo_schema') IS NOT NULL").fetchone()
@@ -122,11 +189,20 @@ def version(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
     return int(found[0]) if found is not None and found[0] is not None else 0
 
 
+def _recorded_level(conn: psycopg.Connection[tuple[Any, ...]]) -> str | None:
+    """The procrastinate migration the schema was last brought to; None before version 4."""
+    if version(conn) < _PROCRASTINATE_FROM:
+        return None
+    row = conn.execute("SELECT max(procrastinate) FROM neo_schema").fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
 def check_schema(url: str, *, source: str = "NEO_QUEUE_URL") -> None:
     """Raise ConfigError, one line naming `neo db migrate`, unless the schema is current."""
     try:
         with psycopg.connect(url, connect_timeout=10) as conn:
             found = version(conn)
+            level = _recorded_level(conn)
     except psycopg.Error as error:
         raise connect_error(error, source) from None
     if found < SCHEMA_VERSION:
@@ -138,6 +214,17 @@ def check_schema(url: str, *, source: str = "NEO_QUEUE_URL") -> None:
         raise ConfigError(
             f"the queue database has schema version {found};"
             f" this Neo knows up to {SCHEMA_VERSION} ({source})"
+        )
+    wanted = procrastinate_level()
+    if level is None or level < wanted:
+        raise ConfigError(
+            f"the queue database's procrastinate schema is at {level or 'nothing'};"
+            f" this Neo's procrastinate needs {wanted}: run `neo db migrate` ({source})"
+        )
+    if level > wanted:
+        raise ConfigError(
+            f"the queue database's procrastinate schema is at {level},"
+            f" newer than this Neo's procrastinate knows ({wanted}) ({source})"
         )
 
 
@@ -153,15 +240,41 @@ def migrate(url: str, *, source: str = "NEO_QUEUE_URL") -> Migrated:
                     f"the queue database has schema version {before};"
                     f" this Neo knows up to {SCHEMA_VERSION} ({source})"
                 )
+            level = _recorded_level(conn)
             for later in range(before + 1, SCHEMA_VERSION + 1):
+                if later == _PROCRASTINATE_FROM:
+                    # Its whole schema, as its release has it: already current.
+                    conn.execute(SchemaManager.get_schema().encode())
+                    level = procrastinate_level()
                 for statement in MIGRATIONS[later]:
                     conn.execute(statement.encode())
-            if before < SCHEMA_VERSION:
+            upgraded = _upgrade_procrastinate(conn, level)
+            if before < SCHEMA_VERSION or upgraded != level:
                 conn.execute("DELETE FROM neo_schema")
-                conn.execute("INSERT INTO neo_schema (version) VALUES (%s)", (SCHEMA_VERSION,))
+                conn.execute(
+                    "INSERT INTO neo_schema (version, procrastinate) VALUES (%s, %s)",
+                    (SCHEMA_VERSION, upgraded),
+                )
     except psycopg.OperationalError as error:
         raise connect_error(error, source) from None
     except psycopg.Error as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ConfigError(f"the queue database's migration failed: {first} ({source})") from None
     return Migrated(before=before, after=SCHEMA_VERSION)
+
+
+def _upgrade_procrastinate(conn: psycopg.Connection[tuple[Any, ...]], level: str | None) -> str:
+    """Apply the installed procrastinate's migrations newer than `level`; the new level.
+
+    A newer procrastinate's release notes split its migrations into those to
+    apply before deploying it and those after; `neo db migrate` runs both at
+    once, since hosts on an older schema refuse to start anyway.
+    """
+    if level is None:
+        raise ConfigError("the queue database holds no procrastinate schema")
+    newest = level
+    for path in _procrastinate_migrations():
+        if path.stem > level:
+            conn.execute(path.read_text(encoding="utf-8").encode())
+            newest = path.stem
+    return newest

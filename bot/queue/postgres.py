@@ -1,9 +1,13 @@
-"""The shared queue: Neo's tables on PostgreSQL, claimed with FOR UPDATE SKIP LOCKED.
+"""The shared queue: procrastinate's jobs table dispatches, Neo's tables beside it.
 
-Every host's intake and workers use one database, through a psycopg pool;
-a LISTEN connection wakes workers when a job becomes claimable, on any
-host. docs/architecture.md, "The queue", says why claims, leases and
-retries are Neo's own SQL rather than procrastinate's.
+Each job is a row in `procrastinate_jobs` (its state, its thread as the
+lock, its stop request) and one in `neo_jobs` with the same id (the
+request, dedupe key, attempts, lease and outcome), changed together in one
+transaction. Claims go through procrastinate's fetch, ends through its
+finish, cancel and retry procedures. Every host's intake and workers use
+one database, through a psycopg pool; a LISTEN connection on
+procrastinate's channels wakes workers when a job becomes claimable, on
+any host. docs/architecture.md, "The queue", has the rest.
 """
 
 from __future__ import annotations
@@ -48,46 +52,72 @@ from bot.queue.rows import (
     stopped_outcome,
 )
 
-__all__ = ["CHANNEL", "PostgresQueue"]
+__all__ = ["CHANNEL", "QUEUES", "STATUS_OF_STATE", "PostgresQueue"]
 
 Clock = Callable[[], float]
 Conn = AsyncConnection[TupleRow]
 
-# The channel notified, after the commit, when a job may have become claimable.
-# Not from a trigger: PostgreSQL serialises the commits of transactions that
-# notify, each with its own WAL flush, which cut durable enqueues to a twentieth
-# of their rate; a NOTIFY alone writes nothing to flush.
+# procrastinate's queue of each request kind. Runs carry their thread as the
+# lock: procrastinate's fetch takes a locked job only when it is the oldest
+# of its lock and none of its lock is running, and its unique index on a
+# running job's lock says no to a second whatever claims race. Stops carry
+# none: they are claimable while their thread's run holds it.
+QUEUES: dict[RequestKind, str] = {"run": "neo_run", "cancel": "neo_cancel"}
+_ALL_QUEUES = list(QUEUES.values())
+# procrastinate's insert trigger notifies these for every job it queues.
+_INSERTED = tuple(f"procrastinate_queue_v1#{queue}" for queue in _ALL_QUEUES)
+
+# Notified by Neo, after the commit, when a job it did not insert may have
+# become claimable (a retry, a release, a requeue, a run ending that frees
+# its thread). As its own statement: PostgreSQL serialises the commits of
+# transactions that notify, each with its own WAL flush.
 CHANNEL = "neo_jobs"
 _NOTIFY = f"NOTIFY {CHANNEL}"
 
+# Jobs as `rows.job_from_row` reads them, from the view joining both rows
+# (bot/queue/pg_schema.py, version 4).
 _JOB_COLUMNS = (
     " id, request, state, attempts, created_at, updated_at,"
     " worker, lease_expires_at, cancel_requested, result"
 )
-_SELECT_JOBS = "SELECT" + _JOB_COLUMNS + " FROM neo_jobs"
+_SELECT_JOBS = "SELECT" + _JOB_COLUMNS + " FROM neo_job_states"
 
-# The oldest claimable job: a cancel request, or a run that is the oldest
-# queued run of its thread while none of the thread's runs is running. Being
-# the oldest is what keeps two concurrent claims off one thread: while one
-# claim holds the thread's first run (locked, so skipped by the other), the
-# second run is not the oldest. The unique index on running runs backs it up.
-_CANDIDATES = "WITH candidate AS (SELECT j.id FROM neo_jobs AS j WHERE j.state = 'queued'"
-_CLAIMABLE = (
-    " AND (j.kind = 'cancel' OR NOT EXISTS (SELECT 1 FROM neo_jobs AS r"
-    " WHERE r.thread_key = j.thread_key AND r.kind = 'run'"
-    " AND (r.state = 'running' OR (r.state = 'queued' AND r.id < j.id))))"
-    " ORDER BY j.id LIMIT 1 FOR UPDATE OF j SKIP LOCKED)"
-)
-_TAKE = (
-    " UPDATE neo_jobs SET state = 'running', attempts = attempts + 1, worker = %s,"
-    " lease_expires_at = %s, updated_at = %s, session_key = NULL"
-    " FROM candidate WHERE neo_jobs.id = candidate.id"
-    " RETURNING neo_jobs.id, neo_jobs.request, neo_jobs.state, neo_jobs.attempts,"
+# procrastinate picks and marks the job (no procrastinate worker: leases are
+# Neo's, per job); Neo records the attempt and the lease.
+_CLAIM = (
+    "WITH fetched AS (SELECT id FROM procrastinate_fetch_job_v2(%s::varchar[], NULL))"
+    " UPDATE neo_jobs SET attempts = attempts + 1, worker = %s, lease_expires_at = %s,"
+    " updated_at = %s, session_key = NULL FROM fetched WHERE neo_jobs.id = fetched.id"
+    " RETURNING neo_jobs.id, neo_jobs.request, 'running', neo_jobs.attempts,"
     " neo_jobs.created_at, neo_jobs.updated_at, neo_jobs.worker, neo_jobs.lease_expires_at,"
-    " neo_jobs.cancel_requested, neo_jobs.result"
+    " false, neo_jobs.result"
 )
-_CLAIM_ANY = _CANDIDATES + _CLAIMABLE + _TAKE
-_CLAIM_KIND = _CANDIDATES + " AND j.kind = %s" + _CLAIMABLE + _TAKE
+# Neo's row first, then procrastinate's: the order every transition locks in.
+_FINISH = (
+    "WITH mine AS (UPDATE neo_jobs SET result = %s, updated_at = %s, worker = NULL,"
+    " lease_expires_at = NULL WHERE id = %s AND worker = %s RETURNING id)"
+    " SELECT procrastinate_finish_job_v1(id, %s::procrastinate_job_status, false) FROM mine"
+)
+_RETRY = (
+    "WITH mine AS (SELECT id FROM neo_jobs WHERE id = %s AND kind = 'run' FOR UPDATE),"
+    # procrastinate retries failed jobs only; `neo jobs retry` takes cancelled ones too.
+    " again AS (UPDATE procrastinate_jobs SET status = 'todo', abort_requested = false"
+    " WHERE id IN (SELECT id FROM mine) AND status IN ('failed', 'cancelled', 'aborted')"
+    " RETURNING id)"
+    " UPDATE neo_jobs SET attempts = 0, worker = NULL, lease_expires_at = NULL, result = NULL,"
+    " updated_at = %s FROM again WHERE neo_jobs.id = again.id"
+)
+# procrastinate's status of a job in each `JobState` (the view neo_job_states
+# reads it back; "aborted" is cancelled too, while it ran).
+STATUS_OF_STATE = {
+    JobState.QUEUED: "todo",
+    JobState.RUNNING: "doing",
+    JobState.SUCCEEDED: "succeeded",
+    JobState.FAILED: "failed",
+    JobState.CANCELLED: "cancelled",
+}
+# How a running job ends, by the state Neo gives it.
+_END_STATUS = {**STATUS_OF_STATE, JobState.CANCELLED: "aborted"}
 
 _RECORD_DELIVERY = (
     "INSERT INTO neo_deliveries (id, received_at) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING"
@@ -96,15 +126,25 @@ _RECORD_DELIVERY = (
 # (`made`) or before this statement began (`old`); both are missing only for
 # a job another delivery committed meanwhile. Nothing is inserted for a
 # delivery seen before.
+#
+# `dispatched` is each new job's procrastinate row, under the id `neo_jobs`
+# drew from procrastinate's sequence. Inserted here rather than through
+# procrastinate_defer_jobs_v1: the dedupe key decides whether the job exists,
+# and the two rows must be made in the same statement. procrastinate's
+# triggers run as for any job it queues (the notification that wakes
+# workers among them).
 _ENQUEUE = (
     "WITH delivery AS (INSERT INTO neo_deliveries (id, received_at)"
     " VALUES (%(delivery)s, %(now)s) ON CONFLICT (id) DO NOTHING RETURNING id),"
     " wanted AS (SELECT * FROM unnest(%(kinds)s::text[], %(keys)s::text[], %(threads)s::text[],"
     " %(requests)s::text[]) WITH ORDINALITY AS w (kind, dedupe_key, thread_key, request, n)),"
-    " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request, state,"
+    " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request,"
     " created_at, updated_at) SELECT %(delivery)s, w.dedupe_key, w.kind, w.thread_key, w.request,"
-    " 'queued', %(now)s, %(now)s FROM wanted AS w WHERE EXISTS (SELECT 1 FROM delivery)"
-    " ORDER BY w.n ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key)"
+    " %(now)s, %(now)s FROM wanted AS w WHERE EXISTS (SELECT 1 FROM delivery)"
+    " ORDER BY w.n ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, dedupe_key, kind, thread_key),"
+    " dispatched AS (INSERT INTO procrastinate_jobs (id, queue_name, task_name, lock)"
+    " SELECT id, 'neo_' || kind, 'neo.' || kind, CASE WHEN kind = 'run' THEN thread_key END"
+    " FROM made ORDER BY id)"
     # Subqueries, not joins: the planner would rather scan the table than
     # guess that a handful of keys want a handful of index lookups.
     " SELECT EXISTS (SELECT 1 FROM delivery),"
@@ -122,11 +162,14 @@ _ENQUEUE_BATCH = (
     " AS i (delivery_id, kind, dedupe_key, thread_key, request, n)),"
     " delivery AS (INSERT INTO neo_deliveries (id, received_at)"
     " SELECT delivery_id, %(now)s FROM input ON CONFLICT (id) DO NOTHING RETURNING id),"
-    " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request, state,"
+    " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request,"
     " created_at, updated_at) SELECT i.delivery_id, i.dedupe_key, i.kind, i.thread_key,"
-    " i.request, 'queued', %(now)s, %(now)s FROM input AS i"
+    " i.request, %(now)s, %(now)s FROM input AS i"
     " WHERE i.delivery_id IN (SELECT id FROM delivery) ORDER BY i.n"
-    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id)"
+    " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id, kind, thread_key),"
+    " dispatched AS (INSERT INTO procrastinate_jobs (id, queue_name, task_name, lock)"
+    " SELECT id, 'neo_' || kind, 'neo.' || kind, CASE WHEN kind = 'run' THEN thread_key END"
+    " FROM made ORDER BY id)"
     " SELECT EXISTS (SELECT 1 FROM delivery AS d WHERE d.id = i.delivery_id),"
     " (SELECT m.id FROM made AS m WHERE m.delivery_id = i.delivery_id)"
     " FROM input AS i ORDER BY i.n"
@@ -258,8 +301,6 @@ class PostgresQueue:
                 for key, (_, made, old) in zip(keys, _ids(found), strict=True)
                 if made is None and old is None
             ]
-            if any(made is not None for _, made, _ in _ids(found)):
-                await _notify(conn)
             late: dict[str, int] = {}
             if missing:
                 # Made by a delivery that committed after this statement began
@@ -346,8 +387,6 @@ class PostgresQueue:
                         (missing,),
                     )
                     late = {str(key): int(job_id) for key, job_id in await cursor.fetchall()}
-                if any(made is not None for _, made in found):
-                    await _notify(conn)
         except QueueError as error:
             # Nothing in this batch is durable: every caller hears so.
             for pending in batch:
@@ -369,16 +408,15 @@ class PostgresQueue:
     async def claim(
         self, worker: str, lease: float, *, only: RequestKind | None = None
     ) -> Job | None:
-        kind: tuple[str, ...] = () if only is None else (only,)
-        sql = _CLAIM_ANY if only is None else _CLAIM_KIND
-        # A lost race for a thread (the unique index said no) is retried: the
-        # next round sees the winner's run and looks further.
+        queues = _ALL_QUEUES if only is None else [QUEUES[only]]
+        # A lost race for a thread (procrastinate's unique index on running
+        # locks said no) is retried: the next round sees the winner's run.
         for _ in range(5):
             try:
                 async with self._connection() as conn:
                     now = self._clock()
                     expires = now + min(lease, self._ceiling)
-                    cursor = await conn.execute(sql.encode(), (*kind, worker, expires, now))
+                    cursor = await conn.execute(_CLAIM.encode(), (queues, worker, expires, now))
                     row = await cursor.fetchone()
                     return None if row is None else job_from_row(row)
             except QueueError as error:
@@ -399,25 +437,28 @@ class PostgresQueue:
             author = json.loads(request).get("author") or "someone"
             now = self._clock()
             reason = f"cancelled: @{author} asked to stop (job {request_id})"
+            # The thread's runs before the request, locked (Neo's row, then
+            # procrastinate's). procrastinate cancels a queued one and asks a
+            # running one to abort.
             cursor = await conn.execute(
-                "UPDATE neo_jobs SET state = 'cancelled', result = %s, updated_at = %s"
-                " WHERE thread_key = %s AND kind = 'run' AND state = 'queued' AND id < %s"
-                " RETURNING id",
+                "WITH stopping AS (SELECT id, status FROM neo_job_states WHERE thread_key = %s"
+                " AND kind = 'run' AND id < %s AND status IN ('todo', 'doing')"
+                " ORDER BY id FOR UPDATE)"
+                " SELECT id, status = 'doing', procrastinate_cancel_job_v1(id, status = 'doing',"
+                " false) FROM stopping",
+                (thread_key, request_id),
+            )
+            stopping = await cursor.fetchall()
+            cancelled = [(job_id,) for job_id, running, _ in stopping if not running]
+            requested = [(job_id,) for job_id, running, _ in stopping if running]
+            await conn.execute(
+                "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = ANY(%s)",
                 (
                     encode_outcome(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
                     now,
-                    thread_key,
-                    request_id,
+                    [job_id for (job_id,) in cancelled],
                 ),
             )
-            cancelled = await cursor.fetchall()
-            cursor = await conn.execute(
-                "UPDATE neo_jobs SET cancel_requested = true"
-                " WHERE thread_key = %s AND kind = 'run' AND state = 'running' AND id < %s"
-                " RETURNING id",
-                (thread_key, request_id),
-            )
-            requested = await cursor.fetchall()
             applied = CancelApplied(
                 cancelled=tuple(sorted(int(job_id) for (job_id,) in cancelled)),
                 cancel_requested=tuple(sorted(int(job_id) for (job_id,) in requested)),
@@ -434,9 +475,9 @@ class PostgresQueue:
         async with self._connection() as conn:
             now = self._clock()
             cursor = await conn.execute(
-                "UPDATE neo_jobs SET lease_expires_at = least(%s, updated_at + %s)"
-                " WHERE id = %s AND state = 'running' AND worker = %s AND %s < updated_at + %s"
-                " RETURNING cancel_requested",
+                "UPDATE neo_jobs AS n SET lease_expires_at = least(%s, n.updated_at + %s)"
+                " FROM procrastinate_jobs AS p WHERE n.id = %s AND p.id = n.id AND n.worker = %s"
+                " AND %s < n.updated_at + %s RETURNING p.abort_requested",
                 (now + lease, self._ceiling, job_id, worker, now, self._ceiling),
             )
             row = await cursor.fetchone()
@@ -447,18 +488,16 @@ class PostgresQueue:
     async def finish(self, job_id: int, worker: str, outcome: JobOutcome) -> None:
         async with self._connection() as conn:
             cursor = await conn.execute(
-                "UPDATE neo_jobs SET state = %s, result = %s, updated_at = %s,"
-                " worker = NULL, lease_expires_at = NULL"
-                " WHERE id = %s AND state = 'running' AND worker = %s",
+                _FINISH.encode(),
                 (
-                    outcome.conclusion.state.value,
                     encode_outcome(outcome),
                     self._clock(),
                     job_id,
                     worker,
+                    _END_STATUS[outcome.conclusion.state],
                 ),
             )
-            if cursor.rowcount == 0:
+            if not await cursor.fetchall():
                 raise LeaseLost(f"job {job_id} is no longer running under {worker}")
             # The thread's next run may be claimable now.
             await _notify(conn)
@@ -467,8 +506,7 @@ class PostgresQueue:
         try:
             async with self._connection() as conn:
                 cursor = await conn.execute(
-                    "UPDATE neo_jobs SET session_key = %s"
-                    " WHERE id = %s AND state = 'running' AND worker = %s",
+                    "UPDATE neo_jobs SET session_key = %s WHERE id = %s AND worker = %s",
                     (session, job_id, worker),
                 )
                 if cursor.rowcount == 0:
@@ -483,8 +521,8 @@ class PostgresQueue:
     async def release(self, job_id: int, worker: str) -> None:
         async with self._transaction() as conn:
             cursor = await conn.execute(
-                "SELECT cancel_requested FROM neo_jobs"
-                " WHERE id = %s AND state = 'running' AND worker = %s FOR UPDATE",
+                "SELECT cancel_requested FROM neo_job_states WHERE id = %s AND worker = %s"
+                " FOR UPDATE",
                 (job_id, worker),
             )
             row = await cursor.fetchone()
@@ -497,11 +535,7 @@ class PostgresQueue:
                 )
                 return
             # A graceful shutdown is not a failed attempt.
-            await conn.execute(
-                "UPDATE neo_jobs SET state = 'queued', attempts = greatest(attempts - 1, 0),"
-                " worker = NULL, lease_expires_at = NULL, updated_at = %s WHERE id = %s",
-                (now, job_id),
-            )
+            await _requeue(conn, job_id, now, counts=False)
         await self._notify()
 
     async def requeue_expired(self) -> builtins.list[int]:
@@ -509,9 +543,9 @@ class PostgresQueue:
             now = self._clock()
             # SKIP LOCKED: hosts sweeping at once each handle a job once.
             cursor = await conn.execute(
-                "SELECT id, attempts, cancel_requested, updated_at, lease_expires_at FROM neo_jobs"
-                " WHERE state = 'running' AND lease_expires_at < %s ORDER BY id"
-                " FOR UPDATE SKIP LOCKED",
+                "SELECT id, attempts, cancel_requested, updated_at, lease_expires_at"
+                " FROM neo_job_states WHERE worker IS NOT NULL AND lease_expires_at < %s"
+                " ORDER BY id FOR UPDATE SKIP LOCKED",
                 (now,),
             )
             expired = await cursor.fetchall()
@@ -539,11 +573,7 @@ class PostgresQueue:
                         now,
                     )
                 else:
-                    await conn.execute(
-                        "UPDATE neo_jobs SET state = 'queued', worker = NULL,"
-                        " lease_expires_at = NULL, updated_at = %s WHERE id = %s",
-                        (now, job_id),
-                    )
+                    await _requeue(conn, job_id, now, counts=True)
         if expired:
             await self._notify()
         return [int(job_id) for job_id, *_ in expired]
@@ -551,36 +581,29 @@ class PostgresQueue:
     async def cancel(self, job_id: int) -> bool:
         async with self._transaction() as conn:
             cursor = await conn.execute(
-                "SELECT state FROM neo_jobs WHERE id = %s FOR UPDATE", (job_id,)
+                "SELECT status FROM neo_job_states WHERE id = %s FOR UPDATE", (job_id,)
             )
             row = await cursor.fetchone()
-            if row is None:
+            if row is None or row[0] not in ("todo", "doing"):
                 return False
-            if row[0] == JobState.QUEUED:
-                await _end(
-                    conn,
-                    job_id,
-                    JobState.CANCELLED,
-                    "cancelled on request before it ran",
-                    self._clock(),
-                )
-                return True
-            if row[0] == JobState.RUNNING:
+            # procrastinate cancels a queued job and asks a running one to abort.
+            await conn.execute(
+                "SELECT procrastinate_cancel_job_v1(%s, %s, false)", (job_id, row[0] == "doing")
+            )
+            if row[0] == "todo":
                 await conn.execute(
-                    "UPDATE neo_jobs SET cancel_requested = true WHERE id = %s", (job_id,)
+                    "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = %s",
+                    (
+                        ended_outcome(JobState.CANCELLED, "cancelled on request before it ran"),
+                        self._clock(),
+                        job_id,
+                    ),
                 )
-                return True
-            return False
+            return True
 
     async def retry(self, job_id: int) -> bool:
         async with self._connection() as conn:
-            cursor = await conn.execute(
-                "UPDATE neo_jobs SET state = 'queued', attempts = 0, worker = NULL,"
-                " lease_expires_at = NULL, cancel_requested = false, result = NULL,"
-                " updated_at = %s"
-                " WHERE id = %s AND kind = 'run' AND state IN ('failed', 'cancelled')",
-                (self._clock(), job_id),
-            )
+            cursor = await conn.execute(_RETRY.encode(), (job_id, self._clock()))
             if cursor.rowcount != 1:
                 return False
             await _notify(conn)
@@ -606,7 +629,7 @@ class PostgresQueue:
         return [job_from_row(row) for row in rows]
 
     async def counts(self) -> dict[JobState, int]:
-        rows = await self._read("SELECT state, count(*) FROM neo_jobs GROUP BY state", ())
+        rows = await self._read("SELECT state, count(*) FROM neo_job_states GROUP BY state", ())
         counts = dict.fromkeys(JobState, 0)
         for state, number in rows:
             counts[JobState(state)] = int(number)
@@ -614,7 +637,7 @@ class PostgresQueue:
 
     async def snapshot(self) -> QueueSnapshot:
         rows = await self._read(
-            "SELECT state, count(*), min(updated_at) FROM neo_jobs GROUP BY state", ()
+            "SELECT state, count(*), min(updated_at) FROM neo_job_states GROUP BY state", ()
         )
         return queue_snapshot(rows, self._clock())
 
@@ -702,8 +725,7 @@ class PostgresQueue:
         async with self._transaction() as conn:
             # FOR UPDATE: the lease cannot be taken from under the save until it commits.
             cursor = await conn.execute(
-                "SELECT 1 FROM neo_jobs WHERE id = %s AND state = 'running' AND worker = %s"
-                " FOR UPDATE",
+                "SELECT 1 FROM neo_jobs WHERE id = %s AND worker = %s FOR UPDATE",
                 (job_id, worker),
             )
             if await cursor.fetchone() is None:
@@ -772,7 +794,8 @@ class PostgresQueue:
                     self._url, autocommit=True, connect_timeout=self._connect_timeout
                 )
                 async with conn:
-                    await conn.execute(f"LISTEN {CHANNEL}".encode())
+                    for channel in (CHANNEL, *_INSERTED):
+                        await conn.execute(f'LISTEN "{channel}"'.encode())
                     async for _ in conn.notifies():
                         self.queued.set()
             await asyncio.sleep(1.0)
@@ -837,9 +860,30 @@ def _request_row(request: JobRequest) -> _Row:
 
 
 async def _end(conn: Conn, job_id: int, state: JobState, reason: str, now: float) -> None:
-    """Finish a job on the queue's own authority, saying why in its result."""
+    """End a running job on the queue's own authority, saying why in its result.
+
+    The caller holds both of the job's rows locked.
+    """
     await conn.execute(
-        "UPDATE neo_jobs SET state = %s, result = %s, worker = NULL, lease_expires_at = NULL,"
+        "UPDATE neo_jobs SET result = %s, worker = NULL, lease_expires_at = NULL,"
         " updated_at = %s WHERE id = %s",
-        (state.value, ended_outcome(state, reason), now, job_id),
+        (ended_outcome(state, reason), now, job_id),
+    )
+    await conn.execute(
+        "SELECT procrastinate_finish_job_v1(%s, %s::procrastinate_job_status, false)",
+        (job_id, _END_STATUS[state]),
+    )
+
+
+async def _requeue(conn: Conn, job_id: int, now: float, *, counts: bool) -> None:
+    """Put a running job back in the queue (the caller holds both its rows locked).
+
+    Unless the attempt `counts`, it is taken back.
+    """
+    await conn.execute("SELECT procrastinate_retry_job_v2(%s, NULL, NULL, NULL, NULL)", (job_id,))
+    await conn.execute(
+        "UPDATE neo_jobs SET attempts = CASE WHEN %s THEN attempts"
+        " ELSE greatest(attempts - 1, 0) END, worker = NULL, lease_expires_at = NULL,"
+        " updated_at = %s WHERE id = %s",
+        (counts, now, job_id),
     )

@@ -287,20 +287,24 @@ async def test_three_hosts_one_killed_run_every_job_once_in_order(
     assert len(jobs) == THREADS * JOBS_PER_THREAD
     assert {state: n for state, n in counts.items() if n} == {JobState.SUCCEEDED: len(jobs)}
     dead = interrupted(killed.log)
-    assert victim_id in dead
     attempts = {job.id: job.attempts for job in jobs.values()}
     again = {job_id for job_id, n in attempts.items() if n > 1}
-    assert again == dead, f"run again though their host lived: {sorted(again - dead)}"
-    assert all(attempts[job_id] == 2 for job_id in dead), attempts
+    assert victim_id in again
+    assert again <= dead, f"run again though their host lived: {sorted(again - dead)}"
+    assert all(attempts[job_id] == 2 for job_id in again), attempts
+    # Any other job the killed host had started, it finished as it died: the
+    # finish committed, and its log line went with the host (the checks below
+    # see it started once, by that host only).
+    lost = dead - again
     lines = [line for log in logs for line in logged(log)]
     finished = Counter(line.job for line in lines if line.event == "job_finished")
-    assert finished == Counter(jobs.keys())
+    assert finished + Counter(lost) == Counter(jobs.keys())
     started = Counter(line.job for line in lines if line.event == "job_started")
     assert started == Counter(attempts)
     # An attempt's first model call: every job made one, and one per attempt at most.
     first_calls = Counter(job_of(r, ids) for r in anthropic.requests if is_fresh(r.body))
     assert set(first_calls) == set(jobs)
-    assert {j for j, n in first_calls.items() if n > 1} <= dead
+    assert {j for j, n in first_calls.items() if n > 1} <= again
     assert first_calls[victim_id] == 2
 
     # -- per thread: jobs in the order queued, never two at once. A job's model
@@ -342,7 +346,12 @@ async def test_three_hosts_one_killed_run_every_job_once_in_order(
     for recorded in anthropic.requests:
         if is_fresh(recorded.body):
             opening_calls.setdefault(job_of(recorded, ids), recorded)
-    ran_on = {line.job: line.worker for line in lines if line.event == "job_finished"}
+    # The host of each job's last start: the one that finished it.
+    ran_on = {
+        line.job: line.worker
+        for line in sorted(lines, key=lambda line: line.ts)
+        if line.event == "job_started"
+    }
     elsewhere = 0
     for t in range(THREADS):
         for n in range(1, JOBS_PER_THREAD):

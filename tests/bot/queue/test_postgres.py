@@ -6,12 +6,16 @@ Its semantics, shared with SQLite, are in test_contract.py.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from procrastinate.schema import SchemaManager
 
+from bot.jobs import JobState
 from bot.queue import (
     PostgresQueue,
     QueueError,
@@ -21,9 +25,17 @@ from bot.queue import (
     open_queue,
     wakeup_of,
 )
-from bot.queue.pg_schema import SCHEMA_VERSION, Migrated, check_schema, migrate
+from bot.queue.pg_schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Migrated,
+    check_schema,
+    migrate,
+    procrastinate_level,
+)
 from runner.errors import ConfigError
 from tests.bot.queue.factories import enqueue_one, make_request
+from tests.postgres import PostgresServer
 
 # Nothing listens on port 1; the password must never reach a message.
 UNREACHABLE = "postgresql://neo:hunter2-secret@127.0.0.1:1/neo"
@@ -64,6 +76,130 @@ def test_a_newer_schema_is_refused(postgres_url: str) -> None:
     for attempt in (check_schema, migrate):
         with pytest.raises(ConfigError, match="schema version 99; this Neo knows up to"):
             attempt(postgres_url)
+
+
+def _version_3(url: str) -> None:
+    """A database as Neo's schema version 3 left it: Neo's own tables, no procrastinate."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE neo_schema (version integer NOT NULL)")
+        for version in (1, 2, 3):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement.encode())
+        conn.execute("INSERT INTO neo_schema (version) VALUES (3)")
+
+
+def _version_3_then_4(url: str, *, level: str) -> None:
+    """Neo's tables at version 4 beside a procrastinate schema at `level`."""
+    _version_3(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in MIGRATIONS[4]:
+            conn.execute(statement.encode())
+        conn.execute("UPDATE neo_schema SET version = 4, procrastinate = %s", (level,))
+
+
+async def test_version_3_jobs_move_into_procrastinate_with_their_states(
+    postgres_empty_url: str,
+) -> None:
+    _version_3(postgres_empty_url)
+    rows = [
+        # id, thread, state, attempts, worker, lease, cancel requested
+        (1, "octo/hello#1", "succeeded", 1, None, None, False),
+        (2, "octo/hello#1", "running", 1, "w1", 50.0, True),
+        (3, "octo/hello#1", "queued", 0, None, None, False),
+        (4, "octo/hello#2", "failed", 3, None, None, False),
+        (7, "octo/hello#3", "queued", 0, None, None, False),
+    ]
+    with psycopg.connect(postgres_empty_url, autocommit=True) as conn:
+        for job_id, thread, state, attempts, worker, lease, cancel in rows:
+            number = int(thread.rsplit("#", 1)[1])
+            request = make_request(f"d{job_id}", number=number, dedupe_key=f"k{job_id}")
+            conn.execute(
+                "INSERT INTO neo_jobs (id, delivery_id, dedupe_key, kind, thread_key, request,"
+                " state, attempts, created_at, updated_at, worker, lease_expires_at,"
+                " cancel_requested) VALUES (%s, %s, %s, 'run', %s, %s, %s, %s, 0, 0, %s, %s, %s)",
+                (
+                    job_id,
+                    f"d{job_id}",
+                    f"k{job_id}",
+                    thread,
+                    json.dumps(request.to_json()),
+                    state,
+                    attempts,
+                    worker,
+                    lease,
+                    cancel,
+                ),
+            )
+
+    assert migrate(postgres_empty_url) == Migrated(before=3, after=SCHEMA_VERSION)
+    check_schema(postgres_empty_url)
+
+    async with PostgresQueue(postgres_empty_url, clock=lambda: 10.0, listen=False) as queue:
+        states = {
+            job.id: (job.state, job.attempts, job.cancel_requested) for job in await queue.list()
+        }
+        assert states == {
+            1: (JobState.SUCCEEDED, 1, False),
+            2: (JobState.RUNNING, 1, True),
+            3: (JobState.QUEUED, 0, False),
+            4: (JobState.FAILED, 3, False),
+            7: (JobState.QUEUED, 0, False),
+        }
+        # Thread 1's run 2 still holds it: the claim takes thread 3's job.
+        claimed = await queue.claim("w2", 30)
+        assert claimed is not None
+        assert claimed.id == 7
+        assert (await queue.heartbeat(2, "w1", 30)).cancel_requested
+        # New jobs are numbered after the moved ones.
+        assert await enqueue_one(queue, "d-new", number=9) == 8
+        assert await queue.retry(4)
+        assert (await queue.get(4)).state is JobState.QUEUED  # type: ignore[union-attr]
+
+
+def _procrastinate_schema(url: str) -> set[tuple[str, ...]]:
+    """procrastinate's functions (with their arguments), columns, enum values,
+    triggers and indexes in a database."""
+    queries = {
+        "function": "SELECT proname || '(' || pg_get_function_identity_arguments(oid) || ')'"
+        " FROM pg_proc WHERE proname LIKE 'procrastinate%'",
+        "column": "SELECT table_name || '.' || column_name || ' ' || data_type"
+        " FROM information_schema.columns WHERE table_name LIKE 'procrastinate%'",
+        "enum": "SELECT t.typname || '.' || e.enumlabel FROM pg_enum AS e"
+        " JOIN pg_type AS t ON t.oid = e.enumtypid WHERE t.typname LIKE 'procrastinate%'",
+        "trigger": "SELECT tgname FROM pg_trigger WHERE tgname LIKE 'procrastinate%'",
+        "index": "SELECT indexname FROM pg_indexes WHERE tablename LIKE 'procrastinate%'",
+    }
+    with psycopg.connect(url) as conn:
+        return {(kind, str(name)) for kind, sql in queries.items() for (name,) in conn.execute(sql)}
+
+
+def test_an_older_procrastinate_schema_is_refused_then_brought_up_to_date(
+    postgres_server: PostgresServer, postgres_empty_url: str
+) -> None:
+    # procrastinate as release 3.2 left it, from its own migrations, under Neo's version 4.
+    older = "03.02.00_50_post_batch_defer_jobs"
+    migrations = Path(SchemaManager.get_migrations_path())
+    with psycopg.connect(postgres_empty_url, autocommit=True) as conn:
+        for path in sorted(migrations.glob("*.sql")):
+            if path.stem <= older:
+                with conn.transaction():
+                    conn.execute(path.read_text(encoding="utf-8").encode())
+    _version_3_then_4(postgres_empty_url, level=older)
+
+    with pytest.raises(ConfigError) as error:
+        check_schema(postgres_empty_url)
+    assert str(error.value) == (
+        f"the queue database's procrastinate schema is at {older};"
+        f" this Neo's procrastinate needs {procrastinate_level()}: run `neo db migrate`"
+        " (NEO_QUEUE_URL)"
+    )
+
+    migrate(postgres_empty_url)
+    check_schema(postgres_empty_url)
+    name = urlsplit(postgres_empty_url).path.lstrip("/")
+    fresh = postgres_server.create_database(f"{name}_fresh", template="template0")
+    migrate(fresh)
+    assert _procrastinate_schema(postgres_empty_url) == _procrastinate_schema(fresh)
 
 
 def test_an_unreachable_database_is_one_line_without_the_password() -> None:

@@ -251,8 +251,10 @@ async def test_a_zombie_that_lost_its_lease_cannot_overwrite_the_session_of_the_
         # What `requeue_expired` does to a lease nobody renewed.
         async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
             await conn.execute(
-                "UPDATE neo_jobs SET state = 'queued', worker = NULL, lease_expires_at = NULL"
-                " WHERE id = %s",
+                "SELECT procrastinate_retry_job_v2(%s, NULL, NULL, NULL, NULL)", (job_id,)
+            )
+            await conn.execute(
+                "UPDATE neo_jobs SET worker = NULL, lease_expires_at = NULL WHERE id = %s",
                 (job_id,),
             )
         script_answer(fake_anthropic, "Hello from B.", "Host B's words.")
