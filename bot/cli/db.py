@@ -49,7 +49,13 @@ def add_db_parser(commands: argparse._SubParsersAction[Parser]) -> None:
         ),
     )
     copying.add_argument("source", metavar="SOURCE", help="sqlite:///PATH of the old queue")
-    copying.add_argument("dest", metavar="DEST", help="postgresql://… of the new queue")
+    copying.add_argument(
+        "dest",
+        metavar="DEST",
+        nargs="?",
+        help="postgresql://… of the new queue (default: $NEO_QUEUE_URL, which keeps a"
+        " password out of the process list)",
+    )
     copying.add_argument(
         "--data-dir",
         metavar="DIR",
@@ -78,20 +84,27 @@ def db_command(args: argparse.Namespace) -> int:
         migrated = migrate(url, source=source)
     except ConfigError as error:
         return _fail(f"neo: error: {error}")
-    if migrated.before == migrated.after:
-        print(f"the queue database is at schema version {migrated.after}; nothing to do")
-    else:
+    if migrated.before != migrated.after:
         print(
             f"migrated the queue database from schema version {migrated.before} to {migrated.after}"
         )
+    if migrated.procrastinate:
+        print(f"applied procrastinate's migrations {', '.join(migrated.procrastinate)}")
+    if migrated.before == migrated.after and not migrated.procrastinate:
+        print(f"the queue database is at schema version {migrated.after}; nothing to do")
     return EXIT_OK
 
 
 def _copy(args: argparse.Namespace) -> int:
     if not args.source.lower().startswith("sqlite:"):
         return _fail("neo: error: `neo db copy` copies from a sqlite:///PATH queue (SOURCE)")
-    if not is_postgres_url(args.dest):
-        return _fail("neo: error: `neo db copy` copies into a postgresql:// database (DEST)")
+    dest_url, dest = args.dest, "DEST"
+    if dest_url is None:
+        dest_url, dest = os.environ.get("NEO_QUEUE_URL", ""), "NEO_QUEUE_URL"
+    if not dest_url:
+        return _fail("neo: error: no destination: set NEO_QUEUE_URL or pass DEST")
+    if not is_postgres_url(dest_url):
+        return _fail(f"neo: error: `neo db copy` copies into a postgresql:// database ({dest})")
     try:
         source = sqlite_path(args.source, source="SOURCE")
         if args.data_dir is not None:
@@ -100,7 +113,7 @@ def _copy(args: argparse.Namespace) -> int:
             sessions_home = data_dir()
         else:
             sessions_home = source.parent
-        copied = copy_queue(source, sessions_home, args.dest)
+        copied = copy_queue(source, sessions_home, dest_url, dest=dest)
     except ConfigError as error:
         return _fail(f"neo: error: {error}")
     print(copied.summary())

@@ -102,8 +102,10 @@ def session_ids(data_dir: Path) -> list[str]:
     return sorted(found)
 
 
-def copy_queue(source: Path, data_dir: Path, dest_url: str) -> Copied:
+def copy_queue(source: Path, data_dir: Path, dest_url: str, *, dest: str = "DEST") -> Copied:
     """Copy the SQLite queue `source` and `data_dir`'s sessions into `dest_url`.
+
+    `dest` names where the URL came from, in messages.
 
     Raises ConfigError (one line, no URL) and writes nothing when the
     destination is not migrated or already has jobs, or either side fails.
@@ -112,12 +114,12 @@ def copy_queue(source: Path, data_dir: Path, dest_url: str) -> Copied:
     sessions = [(sid, _session(data_dir, sid)) for sid in session_ids(data_dir)]
     try:
         with psycopg.connect(dest_url, connect_timeout=10) as conn:
-            _write(conn, read, [(sid, files) for sid, files in sessions if files is not None])
+            _write(conn, read, [(sid, files) for sid, files in sessions if files is not None], dest)
     except psycopg.OperationalError as error:
-        raise connect_error(error, "DEST") from None
+        raise connect_error(error, dest) from None
     except psycopg.Error as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ConfigError(f"the copy into the destination failed: {first} (DEST)") from None
+        raise ConfigError(f"the copy into the destination failed: {first} ({dest})") from None
     queued = sum(1 for row in read.jobs if row[6] == "queued")
     running = sum(1 for row in read.jobs if row[6] == "running")
     return Copied(
@@ -163,20 +165,21 @@ def _write(
     conn: psycopg.Connection[tuple[Any, ...]],
     read: _Source,
     sessions: Sequence[tuple[str, SessionFiles]],
+    dest: str,
 ) -> None:
     with conn.transaction():
         found = version(conn)
         if found != SCHEMA_VERSION:
             raise ConfigError(
                 f"the destination has schema version {found}; this Neo needs {SCHEMA_VERSION}:"
-                " run `neo db migrate` on it first (DEST)"
+                f" run `neo db migrate` on it first ({dest})"
             )
         # No intake may queue a job between the check and the copy.
         conn.execute("LOCK TABLE neo_jobs IN EXCLUSIVE MODE")
         if conn.execute("SELECT EXISTS (SELECT 1 FROM neo_jobs)").fetchone() == (True,):
             raise ConfigError(
                 "the destination already has jobs;"
-                " `neo db copy` moves a queue into an empty one (DEST)"
+                f" `neo db copy` moves a queue into an empty one ({dest})"
             )
         _copy_rows(conn, read, sessions)
 
@@ -216,6 +219,10 @@ def _copy_rows(
             )
     if read.jobs:
         conn.execute(_NEXT_ID)
+        # procrastinate's fetch is planned from the tables' statistics: without
+        # them, until autovacuum's first pass, each claim would sort every
+        # copied job still waiting.
+        conn.execute("ANALYZE neo_jobs, procrastinate_jobs")
 
 
 def _job_row(row: Sequence[Any]) -> tuple[Any, ...]:

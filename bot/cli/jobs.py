@@ -88,7 +88,7 @@ def jobs_command(args: argparse.Namespace) -> int:
         url, source = default_queue_url(), "the default; set NEO_QUEUE_URL or pass --queue-url"
     try:
         # An operator's typo should not leave an empty database behind.
-        queue = open_queue(url, source=source, create=False)
+        queue = open_queue(url, source=source, create=False, listen=False)
     except ConfigError as error:
         return _fail(f"neo: error: {error}", EXIT_USAGE)
     return asyncio.run(_run(args, queue))

@@ -239,7 +239,9 @@ def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
                 trigger_label=settings.trigger_label,
                 allowed_bots=settings.allowed_bots,
             )
-            queue = open_queue(settings.queue, job_timeout=settings.job_timeout)
+            queue = open_queue(
+                settings.queue, job_timeout=settings.job_timeout, listen=settings.workers > 0
+            )
             try:
                 log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))
                 yield Intake(settings.webhook_secret.get_secret_value().encode(), rules, queue)

@@ -153,6 +153,23 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
 }
 
+# procrastinate's event log: row triggers write a procrastinate_events row for
+# every job inserted and every change of status. Neo keeps a job's times and
+# outcome in its own row, and the log's insert alone halved the intake's
+# rate (bench/webhooks.py: 1,125 deliveries/s with it, 2,567 without). Its
+# triggers are turned off at every migration, so also after an upgrade of
+# procrastinate that makes them anew; the log stays empty.
+_QUIET_EVENT_LOG = """DO $$
+DECLARE found record;
+BEGIN
+    FOR found IN SELECT tgname FROM pg_trigger
+        WHERE tgrelid = 'procrastinate_jobs'::regclass AND NOT tgisinternal
+        AND tgname LIKE 'procrastinate\\_trigger\\_%events%' AND tgenabled <> 'D'
+    LOOP
+        EXECUTE format('ALTER TABLE procrastinate_jobs DISABLE TRIGGER %I', found.tgname);
+    END LOOP;
+END $$"""
+
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS neo_schema (version integer NOT NULL)"
 
 
@@ -162,6 +179,9 @@ class Migrated:
 
     before: int
     after: int
+    # procrastinate's migrations an upgrade of it applied, oldest first (its
+    # first install is part of Neo's version 4).
+    procrastinate: tuple[str, ...] = ()
 
 
 def connect_error(error: psycopg.Error, source: str) -> ConfigError:
@@ -245,26 +265,34 @@ def migrate(url: str, *, source: str = "NEO_QUEUE_URL") -> Migrated:
                 if later == _PROCRASTINATE_FROM:
                     # Its whole schema, as its release has it: already current.
                     conn.execute(SchemaManager.get_schema().encode())
+                    conn.execute(_QUIET_EVENT_LOG.encode())
                     level = procrastinate_level()
                 for statement in MIGRATIONS[later]:
                     conn.execute(statement.encode())
-            upgraded = _upgrade_procrastinate(conn, level)
-            if before < SCHEMA_VERSION or upgraded != level:
+            if before < _PROCRASTINATE_FROM:
+                # Jobs moved into procrastinate's table: its fetch is planned
+                # from statistics, which a new table has none of.
+                conn.execute("ANALYZE neo_jobs, procrastinate_jobs")
+            applied = _upgrade_procrastinate(conn, level)
+            conn.execute(_QUIET_EVENT_LOG.encode())
+            if before < SCHEMA_VERSION or applied:
                 conn.execute("DELETE FROM neo_schema")
                 conn.execute(
                     "INSERT INTO neo_schema (version, procrastinate) VALUES (%s, %s)",
-                    (SCHEMA_VERSION, upgraded),
+                    (SCHEMA_VERSION, applied[-1] if applied else level),
                 )
     except psycopg.OperationalError as error:
         raise connect_error(error, source) from None
     except psycopg.Error as error:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise ConfigError(f"the queue database's migration failed: {first} ({source})") from None
-    return Migrated(before=before, after=SCHEMA_VERSION)
+    return Migrated(before=before, after=SCHEMA_VERSION, procrastinate=applied)
 
 
-def _upgrade_procrastinate(conn: psycopg.Connection[tuple[Any, ...]], level: str | None) -> str:
-    """Apply the installed procrastinate's migrations newer than `level`; the new level.
+def _upgrade_procrastinate(
+    conn: psycopg.Connection[tuple[Any, ...]], level: str | None
+) -> tuple[str, ...]:
+    """Apply the installed procrastinate's migrations newer than `level`; their names.
 
     A newer procrastinate's release notes split its migrations into those to
     apply before deploying it and those after; `neo db migrate` runs both at
@@ -272,9 +300,9 @@ def _upgrade_procrastinate(conn: psycopg.Connection[tuple[Any, ...]], level: str
     """
     if level is None:
         raise ConfigError("the queue database holds no procrastinate schema")
-    newest = level
+    applied = []
     for path in _procrastinate_migrations():
         if path.stem > level:
             conn.execute(path.read_text(encoding="utf-8").encode())
-            newest = path.stem
-    return newest
+            applied.append(path.stem)
+    return tuple(applied)

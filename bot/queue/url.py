@@ -72,6 +72,7 @@ def open_queue(
     source: str = "NEO_QUEUE_URL",
     create: bool = True,
     job_timeout: float | None = None,
+    listen: bool = True,
 ) -> JobQueue:
     """Open the queue `url` names, creating its SQLite file (and directory) if `create`.
 
@@ -80,11 +81,13 @@ def open_queue(
 
     A PostgreSQL database is never created here, nor migrated: its schema
     must be current (`neo db migrate`). `source` is where the URL came from,
-    for error messages.
+    for error messages. Without `listen` a PostgreSQL queue does not hear of
+    other hosts' new jobs: a process that runs no workers has no use for it,
+    and each job queued anywhere would wake it.
     """
     if is_postgres_url(url):
         check_schema(url, source=source)
-        return PostgresQueue(url, job_timeout=job_timeout)
+        return PostgresQueue(url, job_timeout=job_timeout, listen=listen)
     path = sqlite_path(url, source=source)
     if not create and not path.exists():
         raise ConfigError(f"no queue database at {path} ({source})")

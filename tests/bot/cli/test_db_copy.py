@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from bot.jobs import Conclusion, JobOutcome, JobState
@@ -103,13 +104,22 @@ def test_it_moves_jobs_sessions_and_spend_and_a_second_copy_is_refused(
             assert await queue.spent_since(0.0, repository="octo/hello") == 0.25
 
     asyncio.run(check())
+    # Analysed on the way in: procrastinate's fetch is planned from what the
+    # statistics say of the copied jobs.
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute(
+            "SELECT relname, reltuples FROM pg_class"
+            " WHERE relname IN ('neo_jobs', 'procrastinate_jobs') ORDER BY relname"
+        ).fetchall()
+    assert rows == [("neo_jobs", 3.0), ("procrastinate_jobs", 3.0)]
 
-    twice = neo(sqlite_url(data / "neo.db"), postgres_url)
+    # DEST left out: NEO_QUEUE_URL's, so no password is in the process list.
+    twice = neo(sqlite_url(data / "neo.db"), env={"NEO_QUEUE_URL": postgres_url})
     assert twice.returncode == 2
     assert twice.stdout == ""
     assert twice.stderr == (
         "neo: error: the destination already has jobs;"
-        " `neo db copy` moves a queue into an empty one (DEST)\n"
+        " `neo db copy` moves a queue into an empty one (NEO_QUEUE_URL)\n"
     )
 
 
@@ -143,6 +153,8 @@ def test_sessions_come_from_neo_data_dir_when_the_queue_file_is_elsewhere(
         (UNREACHABLE, "postgres", "`neo db copy` copies from a sqlite:///PATH queue (SOURCE)"),
         ("sqlite", UNREACHABLE.replace("postgresql", "mysql"), "copies into a postgresql://"),
         ("sqlite", UNREACHABLE, "cannot reach the queue database: "),
+        # No DEST, and no NEO_QUEUE_URL to stand in for it.
+        ("sqlite", "omitted", "no destination: set NEO_QUEUE_URL or pass DEST"),
         ("sqlite", "empty", "the destination has schema version 0; this Neo needs"),
         ("missing", "postgres", "no queue database at "),
         ("not-a-queue", "postgres", "is not a Neo queue database (SOURCE)"),
@@ -168,7 +180,7 @@ def test_refusals_are_one_line_without_a_url_or_a_password(
     elif dest == "empty":
         dest = request.getfixturevalue("postgres_empty_url")
 
-    done = neo(source_url, dest)
+    done = neo(source_url) if dest == "omitted" else neo(source_url, dest)
 
     assert done.returncode == 2
     assert done.stdout == ""

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from procrastinate.schema import SchemaManager
 
-from bot.jobs import JobState
+from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import (
     PostgresQueue,
     QueueError,
@@ -156,6 +156,40 @@ async def test_version_3_jobs_move_into_procrastinate_with_their_states(
         assert (await queue.get(4)).state is JobState.QUEUED  # type: ignore[union-attr]
 
 
+def _event_triggers(url: str) -> dict[str, bool]:
+    """procrastinate's event-log triggers on its jobs table, and whether each is on."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT tgname, tgenabled <> 'D' FROM pg_trigger"
+            " WHERE tgrelid = 'procrastinate_jobs'::regclass AND tgname LIKE '%events%'"
+        ).fetchall()
+    return {str(name): bool(on) for name, on in rows}
+
+
+async def test_procrastinate_keeps_no_event_log_of_neos_jobs(postgres_url: str) -> None:
+    assert set(_event_triggers(postgres_url)) == {
+        "procrastinate_trigger_status_events_insert_v1",
+        "procrastinate_trigger_status_events_update_v1",
+        "procrastinate_trigger_scheduled_events_v1",
+        "procrastinate_trigger_abort_requested_events_v1",
+    }
+    assert not any(_event_triggers(postgres_url).values())
+    async with PostgresQueue(postgres_url, listen=False) as queue:
+        first = await enqueue_one(queue, "d1")
+        await enqueue_one(queue, "d2")
+        assert (await queue.claim("w1", 30)) is not None
+        assert await queue.cancel(first)
+        await queue.finish(first, "w1", JobOutcome(conclusion=Conclusion.CANCELLED))
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM procrastinate_events").fetchone() == (0,)
+        # The notification trigger, which wakes workers, stays on.
+        notify = conn.execute(
+            "SELECT tgenabled FROM pg_trigger"
+            " WHERE tgname = 'procrastinate_jobs_notify_queue_job_inserted_v1'"
+        ).fetchone()
+    assert notify == ("O",)
+
+
 def _procrastinate_schema(url: str) -> set[tuple[str, ...]]:
     """procrastinate's functions (with their arguments), columns, enum values,
     triggers and indexes in a database."""
@@ -194,7 +228,17 @@ def test_an_older_procrastinate_schema_is_refused_then_brought_up_to_date(
         " (NEO_QUEUE_URL)"
     )
 
-    migrate(postgres_empty_url)
+    upgraded = migrate(postgres_empty_url)
+    assert (upgraded.before, upgraded.after) == (SCHEMA_VERSION, SCHEMA_VERSION)
+    # Release 3.3's and 3.4's, in order (and any later release's after them).
+    assert upgraded.procrastinate[:3] == (
+        "03.03.00_01_pre_priority_lock_fetch_job",
+        "03.04.00_01_pre_add_retry_failed_job_procedure",
+        "03.04.00_50_post_add_retry_failed_job_procedure",
+    )
+    assert upgraded.procrastinate[-1] == procrastinate_level()
+    assert _event_triggers(postgres_empty_url)
+    assert not any(_event_triggers(postgres_empty_url).values())
     check_schema(postgres_empty_url)
     name = urlsplit(postgres_empty_url).path.lstrip("/")
     fresh = postgres_server.create_database(f"{name}_fresh", template="template0")
