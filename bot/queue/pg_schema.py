@@ -156,7 +156,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 # procrastinate's event log: row triggers write a procrastinate_events row for
 # every job inserted and every change of status. Neo keeps a job's times and
 # outcome in its own row, and the log's insert alone halved the intake's
-# rate (bench/webhooks.py: 1,125 deliveries/s with it, 2,567 without). Its
+# rate (bench/webhooks.py: 1,125 deliveries/s with it, about 2,100 without). Its
 # triggers are turned off at every migration, so also after an upgrade of
 # procrastinate that makes them anew; the log stays empty.
 _QUIET_EVENT_LOG = """DO $$
