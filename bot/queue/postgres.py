@@ -156,10 +156,14 @@ _ENQUEUE = (
 # Many one-request deliveries at once (no delivery id twice): for each, whether
 # it is new and the id of the job it made. A job not made for a new delivery
 # has a key stored before, or by an earlier delivery of the batch.
+#
+# The batch arrives as one JSON array of [delivery, kind, key, thread,
+# request] rows: orjson writes it in C, where psycopg's text arrays were
+# escaped element by element in Python (a tenth of `neo serve`'s CPU).
 _ENQUEUE_BATCH = (
-    "WITH input AS (SELECT * FROM unnest(%(deliveries)s::text[], %(kinds)s::text[],"
-    " %(keys)s::text[], %(threads)s::text[], %(requests)s::text[]) WITH ORDINALITY"
-    " AS i (delivery_id, kind, dedupe_key, thread_key, request, n)),"
+    "WITH input AS (SELECT e.v ->> 0 AS delivery_id, e.v ->> 1 AS kind,"
+    " e.v ->> 2 AS dedupe_key, e.v ->> 3 AS thread_key, e.v ->> 4 AS request, e.n"
+    " FROM json_array_elements(%(batch)s::json) WITH ORDINALITY AS e (v, n)),"
     " delivery AS (INSERT INTO neo_deliveries (id, received_at)"
     " SELECT delivery_id, %(now)s FROM input ON CONFLICT (id) DO NOTHING RETURNING id),"
     " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request,"
@@ -364,11 +368,9 @@ class PostgresQueue:
     async def _commit(self, batch: builtins.list[_Pending]) -> None:
         params = {
             "now": self._clock(),
-            "deliveries": [pending.delivery_id for pending in batch],
-            "kinds": [pending.row[0] for pending in batch],
-            "keys": [pending.row[1] for pending in batch],
-            "threads": [pending.row[2] for pending in batch],
-            "requests": [pending.row[3] for pending in batch],
+            "batch": orjson.dumps(
+                [(pending.delivery_id, *pending.row) for pending in batch]
+            ).decode(),
         }
         try:
             async with self._connection() as conn:
