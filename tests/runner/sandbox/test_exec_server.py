@@ -20,6 +20,7 @@ import pytest
 
 from runner.sandbox import exec_server
 from runner.sandbox.output_buffer import OutputBuffer
+from tests.processes import Process, wait_gone
 
 AGENT = Path(exec_server.__file__)
 
@@ -137,14 +138,13 @@ def test_cancel_kills_the_command_s_process_group(agent: Agent, tmp_path: Path) 
             "timeout": 60,
         }
     )
-    child = int(wait_for_text(tmp_path / "bg.pid"))
-    since = start_time(child)
+    child = Process.seen(int(wait_for_text(tmp_path / "bg.pid")))
 
     agent.send({"id": 2, "op": "cancel", "target": 1})
 
     answer = agent.receive()
     assert (answer["id"], answer["exit_code"], answer["timed_out"]) == (1, -9, False)
-    assert wait_gone(child, since)
+    assert wait_gone(child)
 
 
 def test_a_cancel_that_overtakes_its_command_still_ends_it(agent: Agent) -> None:
@@ -161,11 +161,10 @@ def test_when_stdin_closes_it_ends_its_commands_and_exits(agent: Agent, tmp_path
     agent.send(
         {"id": 1, "op": "run", "argv": ["bash", "-c", "echo $$ > pid; sleep 300"], "timeout": 60}
     )
-    command = int(wait_for_text(tmp_path / "pid"))
-    since = start_time(command)
+    command = Process.seen(int(wait_for_text(tmp_path / "pid")))
 
     assert agent.close() == 0
-    assert wait_gone(command, since)
+    assert wait_gone(command)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -193,36 +192,6 @@ def wait_for_text(path: Path) -> str:
             return path.read_text().strip()
         time.sleep(0.01)
     raise AssertionError(f"{path} never appeared")
-
-
-def _stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields after the command name (state first), or None when gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def start_time(pid: int) -> str:
-    """When `pid` started, in clock ticks since boot: with the pid, who it is."""
-    fields = _stat(pid)
-    assert fields is not None, f"process {pid} is not running"
-    return fields[19]
-
-
-def wait_gone(pid: int, since: str) -> bool:
-    """Whether the process `pid` that started at `since` ends within 10 s.
-
-    On a machine running the suite in four processes a signalled process can
-    take longer than a second to be reaped, and with pid_max at 32,768 its pid
-    may by then be another process's: that one, started later, is not it.
-    """
-    for _ in range(1000):
-        fields = _stat(pid)
-        if fields is None or fields[0] in ("Z", "X") or fields[19] != since:
-            return True
-        time.sleep(0.01)
-    return False
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ import pytest
 from runner.sandbox import LocalSandbox, PathOutsideTree, SandboxError
 from runner.sandbox.base import COMMAND_ENV
 from runner.sandbox.local import command_env, is_secret_name
+from tests.processes import Process, until_gone
 
 
 @pytest.fixture
@@ -24,19 +25,6 @@ def tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def sandbox(tree: Path) -> LocalSandbox:
     return LocalSandbox(tree)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs; a zombie waiting for its parent to reap it does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:  # reaped in between
-        return False
-    return state not in ("Z", "X")
 
 
 async def wait_for_file(path: Path) -> str:
@@ -289,13 +277,9 @@ async def test_timeout_kills_the_whole_process_group(sandbox: LocalSandbox, tree
     assert result.timed_out
     assert result.exit_code == -9
     assert result.output == b"started\n"
-    child = int((tree / "child.pid").read_text())
-    # Up to 10 s: a loaded machine (the suite runs in four processes) reaps slowly.
-    for _ in range(1000):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.01)
-    assert not alive(child)
+    # Read after the kill: known by what it ran.
+    child = Process.running(int((tree / "child.pid").read_text()), ["sleep", "300"])
+    assert await until_gone(child)
 
 
 async def test_background_process_holding_the_output_is_stopped_when_the_command_ends(
@@ -308,13 +292,8 @@ async def test_background_process_holding_the_output_is_stopped_when_the_command
     assert not result.timed_out
     assert result.exit_code == 0
     assert result.output == b"done\n"
-    child = int((tree / "bg.pid").read_text())
-    # Up to 10 s: a loaded machine (the suite runs in four processes) reaps slowly.
-    for _ in range(1000):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.01)
-    assert not alive(child)
+    child = Process.running(int((tree / "bg.pid").read_text()), ["sleep", "300"])
+    assert await until_gone(child)
 
 
 async def test_background_process_with_its_own_output_keeps_running(
@@ -328,7 +307,7 @@ async def test_background_process_with_its_own_output_keeps_running(
     try:
         assert result.output == b"done\n"
         assert not result.timed_out
-        assert alive(child)
+        assert Process.seen(child).alive()
     finally:
         os.kill(child, 9)
 
@@ -337,18 +316,13 @@ async def test_cancelling_run_kills_the_process_group(sandbox: LocalSandbox, tre
     task = asyncio.create_task(
         sandbox.run(["bash", "-c", "sleep 300 & echo $! > bg.pid; wait"], timeout=60)
     )
-    child = int(await wait_for_file(tree / "bg.pid"))
+    child = Process.seen(int(await wait_for_file(tree / "bg.pid")))
 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    # Up to 10 s: a loaded machine (the suite runs in four processes) reaps slowly.
-    for _ in range(1000):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.01)
-    assert not alive(child)
+    assert await until_gone(child)
 
 
 async def test_secrets_do_not_reach_commands(
@@ -507,15 +481,10 @@ async def test_aclose_ends_running_commands(sandbox: LocalSandbox, tree: Path) -
     task = asyncio.create_task(
         sandbox.run(["bash", "-c", "sleep 300 & echo $! > bg.pid; wait"], timeout=60)
     )
-    child = int(await wait_for_file(tree / "bg.pid"))
+    child = Process.seen(int(await wait_for_file(tree / "bg.pid")))
 
     await sandbox.aclose()
 
     with pytest.raises(SandboxError):
         await task
-    # Up to 10 s: a loaded machine (the suite runs in four processes) reaps slowly.
-    for _ in range(1000):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.01)
-    assert not alive(child)
+    assert await until_gone(child)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from pathlib import Path
 
@@ -12,24 +11,7 @@ import pytest
 from runner.llm.types import JSONObject
 from runner.sandbox import LocalSandbox
 from runner.tools import BashOutputTool, BashTool, KillShellTool, ToolContext, ToolError
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs; a zombie awaiting its reaper does not."""
-    try:
-        os.kill(pid, 0)
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (ProcessLookupError, OSError):
-        return False
-    return state not in ("Z", "X")
-
-
-async def until_gone(pid: int) -> bool:
-    for _ in range(500):
-        if not alive(pid):
-            return True
-        await asyncio.sleep(0.01)
-    return False
+from tests.processes import Process, until_gone
 
 
 async def start(sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: str) -> str:
@@ -94,12 +76,12 @@ async def test_a_server_keeps_running_between_calls_until_killed(
     pid = int((tree / "server.pid").read_text())
     assert done.content == f"{pid}\nexit code: 0"
     assert await read(sandbox, ctx, ident) == f"{ident} is still running"
-    assert alive(pid)
+    server = Process.seen(pid)
 
     stopped = await KillShellTool(sandbox)({"id": ident}, ctx)
 
     assert stopped.content == f"{ident} stopped; exit code: -9"
-    assert await until_gone(pid)
+    assert await until_gone(server)
 
 
 @pytest.mark.parametrize(
@@ -139,12 +121,11 @@ async def test_closing_the_sandbox_stops_background_commands_and_their_children(
         if (tree / "child.pid").exists() and (tree / "main.pid").exists():
             break
         await asyncio.sleep(0.01)
-    pids = [int((tree / name).read_text()) for name in ("child.pid", "main.pid")]
-    assert all(alive(pid) for pid in pids)
+    processes = [Process.seen(int((tree / name).read_text())) for name in ("child.pid", "main.pid")]
 
     await sandbox.aclose()
 
-    assert [await until_gone(pid) for pid in pids] == [True, True]
+    assert [await until_gone(process) for process in processes] == [True, True]
 
 
 async def test_a_background_command_runs_in_workdir_and_is_refused_outside(

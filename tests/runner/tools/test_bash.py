@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -9,25 +8,13 @@ import pytest
 from runner.agent.capping import cap_text
 from runner.sandbox import LocalSandbox
 from runner.tools import BashTool, ToolContext, ToolError, ToolOutput
+from tests.processes import Process, until_gone
 
 
 async def bash(
     sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: float | str
 ) -> ToolOutput:
     return await BashTool(sandbox)({"command": command, **extra}, ctx)
-
-
-def gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    # Killed but not yet reaped by its new parent: a zombie runs no more.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # reaped in between
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 async def test_output_then_exit_code(sandbox: LocalSandbox, ctx: ToolContext) -> None:
@@ -129,12 +116,9 @@ async def test_timeout_kills_the_process_group_and_is_an_error(
         total_bytes=8,
         total_lines=1,
     )
-    child = int((tree / "child.pid").read_text())
-    for _ in range(100):
-        if gone(child):
-            break
-        await asyncio.sleep(0.01)
-    assert gone(child)
+    # Read after the kill: known by what it ran.
+    child = Process.running(int((tree / "child.pid").read_text()), ["sleep", "300"])
+    assert await until_gone(child)
 
 
 HINT = " (start servers and watchers with run_in_background)"
