@@ -49,6 +49,8 @@ from bot.queue.rows import (
     ended_outcome,
     job_from_row,
     list_filter,
+    spend_lines,
+    spent_by,
     stopped_outcome,
 )
 
@@ -447,24 +449,22 @@ class PostgresQueue:
                 " AND kind = 'run' AND id < %s AND status IN ('todo', 'doing')"
                 " ORDER BY id FOR UPDATE)"
                 " SELECT id, status = 'doing', procrastinate_cancel_job_v1(id, status = 'doing',"
-                " false) FROM stopping",
+                " false) FROM stopping ORDER BY id",
                 (thread_key, request_id),
             )
             stopping = await cursor.fetchall()
-            cancelled = [(job_id,) for job_id, running, _ in stopping if not running]
-            requested = [(job_id,) for job_id, running, _ in stopping if running]
+            # In id order (the statement's), as CancelApplied lists them.
+            cancelled = tuple(int(job_id) for job_id, running, _ in stopping if not running)
+            requested = tuple(int(job_id) for job_id, running, _ in stopping if running)
             await conn.execute(
                 "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = ANY(%s)",
                 (
                     encode_outcome(JobOutcome(conclusion=Conclusion.CANCELLED, error=reason)),
                     now,
-                    [job_id for (job_id,) in cancelled],
+                    list(cancelled),
                 ),
             )
-            applied = CancelApplied(
-                cancelled=tuple(sorted(int(job_id) for (job_id,) in cancelled)),
-                cancel_requested=tuple(sorted(int(job_id) for (job_id,) in requested)),
-            )
+            applied = CancelApplied(cancelled=cancelled, cancel_requested=requested)
             # Written now, not when the request finishes: the stopped run looks
             # here for who stopped it as soon as its heartbeat tells it to.
             await conn.execute(
@@ -685,13 +685,8 @@ class PostgresQueue:
     async def spent_since(
         self, since: float, *, repository: str | None = None, installation_id: int | None = None
     ) -> float:
-        if (repository is None) == (installation_id is None):
-            raise ValueError("name exactly one of a repository and an installation")
-        value: object
-        if repository is not None:
-            sql, value = _SPENT_BY_REPOSITORY, repository.lower()
-        else:
-            sql, value = _SPENT_BY_INSTALLATION, installation_id
+        by_repository, value = spent_by(repository, installation_id)
+        sql = _SPENT_BY_REPOSITORY if by_repository else _SPENT_BY_INSTALLATION
         rows = await self._read(sql, (value, since))
         return float(rows[0][0])
 
@@ -700,10 +695,7 @@ class PostgresQueue:
     ) -> builtins.list[SpendLine]:
         name = None if repository is None else repository.lower()
         rows = await self._read(_SPEND_LINES, (since, name, name))
-        return [
-            SpendLine(day, repo, model, int(jobs), float(cost), int(tokens_in), int(tokens_out))
-            for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
-        ]
+        return spend_lines(rows)
 
     # -- sessions -------------------------------------------------------------
 

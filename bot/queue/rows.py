@@ -12,9 +12,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState
-from bot.queue.base import CancelApplied
+from bot.queue.base import CancelApplied, SpendLine
 
-__all__ = ["encode_outcome", "ended_outcome", "job_from_row", "list_filter", "stopped_outcome"]
+__all__ = [
+    "encode_outcome",
+    "ended_outcome",
+    "job_from_row",
+    "list_filter",
+    "spend_lines",
+    "spent_by",
+    "stopped_outcome",
+]
 
 
 def encode_outcome(outcome: JobOutcome) -> str:
@@ -83,3 +91,23 @@ def list_filter(
         prefix = repository.lower()
         params.extend((prefix + "#", prefix + "$"))
     return (f" WHERE {' AND '.join(where)}" if where else ""), params
+
+
+def spent_by(repository: str | None, installation_id: int | None) -> tuple[bool, object]:
+    """`spent_since`'s filter: whether it is by repository, and the value to match.
+
+    Exactly one of the two is given; a repository matches in any case.
+    """
+    if (repository is None) == (installation_id is None):
+        raise ValueError("name exactly one of a repository and an installation")
+    if repository is not None:
+        return True, repository.lower()
+    return False, installation_id
+
+
+def spend_lines(rows: Sequence[Sequence[Any]]) -> list[SpendLine]:
+    """`spend`'s lines from (day, repository, model, jobs, cost, tokens in, tokens out) rows."""
+    return [
+        SpendLine(day, repo, model, int(jobs), float(cost), int(tokens_in), int(tokens_out))
+        for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
+    ]

@@ -42,6 +42,8 @@ from bot.queue.rows import (
     ended_outcome,
     job_from_row,
     list_filter,
+    spend_lines,
+    spent_by,
     stopped_outcome,
 )
 from runner.errors import ConfigError
@@ -545,13 +547,8 @@ class SqliteQueue:
     async def spent_since(
         self, since: float, *, repository: str | None = None, installation_id: int | None = None
     ) -> float:
-        if (repository is None) == (installation_id is None):
-            raise ValueError("name exactly one of a repository and an installation")
-        value: object
-        if repository is not None:
-            sql, value = _SPENT_BY_REPOSITORY, repository.lower()
-        else:
-            sql, value = _SPENT_BY_INSTALLATION, installation_id
+        by_repository, value = spent_by(repository, installation_id)
+        sql = _SPENT_BY_REPOSITORY if by_repository else _SPENT_BY_INSTALLATION
         rows = await self._read(sql, (value, since))
         return float(rows[0][0])
 
@@ -561,10 +558,7 @@ class SqliteQueue:
         # NULL matches every repository: one statement, no text built at run time.
         name = None if repository is None else repository.lower()
         rows = await self._read(_SPEND_LINES, (since, name, name))
-        return [
-            SpendLine(day, repo, model, jobs, float(cost), int(tokens_in), int(tokens_out))
-            for day, repo, model, jobs, cost, tokens_in, tokens_out in rows
-        ]
+        return spend_lines(rows)
 
     async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
         def query() -> list[Any]:
