@@ -20,7 +20,7 @@ import psycopg
 
 from bot.jobs import JobState
 from bot.queue.base import SessionFiles
-from bot.queue.pg_schema import SCHEMA_VERSION, connect_error, version
+from bot.queue.pg_schema import SCHEMA_VERSION, connect_error, first_line, version
 from bot.queue.postgres import STATUS_OF_STATE
 from bot.worker.sessions import read_session_files
 from runner.errors import ConfigError
@@ -118,8 +118,9 @@ def copy_queue(source: Path, data_dir: Path, dest_url: str, *, dest: str = "DEST
     except psycopg.OperationalError as error:
         raise connect_error(error, dest) from None
     except psycopg.Error as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ConfigError(f"the copy into the destination failed: {first} ({dest})") from None
+        raise ConfigError(
+            f"the copy into the destination failed: {first_line(error)} ({dest})"
+        ) from None
     queued = sum(1 for row in read.jobs if row[6] == "queued")
     running = sum(1 for row in read.jobs if row[6] == "running")
     return Copied(

@@ -24,6 +24,7 @@ __all__ = [
     "Migrated",
     "check_schema",
     "connect_error",
+    "first_line",
     "migrate",
     "procrastinate_level",
     "version",
@@ -184,10 +185,14 @@ class Migrated:
     procrastinate: tuple[str, ...] = ()
 
 
+def first_line(error: BaseException) -> str:
+    """A database error's first line: libpq's later lines may echo the connection string."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def connect_error(error: psycopg.Error, source: str) -> ConfigError:
     """One line for a failed connection, without the URL (nor a password libpq echoed)."""
-    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-    return ConfigError(f"cannot reach the queue database: {first} ({source})")
+    return ConfigError(f"cannot reach the queue database: {first_line(error)} ({source})")
 
 
 def _procrastinate_migrations() -> list[Path]:
@@ -265,6 +270,7 @@ def migrate(url: str, *, source: str = "NEO_QUEUE_URL") -> Migrated:
                 if later == _PROCRASTINATE_FROM:
                     # Its whole schema, as its release has it: already current.
                     conn.execute(SchemaManager.get_schema().encode())
+                    # Now, before this version's statements move older jobs in.
                     conn.execute(_QUIET_EVENT_LOG.encode())
                     level = procrastinate_level()
                 for statement in MIGRATIONS[later]:
@@ -284,8 +290,9 @@ def migrate(url: str, *, source: str = "NEO_QUEUE_URL") -> Migrated:
     except psycopg.OperationalError as error:
         raise connect_error(error, source) from None
     except psycopg.Error as error:
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ConfigError(f"the queue database's migration failed: {first} ({source})") from None
+        raise ConfigError(
+            f"the queue database's migration failed: {first_line(error)} ({source})"
+        ) from None
     return Migrated(before=before, after=SCHEMA_VERSION, procrastinate=applied)
 
 

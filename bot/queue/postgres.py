@@ -44,6 +44,7 @@ from bot.queue.base import (
     overran,
     queue_snapshot,
 )
+from bot.queue.pg_schema import first_line
 from bot.queue.rows import (
     encode_outcome,
     ended_outcome,
@@ -742,7 +743,7 @@ class PostgresQueue:
                 # statement after `connect_timeout`, not the opening.
                 await self._pool.open(wait=False)
             except Exception as error:
-                raise QueueError(f"the queue database failed: {_line(error)}") from None
+                raise QueueError(f"the queue database failed: {first_line(error)}") from None
             self._opened = True
             if self._listen and self._listener is None:
                 self._listener = asyncio.create_task(self._listen_loop(), name="neo-queue-listen")
@@ -755,7 +756,7 @@ class PostgresQueue:
             async with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as error:
-            raise QueueError(f"the queue database failed: {_line(error)}") from error
+            raise QueueError(f"the queue database failed: {first_line(error)}") from error
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Conn]:
@@ -765,7 +766,7 @@ class PostgresQueue:
                 async with conn.transaction():
                     yield conn
             except psycopg.Error as error:
-                raise QueueError(f"the queue database failed: {_line(error)}") from error
+                raise QueueError(f"the queue database failed: {first_line(error)}") from error
 
     async def _notify(self) -> None:
         with contextlib.suppress(QueueError):
@@ -841,10 +842,6 @@ def _ids(found: Sequence[Sequence[Any]]) -> builtins.list[tuple[bool, int | None
         (bool(fresh), None if made is None else int(made), None if old is None else int(old))
         for fresh, made, old in found
     ]
-
-
-def _line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _request_row(request: JobRequest) -> _Row:
