@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 PROTOCOL = 1
@@ -522,6 +522,12 @@ class Agent:
         # Background commands by the id `spawn` gave them.
         self.background: dict[str, Background] = {}
         self.spawned = 0
+        # Commands between their start and their record above, and whether
+        # stdin has closed: the shutdown waits for those records, so no
+        # command started as it came escapes its kill.
+        self.starting_now = 0
+        self.closing = False
+        self.recorded = threading.Condition(self.groups_lock)
         self.oom_score_adj = read_oom_score_adj()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -549,6 +555,9 @@ class Agent:
                 self.send({"id": ident, "ok": False, "error": os_error(error)})
         # stdin closed: the runner is gone, and nothing may outlive it.
         with self.groups_lock:
+            self.closing = True
+            while self.starting_now:
+                self.recorded.wait()
             groups = list(self.groups.values())
             groups += [command.process.pid for command in self.background.values()]
         for pgid in groups:
@@ -626,6 +635,20 @@ class Agent:
         cwd = self.root if request.get("cwd") is None else directory(self.root, request["cwd"])
         return argv, cwd
 
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """Around starting a command and recording it; refused once stdin has closed."""
+        with self.groups_lock:
+            if self.closing:
+                raise OSError(errno.ESHUTDOWN, "the agent is shutting down")
+            self.starting_now += 1
+        try:
+            yield
+        finally:
+            with self.groups_lock:
+                self.starting_now -= 1
+                self.recorded.notify_all()
+
     def popen(self, argv: list[str], cwd: str, request: dict[str, Any]) -> subprocess.Popen[bytes]:
         """Start `argv` in a process group of its own, its output piped."""
         env = dict(os.environ) if request.get("inherit_env", True) else {}
@@ -647,12 +670,13 @@ class Agent:
 
     def spawn(self, request: dict[str, Any]) -> dict[str, Any]:
         # A missing program is bash's to report: the tools always run bash.
-        process = self.popen(*self.command(request), request)
-        command = Background(process)
-        with self.groups_lock:
-            self.spawned += 1
-            target = f"bash_{self.spawned}"
-            self.background[target] = command
+        with self.starting():
+            process = self.popen(*self.command(request), request)
+            command = Background(process)
+            with self.groups_lock:
+                self.spawned += 1
+                target = f"bash_{self.spawned}"
+                self.background[target] = command
         try:
             start_thread(command.pump)
         except OSError:
@@ -686,21 +710,22 @@ class Agent:
         argv, cwd = self.command(request)
         timeout = float(request["timeout"])
         output = Output(int(request.get("limit", OUTPUT_LIMIT)))
-        try:
-            process = self.popen(argv, cwd, request)
-        except FileNotFoundError:
-            return exec_result(127, f"{argv[0]}: command not found\n".encode(), False, None)
-        except PermissionError:
-            return exec_result(126, f"{argv[0]}: permission denied\n".encode(), False, None)
-        # start_new_session makes the child the leader of a new process group
-        # whose id is its pid: killing the group reaches everything it started.
-        pgid = process.pid
+        with self.starting():
+            try:
+                process = self.popen(argv, cwd, request)
+            except FileNotFoundError:
+                return exec_result(127, f"{argv[0]}: command not found\n".encode(), False, None)
+            except PermissionError:
+                return exec_result(126, f"{argv[0]}: permission denied\n".encode(), False, None)
+            # start_new_session makes the child the leader of a new process group
+            # whose id is its pid: killing the group reaches everything it started.
+            pgid = process.pid
+            with self.groups_lock:
+                self.groups[ident] = pgid
+                cancelled = ident in self.cancelled
+                self.cancelled.discard(ident)
         pipe = process.stdout
         assert pipe is not None
-        with self.groups_lock:
-            self.groups[ident] = pgid
-            cancelled = ident in self.cancelled
-            self.cancelled.discard(ident)
         if cancelled:
             kill_group(pgid)
         try:

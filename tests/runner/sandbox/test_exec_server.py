@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 import subprocess
 import sys
@@ -155,6 +156,38 @@ def test_a_cancel_that_overtakes_its_command_still_ends_it(agent: Agent) -> None
 
     answer = agent.receive()
     assert (answer["id"], answer["exit_code"], answer["timed_out"]) == (1, -9, False)
+
+
+@pytest.mark.parametrize("op", ["run", "spawn"])
+@pytest.mark.parametrize("attempt", range(10))
+def test_commands_that_arrive_as_stdin_closes_do_not_outlive_it(
+    agent: Agent, op: str, attempt: int
+) -> None:
+    # Sent and closed at once: some commands are still starting when stdin
+    # closes, and the shutdown must wait to kill them (it once missed one).
+    marker = f"neo-closing-{os.getpid()}-{op}-{attempt}"
+    for n in range(4):
+        argv = ["bash", "-c", f"sleep 300; : {marker}-{n}"]
+        agent.send({"id": n, "op": op, "argv": argv, "timeout": 60})
+    assert agent.close() == 0
+
+    left = [process for n in range(4) for process in _running(f"{marker}-{n}")]
+    assert all(wait_gone(process) for process in left), left
+
+
+def _running(marker: str) -> list[Process]:
+    """The processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(Process.running(int(entry.name), cmdline.decode().split("\0")[:-1]))
+    return found
 
 
 def test_when_stdin_closes_it_ends_its_commands_and_exits(agent: Agent, tmp_path: Path) -> None:
