@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from decimal import Decimal
+from typing import Any
 
 from runner.llm.provider import (
     Completed,
@@ -21,7 +22,7 @@ from runner.llm.provider import (
 )
 from runner.llm.types import Request, Usage
 
-__all__ = ["PricedProvider", "cost_usd", "price_known", "priced"]
+__all__ = ["PricedProvider", "cost_usd", "price_known", "priced", "published_price"]
 
 # Neo's provider names as genai-prices knows them; any other provider (a
 # Chat Completions server) is matched by the model's name alone.
@@ -90,6 +91,18 @@ class PricedProvider:
                 usage = priced(response.usage, response.model or self.model, self.name)
                 event = Completed(replace(response, usage=usage))
             yield event
+
+
+def published_price(model: str, provider: str | None = None) -> Any | None:
+    """genai-prices' `ModelPrice` of `model` (its rates, tiers included), or None."""
+    import genai_prices
+
+    try:
+        return genai_prices.calc_price(
+            genai_prices.Usage(), model_ref=model, provider_id=_PROVIDER_IDS.get(provider or "")
+        ).model_price
+    except LookupError:
+        return None
 
 
 def _lookup(model: str, provider: str | None, usage: Usage) -> Decimal | None:
