@@ -22,7 +22,7 @@ from runner.llm.provider import (
 )
 from runner.llm.types import Request
 
-__all__ = ["FallbackProvider", "falls_back", "models_of", "with_fallback"]
+__all__ = ["FallbackProvider", "falls_back", "may_answer", "models_of", "with_fallback"]
 
 log = logging.getLogger("neo.llm")
 
@@ -66,6 +66,13 @@ class FallbackProvider:
         if not self._failed_over:
             return (self._primary.model,)
         return (self._primary.model, self._fallback.model)
+
+    @property
+    def candidates(self) -> tuple[Provider, ...]:
+        """The providers that may answer the next call: both until the fallback took over."""
+        if self._failed_over:
+            return (self._fallback,)
+        return (self._primary, self._fallback)
 
     @property
     def reason(self) -> str | None:
@@ -119,3 +126,10 @@ def models_of(provider: Provider) -> tuple[tuple[str, ...], str | None]:
     if isinstance(provider, FallbackProvider):
         return provider.models, provider.reason
     return (provider.model,), None
+
+
+def may_answer(provider: Provider) -> tuple[tuple[str, str], ...]:
+    """The (provider name, model) pairs that may answer `provider`'s next call."""
+    if isinstance(provider, FallbackProvider):
+        return tuple(pair for p in provider.candidates for pair in may_answer(p))
+    return ((provider.name, provider.model),)
