@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-DEFAULT_CAP_BYTES = 32 * 1024
+from runner.tools.base import DEFAULT_OUTPUT_CAP
+
+DEFAULT_CAP_BYTES = DEFAULT_OUTPUT_CAP
 
 
 def cap_text(

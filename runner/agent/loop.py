@@ -421,7 +421,9 @@ class Agent:
         try:
             # The tool gets its own copy: changing it cannot rewrite the
             # tool_use already in the transcript.
-            return await tool(copy_object(call.input), ToolContext(call.id, notify, spend))
+            return await tool(
+                copy_object(call.input), ToolContext(call.id, notify, spend, self._output_cap)
+            )
         except ToolError as error:
             return ToolOutput(str(error), is_error=True)
         except Exception as error:  # a tool's bug must not break the transcript

@@ -14,7 +14,8 @@ from runner.sandbox.base import Lines
 from runner.skills.discovery import VIRTUAL_ROOT
 from runner.skills.skill import Skill
 from runner.tools.base import Tool, ToolContext, ToolOutput
-from runner.tools.read_file import ReadFileInput, render
+from runner.tools.paging import page
+from runner.tools.read_file import ReadFileInput
 from runner.tools.schema import parse
 
 __all__ = ["SkillReader", "with_skill_reads"]
@@ -45,7 +46,16 @@ class SkillReader:
             complete=True,
             size=len(body.encode()),
         )
-        return ToolOutput(render(request.path, window, request.offset, texts))
+        return ToolOutput(
+            page(
+                request.path,
+                window,
+                texts,
+                offset=request.offset,
+                column=request.column,
+                cap=ctx.output_cap,
+            )
+        )
 
 
 def with_skill_reads(tools: Sequence[Tool], skills: Sequence[Skill]) -> list[Tool]:

@@ -8,6 +8,10 @@ from typing import Protocol
 
 from runner.llm.types import Image, JSONObject, Text, ToolSpec, Usage
 
+# What the loop passes on of one tool's output, unless it is given another
+# cap: more is cut to its head and tail (runner/agent/capping.py).
+DEFAULT_OUTPUT_CAP = 32 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class ToolOutput:
@@ -42,6 +46,10 @@ class ToolContext:
     # Reports tokens the tool's own model calls used; the loop adds them to
     # the agent's usage at once, so they count even when the call is cancelled.
     spend: Callable[[Usage], None] = _unspent
+    # The bytes of output the loop passes on whole. A tool that can page
+    # (read_file) fits its output within them, so that nothing it shows is
+    # cut and it can say exactly where to go on.
+    output_cap: int = DEFAULT_OUTPUT_CAP
 
 
 class Tool(Protocol):

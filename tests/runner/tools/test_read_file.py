@@ -7,7 +7,7 @@ import pytest
 from runner.sandbox import LocalSandbox
 from runner.sandbox.base import Lines
 from runner.tools import ReadFileTool, ToolContext, ToolError
-from runner.tools.read_file import MAX_WINDOW_BYTES, render
+from runner.tools.paging import page
 from tests.runner.tools.conftest import Files
 
 
@@ -44,8 +44,11 @@ async def test_offset_and_limit_show_a_window_and_where_to_go_on(
     middle = await read(sandbox, ctx, path="five.txt", offset=2, limit=2)
     tail = await read(sandbox, ctx, path="five.txt", offset=4)
 
-    assert middle == "     2\tline 2\n     3\tline 3\n(lines 2-3 of 5; continue with offset=4)"
-    assert tail == "     4\tline 4\n     5\tline 5\n(lines 4-5 of 5)"
+    assert middle == (
+        "     2\tline 2\n     3\tline 3\n"
+        "(lines 2–3 of 5 (35 bytes); continue with offset=4, or grep for the part you need)"
+    )
+    assert tail == "     4\tline 4\n     5\tline 5\n(lines 4–5 of 5 (35 bytes))"
 
 
 async def test_default_limit_is_2000_lines(
@@ -58,7 +61,10 @@ async def test_default_limit_is_2000_lines(
     lines = output.splitlines()
     assert len(lines) == 2001
     assert lines[-2] == "  2000\tx"
-    assert lines[-1] == "(lines 1-2000 of 2500; continue with offset=2001)"
+    assert lines[-1] == (
+        "(lines 1–2,000 of 2,500 (5.0 KB); continue with offset=2001,"
+        " or grep for the part you need)"
+    )
 
 
 async def test_offset_past_the_end_names_the_line_count(
@@ -77,7 +83,10 @@ async def test_long_lines_are_cut_with_a_marker(
 
     output = await read(sandbox, ctx, path="min.js")
 
-    assert output == f"     1\t{'y' * 2000}… [line cut: 2500 characters]\n     2\tshort"
+    assert output == (
+        f"     1\t{'y' * 2000}… [line 1 cut at character 2,000 of 2,500; the rest:"
+        " offset=1, column=2001]\n     2\tshort"
+    )
 
 
 async def test_empty_file_says_so(sandbox: LocalSandbox, files: Files, ctx: ToolContext) -> None:
@@ -141,20 +150,6 @@ def test_spec(sandbox: LocalSandbox) -> None:
     assert spec.input_schema["additionalProperties"] is False
 
 
-async def test_a_window_stops_at_the_byte_ceiling_and_says_where_to_go_on(
-    sandbox: LocalSandbox, files: Files, ctx: ToolContext
-) -> None:
-    # 2000 lines of 1,500 characters: 3 MB, three times the ceiling.
-    files({"wide.txt": ("w" * 1500 + "\n") * 2000})
-
-    output = await read(sandbox, ctx, path="wide.txt")
-
-    lines = output.splitlines()
-    shown = len(lines) - 1
-    assert shown == -(-MAX_WINDOW_BYTES // 1500)
-    assert lines[-1] == f"(lines 1-{shown} of 2000; continue with offset={shown + 1})"
-
-
 async def test_a_line_longer_than_what_is_kept_keeps_its_length_and_whole_characters(
     sandbox: LocalSandbox, files: Files, ctx: ToolContext
 ) -> None:
@@ -162,7 +157,10 @@ async def test_a_line_longer_than_what_is_kept_keeps_its_length_and_whole_charac
 
     output = await read(sandbox, ctx, path="wide.txt")
 
-    assert output == f"     1\t{'é' * 2000}… [line cut: 9000 characters]\n     2\tend"
+    assert output == (
+        f"     1\t{'é' * 2000}… [line 1 cut at character 2,000 of 9,000; the rest:"
+        " offset=1, column=2001]\n     2\tend"
+    )
 
 
 async def test_non_utf8_in_the_window_is_binary_even_far_into_the_file(
@@ -178,8 +176,9 @@ async def test_non_utf8_in_the_window_is_binary_even_far_into_the_file(
 def test_a_file_longer_than_what_is_counted_says_at_least() -> None:
     window = Lines((b"a", b"b"), (1, 1), 7, complete=False, size=10**12)
 
-    assert render("huge", window, 3, ["a", "b"]) == (
-        "     3\ta\n     4\tb\n(lines 3-4 of at least 7; continue with offset=5)"
+    assert page("huge", window, ["a", "b"], offset=3, column=1, cap=4096) == (
+        "     3\ta\n     4\tb\n(lines 3–4 of at least 7 (1,000 GB); continue with offset=5,"
+        " or grep for the part you need)"
     )
     with pytest.raises(ToolError, match=r"^offset 9 is past the first 7 lines of huge, as far"):
-        render("huge", Lines((), (), 7, complete=False, size=10**12), 9, [])
+        page("huge", Lines((), (), 7, complete=False, size=10**12), [], offset=9, column=1, cap=99)
