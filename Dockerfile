@@ -79,7 +79,7 @@ CMD ["bash"]
 
 # ---------------------------------------------------------------------------
 # service: the GitHub App. `neo serve` receives webhooks on port 8000 and, with
-# NEO_WORKERS > 0, runs jobs; settings are NEO_* variables (see the README).
+# NEO_WORKERS > 0, runs jobs; settings are NEO_* variables (see docs/github-app.md).
 # Built in stages: a runtime (Python, git); the locked dependencies, installed
 # into /opt/neo with uv; Neo itself, installed over them; and the image, which
 # takes /opt/neo from those (no uv, no pip, no sources) as two layers, so that

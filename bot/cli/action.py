@@ -18,7 +18,7 @@ def add_action_parser(commands: Any) -> None:
         description=(
             "Act on the workflow run's event (GITHUB_EVENT_NAME, GITHUB_EVENT_PATH) as the "
             "App would, with the inputs action.yml passes as INPUT_* variables; set the "
-            "step's outputs and summary. See the README, 'Use Neo in GitHub Actions'."
+            "step's outputs and summary. See docs/actions.md."
         ),
     )
 

@@ -22,7 +22,7 @@ def add_serve_parser(commands: Any) -> None:
         help="receive GitHub webhooks and queue the work they ask for",
         description=(
             "Serve POST /api/github/webhooks, GET /healthz and GET /metrics. "
-            "Settings come from NEO_* variables (see the README)."
+            "Settings come from NEO_* variables (see docs/github-app.md)."
         ),
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")

@@ -28,7 +28,7 @@ def add_worker_parser(commands: Any) -> None:
         description=(
             "Take jobs from the queue (NEO_QUEUE_URL) and run them until SIGTERM; "
             "running jobs get a grace period, then go back to the queue. Settings "
-            "come from NEO_* variables (see the README)."
+            "come from NEO_* variables (see docs/github-app.md)."
         ),
     )
     worker.add_argument(

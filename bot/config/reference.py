@@ -46,7 +46,7 @@ allowed_bots: ["renovate[bot]"]
 branch_prefix: neo/
 draft: true
 allow_workflow_edits: false
-disabled_skills: [review-pull-request]  # by name; see the README's Skills
+disabled_skills: [review-pull-request]  # by name; see docs/skills.md
 schedules:
   - name: weekly dependency update
     cron: "0 6 * * MON"

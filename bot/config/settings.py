@@ -36,7 +36,7 @@ LOCAL_SANDBOX_RISK = (
 
 
 class Settings(BaseSettings):
-    """`neo serve` and `neo worker` configuration (see the README)."""
+    """`neo serve` and `neo worker` configuration (docs/github-app.md has every variable)."""
 
     model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
 
