@@ -1,43 +1,32 @@
 """One headless run of the agent on a working tree: what `neo run` does.
 
 The working tree, its sandbox and the session to resume are this module's;
-the run itself is `runner.run`'s. The outcome is reduced to a `RunResult`;
-rendering belongs to the caller.
+the run is assembled by `runner.assembly` and bounded by `runner.run`. The
+outcome is reduced to a `RunResult`; rendering belongs to the caller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner.agent import Event
-from runner.budget import RunBudget, ran_out
-from runner.context import build_system_prompt, find_git_root, project_context
+from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
+from runner.budget import ran_out
+from runner.context import Environment, find_git_root, project_context
 from runner.errors import ConfigError, NeoError
-from runner.llm.fallback import with_fallback
-from runner.llm.pricing import cost_usd
-from runner.llm.provider import Provider, close_provider, prepare_provider
-from runner.llm.registry import DEFAULT_PROVIDER, make_provider
-from runner.llm.types import JSON, Effort, Usage
-from runner.run import (
-    AgentRun,
-    ProviderFactory,
-    bounded,
-    elapsed_ms,
-    make_agent,
-    session_meta,
-)
+from runner.llm.provider import prepare_provider
+from runner.llm.registry import make_provider
+from runner.llm.types import JSON, Usage
+from runner.run import bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
-from runner.session import Session, SessionError, SessionMeta, SessionStore
+from runner.session import Session, SessionError, SessionStore
 from runner.skills import run_skills, tree_skills
-from runner.subagent import Placement, SubagentSettings, Supervisor, children_provider
-from runner.tools.registry import editing_tools
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
 
@@ -49,23 +38,9 @@ class RunRequest:
     repo: Path | None = None
     sandbox: str = "local"
     image: str | None = None
-    # None: the resumed session's choice, else the default.
-    provider: str | None = None
-    model: str | None = None
-    # (provider, model) to turn to when the first is unavailable.
-    fallback: tuple[str, str | None] | None = None
-    # How the openai provider signs in: "api_key" or "subscription".
-    openai_auth: str | None = None
-    max_turns: int = 100
-    timeout: float | None = None
     resume: str | None = None
-    # How hard the model thinks; None: not at all.
-    effort: Effort | None = None
-    # US dollars the run's model calls may cost; None: no limit.
-    max_cost_usd: float | None = None
-    # Skills left out of the catalog and never invoked (`--no-skill`).
-    disabled_skills: tuple[str, ...] = ()
-    subagents: SubagentSettings = field(default_factory=SubagentSettings)
+    # The provider, model and sign-in left None are the resumed session's.
+    settings: RunSettings = field(default_factory=RunSettings)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,130 +109,69 @@ async def run_headless(
     store = SessionStore(home)
     previous = store.load(request.resume) if request.resume else None
     repo = _working_tree(request, previous)
-    provider_name = request.provider or (previous.meta.provider if previous else DEFAULT_PROVIDER)
-    model = request.model or (previous.meta.model if previous else None)
-    # A resumed session signs in as it did, unless the request says otherwise.
-    openai_auth = request.openai_auth or (previous.meta.openai_auth if previous else None)
-    make_one = functools.partial(make, openai_auth=openai_auth or "api_key")
-    provider = with_fallback(
-        make_one,
-        provider_name,
-        model,
-        request.fallback,
-    )
-    budget = RunBudget(
-        model=provider.model,
-        provider=provider.name,
-        max_turns=request.max_turns,
-        time_limit=request.timeout,
-        max_cost_usd=request.max_cost_usd,
-    )
-    meta = session_meta(
-        previous,
-        new_id=previous.meta.id if previous else store.new_id(),
-        provider=provider_name,
-        model=provider.model,
-        cwd=str(repo),
-    )
-    meta = replace(meta, openai_auth=openai_auth if openai_auth != "api_key" else None)
-    try:
+    settings = _resumed(request.settings, previous)
+    async with open_run(settings, make) as kit:
         # A local server too small for an agent is a configuration error.
-        await prepare_provider(provider)
-        children = children_provider(
-            request.subagents,
-            provider,
-            make_one,
-            provider_name,
+        await prepare_provider(kit.provider)
+        meta = session_meta(
+            previous,
+            new_id=previous.meta.id if previous else store.new_id(),
+            provider=settings.provider_name,
+            model=kit.provider.model,
+            cwd=str(repo),
         )
-    except ConfigError:
-        await close_provider(provider)
-        raise
-    sandbox = open_sandbox(
-        request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
-    )
-    supervisor = (
-        Supervisor(
-            request.subagents,
-            children,
-            cost_limit=request.max_cost_usd,
-            effort=request.effort,
-            placement=Placement(store, meta.id),
+        auth = settings.openai_auth
+        session = RunSession(
+            store,
+            replace(meta, openai_auth=auth if auth != "api_key" else None),
+            previous,
         )
-        if request.subagents.enabled
-        else None
+        sandbox = open_sandbox(
+            request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
+        )
+        try:
+            async with sandbox as box:
+                return await _run_agent(request, kit, box, session, on_event, stop, started)
+        except SandboxError as error:
+            return failed(error, started)
+
+
+def _resumed(settings: RunSettings, previous: Session | None) -> RunSettings:
+    """`settings` with the provider, model and sign-in it leaves open taken from `previous`."""
+    if previous is None:
+        return settings
+    return replace(
+        settings,
+        provider=settings.provider or previous.meta.provider,
+        model=settings.model or previous.meta.model,
+        # A resumed session signs in as it did, unless the request says otherwise.
+        openai_auth=settings.openai_auth or previous.meta.openai_auth,
     )
-    try:
-        async with sandbox as box:
-            return await _run_agent(
-                request,
-                box,
-                provider,
-                store,
-                meta,
-                previous,
-                on_event,
-                stop,
-                started,
-                budget,
-                supervisor,
-            )
-    except SandboxError as error:
-        return failed(error, started)
-    finally:
-        if children is not provider:
-            await close_provider(children)
-        await close_provider(provider)
 
 
 async def _run_agent(
     request: RunRequest,
-    sandbox: Sandbox,
-    provider: Provider,
-    store: SessionStore,
-    meta: SessionMeta,
-    previous: Session | None,
+    kit: RunKit,
+    box: Sandbox,
+    session: RunSession,
     on_event: Callable[[Event], None] | None,
     stop: asyncio.Event | None,
     started: float,
-    budget: RunBudget,
-    supervisor: Supervisor | None,
 ) -> RunResult:
-    repo = Path(meta.cwd)
+    repo = Path(session.meta.cwd)
     # The prompt is all the requester's own: its `$name` invokes a skill.
     found = await asyncio.to_thread(tree_skills, find_git_root(repo) or repo)
-    skills = run_skills(found, request=request.prompt, disabled=request.disabled_skills)
-    meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
-    edit_tool, shell_tool = editing_tools(provider.model)
-    system = build_system_prompt(
-        workdir=sandbox.root,
-        project=project_context(repo),
-        skills=skills.catalog,
-        is_git_repo=find_git_root(repo) is not None,
-        network=request.sandbox != "docker",
-        max_turns=request.max_turns,
-        time_limit=request.timeout,
-        edit_tool=edit_tool,
-        shell_tool=shell_tool,
+    skills = run_skills(found, request=request.prompt, disabled=kit.settings.disabled_skills)
+    environment = Environment(
+        is_git_repo=find_git_root(repo) is not None, network=request.sandbox != "docker"
     )
-    agent = make_agent(
-        provider,
-        sandbox,
-        system=system,
-        previous=previous,
-        max_turns=request.max_turns,
-        effort=request.effort,
-        budget=budget,
-        skills=skills.discovery.skills,
-        subagents=supervisor,
-    )
-    run = AgentRun(agent, store, meta, on_event=on_event)
-    if skills.invoked and on_event is not None:
-        on_event(skills.notice())
+    briefing = Briefing(project_context(repo), skills, environment)
+    run = kit.start(box, session, briefing, on_event=on_event)
     error: NeoError | None = None
     try:
         error = await bounded(
             run.send(skills.first_message(request.prompt)),
-            time_limit=request.timeout,
+            time_limit=kit.settings.time_limit,
             stop=stop,
             stopped="interrupted",
             timed_out="the run did not finish within {limit:g}s (--timeout)",
@@ -281,9 +195,9 @@ async def _run_agent(
         stop_reason=finished.stop_reason if finished else None,
         num_turns=run.turns,
         usage=run.usage,
-        cost_usd=cost_usd(provider.model, run.usage, provider.name),
+        cost_usd=kit.cost(run.usage),
         duration_ms=elapsed_ms(started),
-        session_id=meta.id,
+        session_id=session.meta.id,
     )
 
 

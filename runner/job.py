@@ -27,9 +27,11 @@ from typing import Literal
 # reverting paths, merge-base) runs through its hardened internals.
 from runner import git as host_git
 from runner.agent import Event, TurnFinished, TurnStarted
-from runner.budget import RunBudget, ran_out
-from runner.context import build_system_prompt
+from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
+from runner.budget import ran_out
+from runner.context import Environment
 from runner.context import project_context as read_project_context
+from runner.context.prompt import WORKFLOWS_DIR
 from runner.errors import ConfigError, NeoError
 from runner.git import (
     DiffStat,
@@ -42,22 +44,12 @@ from runner.git import (
     fetch_pull_request,
     push,
 )
-from runner.llm.fallback import models_of, with_fallback
-from runner.llm.pricing import cost_usd
-from runner.llm.provider import Provider, close_provider
+from runner.llm.fallback import models_of
 from runner.llm.registry import make_provider
-from runner.llm.types import Effort, Message, Text, Usage
+from runner.llm.types import Message, Text, Usage
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
-from runner.run import (
-    AgentRun,
-    ProviderFactory,
-    RunInterrupted,
-    bounded,
-    elapsed_ms,
-    make_agent,
-    session_meta,
-)
+from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import SANDBOXES, open_sandbox
 from runner.session import (
@@ -69,9 +61,7 @@ from runner.session import (
     utc_timestamp,
 )
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
-from runner.subagent import Placement, SubagentSettings, Supervisor, children_provider
 from runner.text import one_line
-from runner.tools.registry import editing_tools
 
 __all__ = [
     "WORKFLOWS_DIR",
@@ -85,10 +75,9 @@ __all__ = [
 
 Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
 
-# Workflows run with the repository's secrets: the agent may not write them
-# unless the repository's configuration says so.
-WORKFLOWS_DIR = ".github/workflows"
 SETUP_TIMEOUT = 600.0
+# A job's run, unless its spec says otherwise: thirty minutes, thinking.
+JOB_SETTINGS = RunSettings(time_limit=30 * 60.0, effort="medium")
 
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -116,22 +105,15 @@ class JobSpec:
     # branch starts.
     pull_request: int | None = None
     system_extra: str = ""
-    provider: str = "anthropic"
-    model: str | None = None
-    # (provider, model) to turn to when the first is unavailable.
-    fallback: tuple[str, str | None] | None = None
-    # How the openai provider signs in: "api_key" or "subscription".
-    openai_auth: str = "api_key"
-    max_turns: int = 100
-    time_limit: float = 30 * 60.0
-    # How hard the model thinks; None: not at all.
-    effort: Effort | None = "medium"
-    # US dollars the model calls of this job may cost; None: no limit.
-    max_cost_usd: float | None = None
+    # The model, its limits (the time limit covers everything up to the end
+    # of the agent's run), skills left out, subagents.
+    settings: RunSettings = JOB_SETTINGS
     sandbox: str = "docker"
     image: str | None = None
     setup: tuple[str, ...] = ()
     setup_network: bool = False
+    # Workflows run with the repository's secrets: the agent may not write
+    # under WORKFLOWS_DIR unless the repository's configuration says so.
     allow_workflow_edits: bool = False
     # (name, email) of the person who asked: the commit's Co-authored-by.
     co_author: tuple[str, str] | None = None
@@ -146,8 +128,6 @@ class JobSpec:
     # Read the repository's skills from this branch of the remote, not the
     # tree: a pull request job's default branch, so the PR cannot rewrite them.
     skills_branch: str | None = None
-    disabled_skills: tuple[str, ...] = ()
-    subagents: SubagentSettings = field(default_factory=SubagentSettings)
     # A review of pull request `pull_request`: its head is checked out, the
     # model gets the diff against the base and the `review_comment` tool, and
     # nothing is committed or pushed; the result carries the review.
@@ -204,6 +184,7 @@ def session_id_for(key: str) -> str:
 class _Progress:
     """What the job learned before and while the agent ran, kept even when it is cut short."""
 
+    started: float  # time.monotonic() when the job started
     session_id: str | None = None
     start: str | None = None  # the commit the work branch was at before the agent
     error: NeoError | None = None  # how the agent's turn failed
@@ -248,79 +229,41 @@ async def run(
     "cancelled"); the time limit covers everything up to the end of the
     agent's run.
     """
-    started = time.monotonic()
+    progress = _Progress(started=time.monotonic())
     _check(spec)
-    # Off the event loop: the first use of an SDK imports it, seconds of work
-    # that would starve the heartbeats of a worker's other jobs past their lease.
-    provider = await asyncio.to_thread(
-        with_fallback,
-        functools.partial(provider_factory, openai_auth=spec.openai_auth),
-        spec.provider,
-        spec.model,
-        spec.fallback,
-    )
-    budget = RunBudget(
-        model=provider.model,
-        provider=provider.name,
-        max_turns=spec.max_turns,
-        time_limit=spec.time_limit,
-        max_cost_usd=spec.max_cost_usd,
-    )
-    try:
-        children = await asyncio.to_thread(
-            children_provider,
-            spec.subagents,
-            provider,
-            functools.partial(provider_factory, openai_auth=spec.openai_auth),
-            spec.provider,
-        )
-    except BaseException:
-        await close_provider(provider)
-        raise
     workspace = spec.data_dir / "workspaces" / spec.job_id
-    progress = _Progress()
-    try:
-        async with _mirrors(spec, cache) as mirrors:
+    async with open_run(spec.settings, provider_factory) as kit:
+        try:
+            async with _mirrors(spec, cache) as mirrors:
+                await asyncio.to_thread(_remove, workspace)
+                await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
+                work = _prepare_and_run_agent(
+                    spec, workspace, mirrors, kit, project_context, progress, on_event
+                )
+                error = await bounded(
+                    work,
+                    time_limit=spec.settings.time_limit,
+                    stop=stop,
+                    stopped="the job was stopped",
+                    timed_out="the job did not finish within its time limit of {limit:g}s",
+                )
+                error = error or progress.error
+                if spec.review:
+                    # Read-only: nothing is committed or pushed, whatever the tree holds.
+                    result = _review_result(spec, kit, progress, error)
+                elif error is None:
+                    result = await _publish(spec, workspace, kit, progress)
+                elif ran_out(error) and await _has_changes(workspace, progress):
+                    # Out of turns, time, money or window with work in the tree:
+                    # the model's last word, then the work as an incomplete PR.
+                    await _wrap_up(spec, progress, error)
+                    result = await _publish(spec, workspace, kit, progress, error=error)
+                else:
+                    result = _result(spec, kit, progress, error=error)
+        except (GitError, SandboxError, SessionError) as error:
+            result = _result(spec, kit, progress, error=error)
+        finally:
             await asyncio.to_thread(_remove, workspace)
-            await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
-            work = _prepare_and_run_agent(
-                spec,
-                workspace,
-                mirrors,
-                provider,
-                project_context,
-                progress,
-                on_event,
-                budget,
-                children,
-            )
-            error = await bounded(
-                work,
-                time_limit=spec.time_limit,
-                stop=stop,
-                stopped="the job was stopped",
-                timed_out="the job did not finish within its time limit of {limit:g}s",
-            )
-            error = error or progress.error
-            if spec.review:
-                # Read-only: nothing is committed or pushed, whatever the tree holds.
-                result = _review_result(spec, provider, progress, started, error)
-            elif error is None:
-                result = await _publish(spec, workspace, provider, progress, started)
-            elif ran_out(error) and await _has_changes(workspace, progress):
-                # Out of turns, time, money or window with work in the tree:
-                # the model's last word, then the work as an incomplete PR.
-                await _wrap_up(spec, progress, error)
-                result = await _publish(spec, workspace, provider, progress, started, error=error)
-            else:
-                result = _result(spec, provider, progress, started, error=error)
-    except (GitError, SandboxError, SessionError) as error:
-        result = _result(spec, provider, progress, started, error=error)
-    finally:
-        if children is not provider:
-            await close_provider(children)
-        await close_provider(provider)
-        await asyncio.to_thread(_remove, workspace)
     if result.error_message is not None:
         # Everyone who reads the result may see the message; the host's layout is not theirs.
         hidden = _host_paths(spec, cache)
@@ -342,11 +285,12 @@ def _check(spec: JobSpec) -> None:
         raise ConfigError(f"unknown sandbox {spec.sandbox!r} (one of: {', '.join(SANDBOXES)})")
     if spec.sandbox == "local" and spec.image is not None:
         raise ConfigError("a sandbox image applies to the docker sandbox only")
-    if spec.max_turns < 1:
+    settings = spec.settings
+    if settings.max_turns < 1:
         raise ConfigError("max turns must be at least 1")
-    if not spec.time_limit > 0:
+    if settings.time_limit is None or not settings.time_limit > 0:
         raise ConfigError("the time limit must be positive")
-    if spec.max_cost_usd is not None and not 0 < spec.max_cost_usd < float("inf"):
+    if settings.max_cost_usd is not None and not 0 < settings.max_cost_usd < float("inf"):
         raise ConfigError("the cost limit must be a positive number of US dollars")
     if spec.pull_request is not None and spec.pull_request < 1:
         raise ConfigError(f"not a pull request number: {spec.pull_request}")
@@ -370,12 +314,10 @@ async def _prepare_and_run_agent(
     spec: JobSpec,
     tree: Path,
     mirrors: MirrorCache,
-    provider: Provider,
+    kit: RunKit,
     project_context: str | None,
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
-    budget: RunBudget,
-    children: Provider,
 ) -> None:
     if spec.review:
         progress.start, progress.diff = await _checkout_review(spec, tree, mirrors)
@@ -386,12 +328,23 @@ async def _prepare_and_run_agent(
     project = project_context
     if project is None:
         project = await asyncio.to_thread(read_project_context, tree)
-    skills = await _skills(spec, tree)
+    briefing = Briefing(
+        project,
+        await _skills(spec, tree),
+        Environment(
+            is_git_repo=True,
+            # Only a docker sandbox takes the network away (after setup).
+            network=spec.sandbox != "docker",
+            setup=spec.setup,
+            setup_network=spec.setup_network,
+            pull_request=True,
+            allow_workflow_edits=spec.allow_workflow_edits,
+        ),
+        spec.system_extra,
+    )
     async with _sandbox(spec, tree) as box:
         _mark(spec, "sandbox_ready")
-        await _run_agent(
-            spec, box, provider, project, skills, progress, on_event, tree, budget, children
-        )
+        await _run_agent(spec, kit, box, tree, briefing, progress, on_event)
 
 
 async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
@@ -400,7 +353,7 @@ async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
         found = await ref_skills(tree, ref, label=spec.skills_branch)
     else:
         found = await asyncio.to_thread(tree_skills, tree)
-    skills = run_skills(found, request=spec.invocation, disabled=spec.disabled_skills)
+    skills = run_skills(found, request=spec.invocation, disabled=spec.settings.disabled_skills)
     for skipped in skills.discovery.skipped:
         log.info("job %s: skill %s skipped: %s", spec.job_id, skipped.path, skipped.reason)
     return skills
@@ -474,15 +427,12 @@ async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
 
 async def _run_agent(
     spec: JobSpec,
+    kit: RunKit,
     box: Sandbox,
-    provider: Provider,
-    project: str,
-    skills: RunSkills,
+    tree: Path,
+    briefing: Briefing,
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
-    tree: Path,
-    budget: RunBudget,
-    children: Provider,
 ) -> None:
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
@@ -491,48 +441,13 @@ async def _run_agent(
     if previous is not None and _drops_last_job(previous, spec.job_id):
         previous = before_job(previous)
     meta = session_meta(
-        previous, new_id=session_id, provider=spec.provider, model=provider.model, cwd=str(tree)
+        previous,
+        new_id=session_id,
+        provider=spec.settings.provider_name,
+        model=kit.provider.model,
+        cwd=str(tree),
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
-    meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
-    edit_tool, shell_tool = editing_tools(provider.model)
-    system = build_system_prompt(
-        workdir=box.root,
-        project=project,
-        skills=skills.catalog,
-        extra=spec.system_extra,
-        is_git_repo=True,
-        # Only a docker sandbox takes the network away (after setup).
-        network=spec.sandbox != "docker",
-        setup=spec.setup,
-        setup_network=spec.setup_network,
-        max_turns=spec.max_turns,
-        time_limit=spec.time_limit,
-        pull_request=True,
-        allow_workflow_edits=spec.allow_workflow_edits,
-        edit_tool=edit_tool,
-        shell_tool=shell_tool,
-    )
-    agent = make_agent(
-        provider,
-        box,
-        system=system,
-        previous=previous,
-        max_turns=spec.max_turns,
-        effort=spec.effort,
-        budget=budget,
-        skills=skills.discovery.skills,
-        subagents=Supervisor(
-            spec.subagents,
-            children,
-            cost_limit=spec.max_cost_usd,
-            effort=spec.effort,
-            placement=Placement(store, session_id),
-        )
-        if spec.subagents.enabled
-        else None,
-        extra_tools=(ReviewCommentTool(progress.review),) if progress.review else (),
-    )
     asked: list[bool] = []  # the first model call of this job is logged
 
     def observe(event: Event) -> None:
@@ -542,21 +457,27 @@ async def _run_agent(
         if on_event is not None:
             on_event(event)
 
+    if briefing.skills.invoked:
+        _mark(spec, "skills_invoked", skills=list(briefing.skills.names))
     # Saved into the thread's session file, under this job's open mark: should
     # the job never end, the next job drops these turns (`_drops_last_job`).
     # Once compacted, the transcript no longer begins with the one the job
     # found, so the mark could not cut this job's turns away again: the file
     # keeps its last save from before, until the job ends (`_end_session`).
-    agent_run = AgentRun(agent, store, meta, on_event=observe, hold_after_compaction=True)
+    agent_run = kit.start(
+        box,
+        RunSession(store, meta, previous),
+        briefing,
+        on_event=observe,
+        tools=(ReviewCommentTool(progress.review),) if progress.review else (),
+        hold_after_compaction=True,
+    )
     progress.run = agent_run
-    if skills.invoked:
-        _mark(spec, "skills_invoked", skills=list(skills.names))
-        observe(skills.notice())
     try:
         prompt = spec.prompt
         if spec.review:
             prompt = f"{prompt}\n\n{review_message(progress.diff)}"
-        progress.error = await agent_run.send(skills.first_message(prompt))
+        progress.error = await agent_run.send(briefing.skills.first_message(prompt))
     finally:
         agent_run.save()
 
@@ -654,12 +575,23 @@ def _outcome_note(result: JobResult) -> str | None:
     return " ".join(notes) or None
 
 
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """What the host made of the tree: the commit and its numbers, and what it left out."""
+
+    commit: str | None = None
+    stat: DiffStat | None = None
+    # Under WORKFLOWS_DIR, reverted; embedded repositories; generated files by kind.
+    blocked: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()
+    generated: tuple[tuple[str, int], ...] = ()
+
+
 async def _publish(
     spec: JobSpec,
     tree: Path,
-    provider: Provider,
+    kit: RunKit,
     progress: _Progress,
-    started: float,
     *,
     error: NeoError | None = None,
 ) -> JobResult:
@@ -708,18 +640,10 @@ async def _publish(
         author_email=spec.bot_email,
         co_authors=co_authors,
     )
+    committed = _Committed(blocked=blocked, left_out=left_out, generated=staged.generated)
     if commit is None:
-        return _result(
-            spec,
-            provider,
-            progress,
-            started,
-            conclusion="no_changes" if error is None else "failed",
-            error=error,
-            blocked=blocked,
-            left_out=left_out,
-            generated=staged.generated,
-        )
+        conclusion: Conclusion = "no_changes" if error is None else "failed"
+        return _result(spec, kit, progress, error=error, conclusion=conclusion, done=committed)
     base = (
         (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
         .decode()
@@ -731,34 +655,19 @@ async def _publish(
     except GitError:
         stat = None  # the summary loses its numbers; the change is still good
     await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
-    return _result(
-        spec,
-        provider,
-        progress,
-        started,
-        conclusion="changed",
-        error=error,
-        commit=commit,
-        stat=stat,
-        blocked=blocked,
-        left_out=left_out,
-        generated=staged.generated,
-    )
+    committed = replace(committed, commit=commit, stat=stat)
+    return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
 
 
 def _review_result(
-    spec: JobSpec,
-    provider: Provider,
-    progress: _Progress,
-    started: float,
-    error: NeoError | None,
+    spec: JobSpec, kit: RunKit, progress: _Progress, error: NeoError | None
 ) -> JobResult:
     """A review job's result: its review when the agent finished, placed on the diff."""
     if error is not None or progress.review is None or progress.finished is None:
-        return _result(spec, provider, progress, started, error=error)
+        return _result(spec, kit, progress, error=error)
     inline, outside = place(progress.review.comments, progress.review.positions)
     review = ReviewDraft(summary=progress.finished.text, comments=inline, folded=outside)
-    done = _result(spec, provider, progress, started, conclusion="no_changes")
+    done = _result(spec, kit, progress, conclusion="no_changes")
     return replace(done, review=review)
 
 
@@ -771,40 +680,35 @@ def _default_message(spec: JobSpec, progress: _Progress) -> str:
 
 def _result(
     spec: JobSpec,
-    provider: Provider,
+    kit: RunKit,
     progress: _Progress,
-    started: float,
     *,
     error: NeoError | None = None,
     conclusion: Conclusion | None = None,
-    commit: str | None = None,
-    stat: DiffStat | None = None,
-    blocked: Sequence[str] = (),
-    left_out: Sequence[str] = (),
-    generated: Sequence[tuple[str, int]] = (),
+    done: _Committed = _Committed(),
 ) -> JobResult:
     finished = progress.finished
     usage = finished.usage if finished else Usage()
     if conclusion is None:
         conclusion = "cancelled" if isinstance(error, RunInterrupted) else "failed"
-    models, fallback_reason = models_of(provider)
+    models, fallback_reason = models_of(kit.provider)
     return JobResult(
         conclusion=conclusion,
         branch=spec.work_branch,
-        commit=commit,
-        diffstat=stat,
-        blocked_paths=tuple(blocked),
-        left_out=tuple(left_out),
-        generated=tuple(generated),
+        commit=done.commit,
+        diffstat=done.stat,
+        blocked_paths=done.blocked,
+        left_out=done.left_out,
+        generated=done.generated,
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,
         usage=usage,
-        cost_usd=cost_usd(provider.model, usage, provider.name),
+        cost_usd=kit.cost(usage),
         models=models,
         fallback_reason=fallback_reason,
         num_turns=progress.turns,
-        duration_ms=elapsed_ms(started),
+        duration_ms=elapsed_ms(progress.started),
         session_id=progress.session_id,
     )
 

@@ -1,9 +1,8 @@
 """The core of one agent run, shared by a job (`runner.job`) and `neo run` (`runner.headless`).
 
-Each caller brings its own working tree, sandbox and system prompt; this
-module builds the agent on them, records its session, bounds the run by a
-time limit and a stop event, and asks for the model's last word when a
-budget stopped it.
+The agent is built by `runner.assembly`; this module records its session,
+bounds the run by a time limit and a stop event, and asks for the model's
+last word when a budget stopped it.
 """
 
 from __future__ import annotations
@@ -11,17 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
-from runner.budget import WRAP_UP_SECONDS, RunBudget, wrap_up_prompt
-from runner.compact import WindowCompactor
+from runner.budget import WRAP_UP_SECONDS, wrap_up_prompt
 from runner.errors import NeoError
-from runner.llm.provider import Provider
-from runner.llm.types import Effort, SystemPrompt, Usage
-from runner.sandbox.base import Sandbox
+from runner.llm.types import Usage
 from runner.session import (
     CompactionRecord,
     Session,
@@ -29,29 +25,15 @@ from runner.session import (
     SessionStore,
     utc_timestamp,
 )
-from runner.skills import Skill, with_skill_reads
-from runner.subagent import AgentTool, Supervisor
-from runner.tools import Checklist, tools_for
-from runner.tools.base import Tool
 
 __all__ = [
     "AgentRun",
-    "ProviderFactory",
     "RunInterrupted",
     "RunTimeout",
     "bounded",
     "elapsed_ms",
-    "make_agent",
     "session_meta",
 ]
-
-
-class ProviderFactory(Protocol):
-    """(provider name, model or None for its default, how openai signs in) -> a provider."""
-
-    def __call__(
-        self, name: str, model: str | None = None, /, *, openai_auth: str = "api_key"
-    ) -> Provider: ...
 
 
 _T = TypeVar("_T")
@@ -108,41 +90,6 @@ def session_meta(
         return replace(previous.meta, provider=provider, model=model, cwd=cwd)
     now = utc_timestamp()
     return SessionMeta(new_id, provider, model, cwd, now, now)
-
-
-def make_agent(
-    provider: Provider,
-    box: Sandbox,
-    *,
-    system: SystemPrompt,
-    previous: Session | None,
-    max_turns: int,
-    effort: Effort | None,
-    budget: RunBudget,
-    skills: Sequence[Skill] = (),
-    subagents: Supervisor | None = None,
-    extra_tools: Sequence[Tool] = (),
-) -> Agent:
-    """The agent with the tools its model's family knows on `box`, continuing
-    `previous`'s conversation; read_file also reads `skills` not in the tree,
-    and `subagents` adds the `agent` tool."""
-    tools = tools_for(provider.model, box, checklist=Checklist())
-    if subagents is not None:
-        tools.append(AgentTool(subagents, box))
-    tools.extend(extra_tools)  # a kind of job's own tools, e.g. a review's
-    return Agent(
-        provider,
-        tools=with_skill_reads(tools, skills),
-        system=system,
-        max_turns=max_turns,
-        messages=previous.messages if previous else (),
-        usage=previous.meta.usage if previous else None,
-        # A saved conversation that is already large is compacted before the
-        # first call, like any that grows too large.
-        compactor=WindowCompactor(provider),
-        effort=effort,
-        budget=budget,
-    )
 
 
 class AgentRun:

@@ -15,6 +15,7 @@ from typing import Any
 from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int
 from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
+from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.home import neo_home
@@ -102,17 +103,19 @@ def run_command(args: argparse.Namespace) -> int:
             repo=args.repo,
             sandbox=args.sandbox,
             image=args.image,
-            provider=args.provider,
-            model=args.model,
-            fallback=(args.fallback, args.fallback_model) if args.fallback else None,
-            openai_auth=args.openai_auth,
-            max_turns=args.max_turns,
-            timeout=args.timeout,
             resume=args.resume,
-            effort=args.effort,
-            max_cost_usd=args.max_cost,
-            disabled_skills=tuple(args.no_skill),
-            subagents=_subagents(args),
+            settings=RunSettings(
+                provider=args.provider,
+                model=args.model,
+                fallback=(args.fallback, args.fallback_model) if args.fallback else None,
+                openai_auth=args.openai_auth,
+                max_turns=args.max_turns,
+                time_limit=args.timeout,
+                effort=args.effort,
+                max_cost_usd=args.max_cost,
+                disabled_skills=tuple(args.no_skill),
+                subagents=_subagents(args),
+            ),
         )
         result = asyncio.run(_run(request, output))
     except ConfigError as error:

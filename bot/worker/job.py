@@ -408,10 +408,10 @@ class JobSteps:
             thread=thread,
             who=who,
         )
-        bounded = bounded_cost(spec.max_cost_usd, running.allowance)
-        if bounded != spec.max_cost_usd:
+        bounded = bounded_cost(spec.settings.max_cost_usd, running.allowance)
+        if bounded != spec.settings.max_cost_usd:
             assert running.allowance is not None
-            spec = replace(spec, max_cost_usd=bounded)
+            spec = replace(spec, settings=replace(spec.settings, max_cost_usd=bounded))
             left = running.allowance
             running.notes += (
                 f"Today's {left.limit.scope} budget has {usd(left.usd)} left"
@@ -917,7 +917,10 @@ class JobSteps:
             commit_message=repair_message(pull.title, owner.thread.number, red.attempt),
             # No one asked: the commit is Neo's alone, which is what the next red head checks.
             co_author=None,
-            max_cost_usd=bounded_cost(spec.max_cost_usd, running.allowance),
+            settings=replace(
+                spec.settings,
+                max_cost_usd=bounded_cost(spec.settings.max_cost_usd, running.allowance),
+            ),
         )
         running.branch = spec.work_branch
         self._log("spec_ready", job=running.job.id, branch=spec.work_branch, attempt=red.attempt)

@@ -20,6 +20,7 @@ from bot.worker.prompt import (
     build_instruction_prompt,
     build_task_prompt,
 )
+from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.job import JobSpec
 
@@ -224,15 +225,18 @@ def job_spec(
         prompt=prompt,
         data_dir=settings.data_dir,
         pull_request=pull_request,
-        provider=config.provider,
-        model=config.model,
-        fallback=(config.fallback.provider, config.fallback.model) if config.fallback else None,
-        openai_auth=config.openai_auth,
-        max_turns=config.max_turns,
-        time_limit=config.time_limit * 60.0,
-        max_cost_usd=config.max_cost_usd,
-        subagents=config.subagents.settings(),
-        effort=config.effort if config.thinking else None,
+        settings=RunSettings(
+            provider=config.provider,
+            model=config.model,
+            fallback=(config.fallback.provider, config.fallback.model) if config.fallback else None,
+            openai_auth=config.openai_auth,
+            max_turns=config.max_turns,
+            time_limit=config.time_limit * 60.0,
+            effort=config.effort if config.thinking else None,
+            max_cost_usd=config.max_cost_usd,
+            disabled_skills=config.disabled_skills,
+            subagents=config.subagents.settings(),
+        ),
         sandbox=settings.sandbox,
         image=(config.sandbox_image or settings.sandbox_image) if docker else None,
         setup=config.setup,
@@ -246,7 +250,6 @@ def job_spec(
         invocation=_requester_text(request),
         # Like AGENTS.md: a pull request cannot rewrite the skills Neo follows.
         skills_branch=default_branch if request.thread.is_pull_request else None,
-        disabled_skills=config.disabled_skills,
         review=request.mode == "review",
     )
     return spec, own_branch

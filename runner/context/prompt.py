@@ -7,6 +7,7 @@ Nothing in a segment changes during a run, so providers cache the prefix
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from runner.llm.types import SystemPrompt
@@ -78,107 +79,94 @@ _MAX_SETUP_CHARS: Final = 200
 WORKFLOWS_DIR: Final = ".github/workflows"
 
 
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """The run's surroundings as the environment segment states them, each fact only when given.
+
+    `workdir`; `is_git_repo`; `network`, whether the agent's commands reach
+    the network; `setup`, the repository's setup commands, which had the
+    network when `setup_network` (the sandbox runs them before the agent and
+    fails the run on the first that fails, so a prompt is only built after
+    all of them succeeded); the budget (`max_turns`, `time_limit` in seconds,
+    `max_cost_usd`); `pull_request`, whether the final message becomes a pull
+    request's summary; `allow_workflow_edits`, whether changes under
+    `.github/workflows/` survive.
+    """
+
+    workdir: str = ""
+    is_git_repo: bool | None = None
+    network: bool | None = None
+    setup: Sequence[str] | None = None
+    setup_network: bool = False
+    max_turns: int | None = None
+    time_limit: float | None = None
+    max_cost_usd: float | None = None
+    pull_request: bool = False
+    allow_workflow_edits: bool | None = None
+
+
 def build_system_prompt(
     *,
-    workdir: str,
     project: str,
+    environment: Environment = Environment(),
     skills: str = "",
     extra: str = "",
-    is_git_repo: bool | None = None,
-    network: bool | None = None,
-    setup: Sequence[str] | None = None,
-    setup_network: bool = False,
-    max_turns: int | None = None,
-    time_limit: float | None = None,
-    max_cost_usd: float | None = None,
-    pull_request: bool = False,
-    allow_workflow_edits: bool | None = None,
     edit_tool: str = "edit_file",
     shell_tool: str = "bash",
 ) -> SystemPrompt:
     """The system prompt: base, project context, skills, environment, then `extra`.
 
     `project` is the rendered AGENTS.md context (see `project_context`);
-    `skills` the skills catalog (`runner.skills.catalog`).
-    The rest describes the run, each fact stated only when given:
-    `is_git_repo`; `network`, whether the agent's commands reach the network;
-    `setup`, the repository's setup commands, which had the network when
-    `setup_network` (the sandbox runs them before the agent and fails the
-    run on the first that fails, so a prompt is only built after all of them
-    succeeded); the budget (`max_turns`, `time_limit` in seconds,
-    `max_cost_usd`); `pull_request`, whether the final message becomes a pull
-    request's summary; `allow_workflow_edits`, whether changes under
-    `.github/workflows/` survive; `edit_tool` and `shell_tool`, the names of
-    the tools the model has for those jobs. Empty segments are left out.
+    `skills` the skills catalog (`runner.skills.catalog`); `edit_tool` and
+    `shell_tool` the names of the tools the model has to edit files and run
+    commands. Empty segments are left out.
     """
-    environment = _environment(
-        workdir=workdir,
-        is_git_repo=is_git_repo,
-        network=network,
-        setup=setup,
-        setup_network=setup_network,
-        max_turns=max_turns,
-        time_limit=time_limit,
-        max_cost_usd=max_cost_usd,
-        pull_request=pull_request,
-        allow_workflow_edits=allow_workflow_edits,
-    )
     segments = (
         base_prompt(edit_tool, shell_tool),
         project.strip(),
         skills.strip(),
-        environment,
+        _environment(environment),
         extra.strip(),
     )
     return SystemPrompt(segments=tuple(segment for segment in segments if segment))
 
 
-def _environment(
-    *,
-    workdir: str,
-    is_git_repo: bool | None,
-    network: bool | None,
-    setup: Sequence[str] | None,
-    setup_network: bool,
-    max_turns: int | None,
-    time_limit: float | None,
-    max_cost_usd: float | None,
-    pull_request: bool,
-    allow_workflow_edits: bool | None,
-) -> str:
+def _environment(facts: Environment) -> str:
     lines = []
-    if workdir:
-        lines.append(f"Working directory: {workdir}")
-    if is_git_repo is not None:
-        lines.append("It is a git repository." if is_git_repo else "It is not a git repository.")
-    if network is False:
+    if facts.workdir:
+        lines.append(f"Working directory: {facts.workdir}")
+    if facts.is_git_repo is not None:
+        lines.append(
+            "It is a git repository." if facts.is_git_repo else "It is not a git repository."
+        )
+    if facts.network is False:
         lines.append(
             "Network: none. Your commands cannot reach the internet: no package"
             " installs, no downloads, no git fetch or push. Work with what is installed."
         )
-    elif network:
+    elif facts.network:
         lines.append("Network: your commands can reach the network.")
-    if setup is not None:
+    if facts.setup is not None:
         # Where the agent has the network, its setup had it too.
-        lines.extend(_setup(setup, setup_network or bool(network)))
-    budget = _budget(max_turns, time_limit, max_cost_usd)
+        lines.extend(_setup(facts.setup, facts.setup_network or bool(facts.network)))
+    budget = _budget(facts.max_turns, facts.time_limit, facts.max_cost_usd)
     if budget:
         lines.append(
             f"Budget: {budget} for the whole run. The run is stopped where it stands"
             " when one runs out: leave room to check your work and write your summary."
         )
-    if pull_request:
+    if facts.pull_request:
         lines.append(
             "Your final message becomes the summary of your work on GitHub, in the pull"
             " request's description and in Neo's report: write it for a reviewer."
         )
-    if allow_workflow_edits is False:
+    if facts.allow_workflow_edits is False:
         lines.append(
             f"Changes under {WORKFLOWS_DIR}/ are reverted before the commit"
             " (`allow_workflow_edits` is off in .github/neo.yml): do not edit workflow"
             " files; if the task needs such a change, describe it in your summary."
         )
-    elif allow_workflow_edits:
+    elif facts.allow_workflow_edits:
         lines.append(f"You may change files under {WORKFLOWS_DIR}/.")
     return "\n".join(["# Environment", "", *lines]) if lines else ""
 

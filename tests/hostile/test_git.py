@@ -35,6 +35,7 @@ from tests.fakes import (
     text,
     tool_use,
 )
+from tests.runner.test_job import job_spec
 
 TOKEN = "ghs_HostileTreesTokenForTheTests00000000"
 BRANCH = "neo/issue-10"
@@ -180,7 +181,7 @@ def make_spec(server: FakeGitServer, tmp_path: Path) -> Callable[..., JobSpec]:
             "sandbox": "local",
             "time_limit": 60.0,
         }
-        return JobSpec(**(values | changes))
+        return job_spec(**(values | changes))
 
     return make
 

@@ -24,8 +24,9 @@ from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 
 from runner.agent import Event, ToolNotice, ToolStarted
+from runner.assembly import RunSettings
 from runner.git import MirrorCache
-from runner.job import JobResult, JobSpec, run, session_id_for
+from runner.job import JOB_SETTINGS, JobResult, JobSpec, run, session_id_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, ToolResult, ToolUse
 from runner.session import JobMark, Session, SessionStore, before_job
@@ -84,6 +85,16 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+_RUN_FIELDS = {field.name for field in dataclasses.fields(RunSettings)}
+
+
+def job_spec(**values: Any) -> JobSpec:
+    """A JobSpec from flat values: those of the run's settings go into `settings`."""
+    chosen = {name: value for name, value in values.items() if name in _RUN_FIELDS}
+    rest = {name: value for name, value in values.items() if name not in _RUN_FIELDS}
+    return JobSpec(**rest, settings=dataclasses.replace(JOB_SETTINGS, **chosen))
+
+
 @pytest.fixture
 def make_spec(server: FakeGitServer, data_dir: Path) -> Callable[..., JobSpec]:
     def make(**changes: Any) -> JobSpec:
@@ -104,7 +115,7 @@ def make_spec(server: FakeGitServer, data_dir: Path) -> Callable[..., JobSpec]:
             "time_limit": 60.0,
         }
         values.update(changes)
-        return JobSpec(**values)
+        return job_spec(**values)
 
     return make
 
@@ -518,11 +529,16 @@ async def test_a_fork_pull_request_starts_its_branch_from_the_pull_request_head(
 JOB_PROCESS = """
 import asyncio, json, sys
 from pathlib import Path
+from runner.assembly import RunSettings
 from runner.job import JobSpec, run
 from runner.subagent import SubagentSettings
 
 values = json.load(sys.stdin)
-values["subagents"] = SubagentSettings(**values["subagents"])
+settings = values["settings"]
+settings["subagents"] = SubagentSettings(**settings["subagents"])
+settings["fallback"] = tuple(settings["fallback"]) if settings["fallback"] else None
+settings["disabled_skills"] = tuple(settings["disabled_skills"])
+values["settings"] = RunSettings(**settings)
 values["data_dir"] = Path(values["data_dir"])
 values["setup"] = tuple(values["setup"])
 values["co_author"] = tuple(values["co_author"]) if values["co_author"] else None
@@ -533,7 +549,7 @@ asyncio.run(run(JobSpec(**values)))
 @contextlib.contextmanager
 def job_process(spec: JobSpec, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
-    values["subagents"] = dataclasses.asdict(spec.subagents)
+    values["settings"] = dataclasses.asdict(spec.settings)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-c", JOB_PROCESS],

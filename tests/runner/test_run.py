@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from runner.agent import Event, TurnStarted
+from runner.assembly import agent_tools, make_agent
 from runner.budget import RunBudget
 from runner.llm.anthropic import AnthropicProvider
 from runner.llm.provider import close_provider
@@ -24,7 +25,6 @@ from runner.run import (
     RunInterrupted,
     RunTimeout,
     bounded,
-    make_agent,
     session_meta,
 )
 from runner.sandbox.local import LocalSandbox
@@ -147,12 +147,10 @@ async def _agent_run(
     box = LocalSandbox(tree)
     agent = make_agent(
         provider,
-        box,
+        agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
-        previous=None,
-        max_turns=max_turns,
-        effort=None,
         budget=RunBudget(model=MODEL, max_turns=max_turns),
+        max_turns=max_turns,
     )
     meta = session_meta(None, new_id=store.new_id(), provider="anthropic", model=MODEL, cwd="/t")
     on_event = events.append if events is not None else None

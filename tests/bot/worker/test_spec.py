@@ -139,7 +139,12 @@ def test_the_config_decides_the_model_the_budget_and_the_branch_prefix(
         job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
     )
     # The time limit is in minutes in the file, in seconds for the runner.
-    assert (spec.model, spec.max_turns, spec.time_limit, spec.work_branch) == expected
+    assert (
+        spec.settings.model,
+        spec.settings.max_turns,
+        spec.settings.time_limit,
+        spec.work_branch,
+    ) == expected
     assert own is False
 
 
@@ -151,7 +156,7 @@ def test_the_config_decides_how_openai_signs_in(auth: str) -> None:
         job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
     )
 
-    assert (spec.provider, spec.openai_auth) == ("openai", auth)
+    assert (spec.settings.provider, spec.settings.openai_auth) == ("openai", auth)
 
 
 def test_the_configs_subagents_reach_the_runner() -> None:
@@ -163,14 +168,14 @@ def test_the_configs_subagents_reach_the_runner() -> None:
         job(), config, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
     )
 
-    assert spec.subagents == SubagentSettings(
+    assert spec.settings.subagents == SubagentSettings(
         max_parallel=2, max_children=5, model="claude-haiku-4-5"
     )
     off = parse_repo_config("subagents: {enabled: false}\n")
     spec, _ = job_spec(
         job(), off, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
     )
-    assert spec.subagents.enabled is False
+    assert spec.settings.subagents.enabled is False
 
 
 @pytest.mark.parametrize(
@@ -192,7 +197,7 @@ def test_the_configs_fallback_reaches_the_runner(
         thread=THREAD,
         who=Identity(BOT, "t"),
     )
-    assert spec.fallback == expected
+    assert spec.settings.fallback == expected
 
 
 @pytest.mark.parametrize(
@@ -268,7 +273,7 @@ def test_only_the_requesters_own_words_may_invoke_a_skill(
     )
 
     assert spec.invocation == invocation
-    assert spec.disabled_skills == ("fix-ci",)
+    assert spec.settings.disabled_skills == ("fix-ci",)
     assert spec.skills_branch is None
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.agent import Agent
+from runner.assembly import agent_tools, make_agent
 from runner.budget import RunBudget
 from runner.llm.types import SystemPrompt, ToolResult
-from runner.run import make_agent
 from runner.sandbox import LocalSandbox
 from tests.fakes.scripted import ScriptedProvider, calls, says
 
@@ -28,12 +28,10 @@ async def run_once(provider: ScriptedProvider, tree: Path, prompt: str) -> Agent
     box = LocalSandbox(tree)
     agent = make_agent(
         provider,
-        box,
+        agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
-        previous=None,
-        max_turns=5,
-        effort=None,
         budget=RunBudget(model=provider.model, max_turns=5),
+        max_turns=5,
     )
     try:
         await agent.send(prompt)

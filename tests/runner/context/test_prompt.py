@@ -1,13 +1,24 @@
+import dataclasses
 import re
 from typing import Any
 
 import pytest
 
-from runner.context import BASE_PROMPT, build_system_prompt
+from runner.context import BASE_PROMPT, Environment, build_system_prompt
+from runner.llm.types import SystemPrompt
+
+_FACTS = {field.name for field in dataclasses.fields(Environment)}
+
+
+def prompt_of(**given: Any) -> SystemPrompt:
+    """The system prompt for `given`: the environment's facts and the other segments."""
+    facts = {name: value for name, value in given.items() if name in _FACTS}
+    rest = {name: value for name, value in given.items() if name not in _FACTS}
+    return build_system_prompt(environment=Environment(**facts), **rest)
 
 
 def test_segments_in_order() -> None:
-    prompt = build_system_prompt(
+    prompt = prompt_of(
         workdir="/work/repo",
         project="# Project instructions (AGENTS.md)\n\nrules",
         extra="Answer in French.",
@@ -22,7 +33,7 @@ def test_segments_in_order() -> None:
 
 
 def test_the_skills_catalog_comes_after_agents_md_and_before_the_environment() -> None:
-    prompt = build_system_prompt(
+    prompt = prompt_of(
         workdir="/w", project="# Project instructions (AGENTS.md)", skills="# Skills\n\n- a"
     )
     assert prompt.segments[1:] == (
@@ -33,17 +44,17 @@ def test_the_skills_catalog_comes_after_agents_md_and_before_the_environment() -
 
 
 def test_empty_segments_are_omitted() -> None:
-    assert build_system_prompt(workdir="", project="").segments == (BASE_PROMPT,)
-    only_extra = build_system_prompt(workdir="", project="  \n", extra="extra")
+    assert prompt_of(workdir="", project="").segments == (BASE_PROMPT,)
+    only_extra = prompt_of(workdir="", project="  \n", extra="extra")
     assert only_extra.segments == (BASE_PROMPT, "extra")
-    no_project = build_system_prompt(workdir="/w", project="", extra="")
+    no_project = prompt_of(workdir="/w", project="", extra="")
     assert no_project.segments == (BASE_PROMPT, "# Environment\n\nWorking directory: /w")
 
 
 def test_git_state_is_stated_only_when_known() -> None:
-    outside = build_system_prompt(workdir="/tmp/x", project="", is_git_repo=False)
+    outside = prompt_of(workdir="/tmp/x", project="", is_git_repo=False)
     assert outside.segments[1].endswith("\nIt is not a git repository.")
-    unknown = build_system_prompt(workdir="/tmp/x", project="")
+    unknown = prompt_of(workdir="/tmp/x", project="")
     assert "git" not in unknown.segments[1]
 
 
@@ -146,7 +157,7 @@ JOB: dict[str, Any] = {
 def test_the_environment_states_the_run_facts(
     changes: dict[str, Any], present: list[str], absent: list[str]
 ) -> None:
-    prompt = build_system_prompt(**{**JOB, **changes})
+    prompt = prompt_of(**{**JOB, **changes})
     environment = prompt.segments[-1]
     assert environment.startswith("# Environment\n\nWorking directory: /workspace\n")
     for needle in present:
@@ -166,8 +177,8 @@ def test_the_environment_states_the_run_facts(
 def test_segments_are_byte_identical_for_the_same_run(changes: dict[str, Any]) -> None:
     # A run builds its prompt once, but a resumed or retried one builds it
     # again: the same facts must give the same bytes, or the cache misses.
-    first = build_system_prompt(**{**JOB, **changes})
-    second = build_system_prompt(**{**JOB, **changes})
+    first = prompt_of(**{**JOB, **changes})
+    second = prompt_of(**{**JOB, **changes})
     assert first.segments == second.segments
     assert [s.encode() for s in first.segments] == [s.encode() for s in second.segments]
     assert first.segments[0] == BASE_PROMPT
@@ -175,8 +186,8 @@ def test_segments_are_byte_identical_for_the_same_run(changes: dict[str, Any]) -
 
 def test_run_facts_never_reach_the_base_segment() -> None:
     # The base is the cached prefix of every run: each fact goes after it.
-    a = build_system_prompt(**JOB)
-    b = build_system_prompt(
+    a = prompt_of(**JOB)
+    b = prompt_of(
         **{**JOB, "setup": ("make deps",), "max_turns": 7, "time_limit": 60.0, "network": True}
     )
     assert a.segments[0] == b.segments[0] == BASE_PROMPT
@@ -186,8 +197,8 @@ def test_run_facts_never_reach_the_base_segment() -> None:
 
 
 def test_base_segment_is_identical_across_runs() -> None:
-    a = build_system_prompt(workdir="/a", project="A rules", extra="x", is_git_repo=True)
-    b = build_system_prompt(workdir="/somewhere/else", project="", is_git_repo=False)
+    a = prompt_of(workdir="/a", project="A rules", extra="x", is_git_repo=True)
+    b = prompt_of(workdir="/somewhere/else", project="", is_git_repo=False)
     assert a.segments[0] == b.segments[0] == BASE_PROMPT
     assert "/a" not in BASE_PROMPT
 
@@ -229,17 +240,17 @@ def test_base_prompt_covers_the_essentials(needle: str) -> None:
 
 
 def test_text_joins_segments() -> None:
-    prompt = build_system_prompt(workdir="/w", project="P", extra="E")
+    prompt = prompt_of(workdir="/w", project="P", extra="E")
     assert prompt.text == "\n\n".join(prompt.segments)
     assert prompt.text.endswith("\n\nP\n\n# Environment\n\nWorking directory: /w\n\nE")
 
 
 def test_the_base_names_the_tools_the_model_has() -> None:
-    default = build_system_prompt(workdir="", project="").segments[0]
+    default = prompt_of(workdir="", project="").segments[0]
     assert "targeted changes with edit_file" in default
     assert "Use bash to check your work" in default
 
-    patching = build_system_prompt(
+    patching = prompt_of(
         workdir="", project="", edit_tool="apply_patch", shell_tool="shell"
     ).segments[0]
     assert "targeted changes with apply_patch" in patching

@@ -1,0 +1,275 @@
+"""One run assembled, the same way for a job (`runner.job`) and `neo run` (`runner.headless`).
+
+    async with open_run(settings) as kit:      # providers (with fallback), budget
+        ...                                    # the caller's tree and sandbox
+        run = kit.start(box, session, briefing, on_event=...)
+        error = await run.send(briefing.skills.first_message(prompt))
+
+`RunSettings` is what both entry points choose alike: the model and its
+fallback, the limits, how hard the model thinks, the skills left out, the
+subagents. `open_run` opens what the run calls and closes it after: the
+provider with its fallback, the subagents' own when they have a model of
+their own, the budget. `RunKit.start` builds the agent on a sandbox: the
+subagents' supervisor, the skills, the editing tools of the model's family,
+the system prompt, and the run recorded into its session. What truly differs
+(the working tree, the sandbox, which session is continued, what becomes of
+the result) stays with each entry point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from runner.agent import Agent, Event
+from runner.budget import RunBudget
+from runner.compact import WindowCompactor
+from runner.context import Environment, build_system_prompt
+from runner.llm.fallback import with_fallback
+from runner.llm.pricing import cost_usd
+from runner.llm.provider import Provider, close_provider
+from runner.llm.registry import DEFAULT_PROVIDER, make_provider
+from runner.llm.types import Effort, SystemPrompt, Usage
+from runner.run import AgentRun
+from runner.sandbox.base import Sandbox
+from runner.session import Session, SessionMeta, SessionStore
+from runner.skills import RunSkills, Skill, with_skill_reads
+from runner.subagent import (
+    AgentTool,
+    Placement,
+    SubagentSettings,
+    Supervisor,
+    children_provider,
+)
+from runner.tools import Checklist, tools_for
+from runner.tools.base import Tool
+from runner.tools.registry import editing_tools
+
+__all__ = [
+    "Briefing",
+    "ProviderFactory",
+    "RunKit",
+    "RunSession",
+    "RunSettings",
+    "agent_tools",
+    "make_agent",
+    "open_run",
+]
+
+
+class ProviderFactory(Protocol):
+    """(provider name, model or None for its default, how openai signs in) -> a provider."""
+
+    def __call__(
+        self, name: str, model: str | None = None, /, *, openai_auth: str = "api_key"
+    ) -> Provider: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What a run is allowed and asked: its model, limits, skills and subagents."""
+
+    # None: DEFAULT_PROVIDER (`neo run --resume` takes the session's first).
+    provider: str | None = None
+    # None: the provider's default model.
+    model: str | None = None
+    # (provider, model) to turn to when the first is unavailable.
+    fallback: tuple[str, str | None] | None = None
+    # How the openai provider signs in: "api_key" or "subscription"; None: api_key.
+    openai_auth: str | None = None
+    max_turns: int = 100
+    # Seconds the run may take; None: no limit.
+    time_limit: float | None = None
+    # How hard the model thinks; None: not at all.
+    effort: Effort | None = None
+    # US dollars the run's model calls may cost; None: no limit.
+    max_cost_usd: float | None = None
+    # Skills left out of the catalog and never invoked.
+    disabled_skills: tuple[str, ...] = ()
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
+
+    @property
+    def provider_name(self) -> str:
+        return self.provider or DEFAULT_PROVIDER
+
+
+@dataclass(frozen=True, slots=True)
+class RunSession:
+    """Where a run records its conversation, and the saved one it continues."""
+
+    store: SessionStore
+    meta: SessionMeta
+    previous: Session | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Briefing:
+    """What the system prompt says beside its base segment.
+
+    `environment` holds the facts only the caller knows (the tree, the
+    network, the setup); the kit adds the working directory and the budget.
+    """
+
+    project: str
+    skills: RunSkills
+    environment: Environment = field(default_factory=Environment)
+    extra: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunKit:
+    """An opened run's providers and budget, under its settings; `start` builds its agent."""
+
+    settings: RunSettings
+    provider: Provider
+    # The provider the subagents call: `provider` itself unless they have a model of their own.
+    children: Provider
+    budget: RunBudget
+
+    def start(
+        self,
+        box: Sandbox,
+        session: RunSession,
+        briefing: Briefing,
+        *,
+        on_event: Callable[[Event], None] | None = None,
+        tools: Sequence[Tool] = (),
+        hold_after_compaction: bool = False,
+    ) -> AgentRun:
+        """The agent on `box`, continuing `session`, recorded into it.
+
+        `tools` are a kind of job's own (a review's); `hold_after_compaction`
+        as `AgentRun` has it. The invoked skills' notice is the first event.
+        """
+        settings, skills = self.settings, briefing.skills
+        supervisor = None
+        if settings.subagents.enabled:
+            supervisor = Supervisor(
+                settings.subagents,
+                self.children,
+                cost_limit=settings.max_cost_usd,
+                effort=settings.effort,
+                placement=Placement(session.store, session.meta.id),
+            )
+        meta = session.meta
+        meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
+        edit_tool, shell_tool = editing_tools(self.provider.model)
+        environment = replace(
+            briefing.environment,
+            workdir=box.root,
+            max_turns=settings.max_turns,
+            time_limit=settings.time_limit,
+        )
+        system = build_system_prompt(
+            project=briefing.project,
+            environment=environment,
+            skills=skills.catalog,
+            extra=briefing.extra,
+            edit_tool=edit_tool,
+            shell_tool=shell_tool,
+        )
+        agent = make_agent(
+            self.provider,
+            agent_tools(self.provider.model, box, skills.discovery.skills, supervisor, tools),
+            system=system,
+            budget=self.budget,
+            max_turns=settings.max_turns,
+            previous=session.previous,
+            effort=settings.effort,
+        )
+        run = AgentRun(
+            agent,
+            session.store,
+            meta,
+            on_event=on_event,
+            hold_after_compaction=hold_after_compaction,
+        )
+        if skills.invoked and on_event is not None:
+            on_event(skills.notice())
+        return run
+
+    def cost(self, usage: Usage) -> float | None:
+        """What `usage` cost on the run's model; None when its price is unknown."""
+        return cost_usd(self.provider.model, usage, self.provider.name)
+
+
+@contextlib.asynccontextmanager
+async def open_run(
+    settings: RunSettings, make: ProviderFactory = make_provider
+) -> AsyncIterator[RunKit]:
+    """The run's providers and budget, closed when the block ends.
+
+    Raises ConfigError when the settings cannot work (an unknown provider,
+    missing credentials, a cost limit on a model without a price).
+    """
+    make_one: Callable[..., Provider] = functools.partial(
+        make, openai_auth=settings.openai_auth or "api_key"
+    )
+    # Off the event loop: the first use of an SDK imports it, seconds of work
+    # that would starve the heartbeats of a worker's other jobs past their lease.
+    provider = await asyncio.to_thread(
+        with_fallback, make_one, settings.provider_name, settings.model, settings.fallback
+    )
+    children = provider
+    try:
+        budget = RunBudget(
+            model=provider.model,
+            provider=provider.name,
+            max_turns=settings.max_turns,
+            time_limit=settings.time_limit,
+            max_cost_usd=settings.max_cost_usd,
+        )
+        children = await asyncio.to_thread(
+            children_provider, settings.subagents, provider, make_one, settings.provider_name
+        )
+        yield RunKit(settings, provider, children, budget)
+    finally:
+        if children is not provider:
+            await close_provider(children)
+        await close_provider(provider)
+
+
+def agent_tools(
+    model: str,
+    box: Sandbox,
+    skills: Sequence[Skill] = (),
+    subagents: Supervisor | None = None,
+    extra: Sequence[Tool] = (),
+) -> list[Tool]:
+    """The tools `model`'s family knows on `box`; read_file also reads `skills` not in
+    the tree, `subagents` adds the `agent` tool, and `extra` a kind of job's own."""
+    tools = tools_for(model, box, checklist=Checklist())
+    if subagents is not None:
+        tools.append(AgentTool(subagents, box))
+    tools.extend(extra)
+    return with_skill_reads(tools, skills)
+
+
+def make_agent(
+    provider: Provider,
+    tools: Sequence[Tool],
+    *,
+    system: SystemPrompt,
+    budget: RunBudget,
+    max_turns: int,
+    previous: Session | None = None,
+    effort: Effort | None = None,
+) -> Agent:
+    """The agent with `tools`, continuing `previous`'s conversation, within `budget`."""
+    return Agent(
+        provider,
+        tools=tools,
+        system=system,
+        max_turns=max_turns,
+        messages=previous.messages if previous else (),
+        usage=previous.meta.usage if previous else None,
+        # A saved conversation that is already large is compacted before the
+        # first call, like any that grows too large.
+        compactor=WindowCompactor(provider),
+        effort=effort,
+        budget=budget,
+    )
