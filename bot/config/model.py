@@ -13,6 +13,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -176,8 +177,9 @@ class Budgets(_Strict):
         description=(
             "US dollars the runs of this repository may spend in a UTC day. A run that"
             " would start with the day's spend at or past it is not run; a running one"
-            " may spend at most what is left. Unset: the service's default. Never above"
-            " the service's ceiling."
+            " may spend at most what is left. Set in the owner's `.github` repository, it"
+            " is each repository's, and a repository's own file can only lower it. Unset:"
+            " the service's default. Never above the service's ceiling."
         ),
     )
     installation_daily_usd: float | None = Field(
@@ -188,11 +190,34 @@ class Budgets(_Strict):
         strict=True,
         description=(
             "US dollars the runs of every repository of this App installation (the"
-            " account) may spend together in a UTC day; best set in the owner's"
-            " `.github` repository. Unset: the service's default. Never above the"
-            " service's ceiling."
+            " account) may spend together in a UTC day. Set it in the owner's `.github`"
+            " repository: there it binds every repository, whose own file can only lower"
+            " it. Unset: the service's default. Never above the service's ceiling."
         ),
     )
+    # Where each value was set when not in the repository's own file: the
+    # owner's `.github` one, whose budgets bind it. Set by the worker's config
+    # resolver (`bound_by`), never read from YAML.
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def source(self, name: str) -> str | None:
+        """The file the value of `name` was set in, when not the repository's own."""
+        return self._sources.get(name)
+
+    def bound_by(self, owner: Budgets, where: str) -> Budgets:
+        """These budgets, none above `owner`'s (set in `where`, the owner's `.github`
+        file): an owner's daily limits bind each of its repositories, whose own
+        file can only lower them."""
+        values: dict[str, float] = {}
+        sources = dict(self._sources)
+        for name in ("repo_daily_usd", "installation_daily_usd"):
+            own, theirs = getattr(self, name), getattr(owner, name)
+            if theirs is not None and (own is None or theirs <= own):
+                values[name] = theirs
+                sources[name] = where
+        bound = self.model_copy(update=values)
+        bound._sources = sources
+        return bound
 
 
 class CiRepair(_Strict):

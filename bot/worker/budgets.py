@@ -2,7 +2,9 @@
 
 Pure: the worker reads the day's spend from the queue and the time from its
 clock, then these decide. A repository's `budgets:` replaces the operator's
-defaults, and is lowered to the operator's ceilings. Windows are UTC days.
+defaults, and is lowered to the owner's (`Budgets.bound_by`, read from the
+owner's `.github` repository) and to the operator's ceilings. Windows are
+UTC days.
 """
 
 from __future__ import annotations
@@ -95,14 +97,19 @@ class Allowance:
 
 
 def limits(config: Budgets, operator: OperatorBudgets, *, config_path: str) -> tuple[Limit, ...]:
-    """The daily limits of a job whose repository's config holds `config`."""
+    """The daily limits of a job whose repository's config (at `config_path`) holds
+    `config`, the owner's binding ones included."""
+
+    def where(name: str) -> str:
+        return f"`budgets.{name}` in `{config.source(name) or config_path}`"
+
     found = (
         _limit(
             "repository",
             config.repo_daily_usd,
             operator.repo_daily_usd,
             operator.repo_daily_ceiling_usd,
-            f"`budgets.repo_daily_usd` in `{config_path}`",
+            where("repo_daily_usd"),
             "NEO_BUDGET_REPO_DAILY",
         ),
         _limit(
@@ -110,7 +117,7 @@ def limits(config: Budgets, operator: OperatorBudgets, *, config_path: str) -> t
             config.installation_daily_usd,
             operator.installation_daily_usd,
             operator.installation_daily_ceiling_usd,
-            f"`budgets.installation_daily_usd` in `{config_path}`",
+            where("installation_daily_usd"),
             "NEO_BUDGET_INSTALLATION_DAILY",
         ),
     )

@@ -1,5 +1,7 @@
 """A job's config: the repository's file, else the owner's `.github`, with overrides on top.
 
+The owner's daily budgets bind every repository, also one with a file of its own.
+
 `ConfigSource` says where to look and what wins (`neo action`'s inputs);
 `overridden` applies it, pure; `ConfigResolver` reads the files from the
 default branch and remembers, for `OWNER_CONFIG_TTL`, owners it cannot read.
@@ -95,22 +97,30 @@ class ConfigResolver:
         """The repository's config; without one, the owner's; without either, defaults.
 
         From the default branch (no ref: GitHub's default), so a pull request
-        cannot change it. The repository's file wins whole: the two are never
-        merged.
+        cannot change it. The repository's file wins whole, bar the owner's
+        daily budgets: those bind it, and it can only lower them.
         """
         path = self.source.path
         text = await github.read_file(path)
-        where = path
+        owner = await self._owner_file(request)
+        own = text is not None
         if text is None:
-            owner = await self._owner_file(request)
             if owner is None:
-                return overridden(RepoConfig(), self.source, where), None
+                return overridden(RepoConfig(), self.source, path), None
             text, where = owner
+        else:
+            where = path
         try:
-            config = parse_repo_config(text, source=where)
+            config = overridden(parse_repo_config(text, source=where), self.source, where)
+            if owner is not None:
+                # An owner's file that cannot be read binds nothing, so it stops the
+                # job like the repository's own would: the budget is not guessed.
+                bound = parse_repo_config(owner[0], source=owner[1]) if own else config
+                budgets = config.budgets.bound_by(bound.budgets, owner[1])
+                config = config.model_copy(update={"budgets": budgets})
         except RepoConfigError as error:
             return None, error
-        return overridden(config, self.source, where), None
+        return config, None
 
     async def _owner_file(self, request: JobRequest) -> tuple[str, str] | None:
         """The config file of the owner's `.github` repository, and how to name it;

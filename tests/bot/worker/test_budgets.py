@@ -91,6 +91,28 @@ def test_a_repository_value_replaces_the_default_and_is_lowered_to_the_ceiling()
     assert limits(Budgets(), OperatorBudgets(), config_path=PATH) == ()
 
 
+def test_the_owners_budgets_bind_a_repositorys_own_which_can_only_lower_them() -> None:
+    owner_file = "octo/.github:.github/neo.yml"
+    owner = Budgets(repo_daily_usd=5.0, installation_daily_usd=10.0)
+
+    higher = Budgets(repo_daily_usd=50.0).bound_by(owner, owner_file)
+    lower = Budgets(repo_daily_usd=2.0, installation_daily_usd=20.0).bound_by(owner, owner_file)
+
+    assert limits(higher, OperatorBudgets(), config_path=PATH) == (
+        Limit("repository", 5.0, f"`budgets.repo_daily_usd` in `{owner_file}`"),
+        Limit("installation", 10.0, f"`budgets.installation_daily_usd` in `{owner_file}`"),
+    )
+    assert limits(lower, OperatorBudgets(), config_path=PATH) == (
+        Limit("repository", 2.0, f"`budgets.repo_daily_usd` in `{PATH}`"),
+        Limit("installation", 10.0, f"`budgets.installation_daily_usd` in `{owner_file}`"),
+    )
+    # The operator's ceiling still lowers what the owner set.
+    ceiling = OperatorBudgets(installation_daily_ceiling_usd=8.0)
+    assert limits(higher, ceiling, config_path=PATH)[1] == Limit(
+        "installation", 8.0, f"`budgets.installation_daily_usd` in `{owner_file}`", 10.0
+    )
+
+
 def test_the_operator_budgets_come_from_the_neo_budget_settings(settings: Settings) -> None:
     environ = {
         "NEO_GITHUB_APP_ID": "1",

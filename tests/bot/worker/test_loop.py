@@ -1034,7 +1034,8 @@ async def test_the_repositorys_config_wins_over_the_owners(
 
     assert job.state is JobState.SUCCEEDED, job.result
     assert fake_anthropic.requests[0].body["model"] == "repo-model"
-    assert config_tokens(github) == []  # the owner's file was not even read
+    # The owner's file was read, for its budgets alone (tests/hostile/test_budgets.py).
+    assert config_tokens(github) == [dict(CONFIG_PERMISSIONS)]
 
 
 async def test_without_a_repository_config_the_owners_is_read_with_a_read_only_token(
