@@ -1,0 +1,88 @@
+"""Running a task's hidden tests on a tree, in a fresh docker sandbox of their own.
+
+The tree is a host directory: a checkout of the task's bundle, with whatever
+the agent or the task's fix changed. Its test files are put back as the base
+has them, the hidden tests applied, and the language's runner started in a
+new container (no network), its report written to a file in the tree and
+read on the host whole (a command's output in the sandbox keeps only its head
+and tail).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.quality.gitops import apply_patch, patch_paths, restore_paths
+from bench.quality.results import Outcome, parse
+from bench.quality.taskset import Task
+from runner.sandbox.factory import open_sandbox
+
+__all__ = ["TEST_COMMANDS", "TestRun", "run_hidden_tests"]
+
+# How each runner is started, its report to stdout.
+TEST_COMMANDS = {
+    "pytest": "python3 -m pytest -rA -p no:cacheprovider",
+    "go": "go test -json ./...",
+    "node": "node --test --test-reporter=tap",
+}
+# No module is downloaded: a task's tests run with what the image carries. go
+# vet's checks, which `go test` runs first, are left out: they judge style, not
+# behaviour, and cost seconds on a cold build cache (each sandbox's is).
+_ENV = {"go": {"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-vet=off"}}
+_LOG = ".neo-bench-tests.log"
+_TAIL = 4000
+
+
+@dataclass(frozen=True, slots=True)
+class TestRun:
+    """One run of the hidden tests: each test's outcome, and how the run went."""
+
+    outcomes: Mapping[str, Outcome]
+    exit_code: int
+    timed_out: bool
+    seconds: float
+    # The report's last characters, for a reader to see why.
+    tail: str = field(repr=False, default="")
+
+
+async def run_hidden_tests(
+    task: Task, tree: Path, base: str, *, image: str | None, name: str
+) -> TestRun:
+    """The hidden tests of `task` on `tree` (a checkout whose base commit is `base`).
+
+    `name` tells this run's container apart (letters, digits, '.', '_', '-').
+    Raises BenchGitError when the hidden tests do not apply, SandboxError or
+    ConfigError when the sandbox cannot start.
+    """
+    await restore_paths(tree, base, patch_paths(task.tests))
+    await apply_patch(tree, task.tests, what=f"task {task.id}: tests.patch")
+    return await _run(task, tree, image=image, name=name)
+
+
+async def _run(task: Task, tree: Path, *, image: str | None, name: str) -> TestRun:
+    command = TEST_COMMANDS[task.runner]
+    log = tree / _LOG
+    async with open_sandbox("docker", tree, job_id=name, image=image) as box:
+        started = time.monotonic()
+        done = await box.run(
+            ["bash", "-c", f"{command} >{_LOG} 2>&1"],
+            timeout=task.spec.test_timeout,
+            env=_ENV.get(task.runner, {}),
+        )
+        seconds = time.monotonic() - started
+    try:
+        report = log.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        report = done.output.decode(errors="replace")
+    finally:
+        log.unlink(missing_ok=True)
+    return TestRun(
+        outcomes=parse(task.runner, report),
+        exit_code=done.exit_code,
+        timed_out=done.timed_out,
+        seconds=seconds,
+        tail=report[-_TAIL:],
+    )
