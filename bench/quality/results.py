@@ -23,7 +23,10 @@ __all__ = ["Grade", "Outcome", "grade", "parse"]
 
 Outcome = Literal["passed", "failed", "skipped"]
 
-_PYTEST_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
+# A test id, its parameters in brackets (which may hold " - "), then " - why" for a failure.
+_PYTEST_LINE = re.compile(
+    r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) ([^\s\[]+(?:\[.*?\](?= - |$))?)(?: - .*)?$"
+)
 _PYTEST_OUTCOMES: dict[str, Outcome] = {
     "PASSED": "passed",
     "XFAIL": "passed",  # an expected failure is the test's own verdict that all is well
@@ -54,11 +57,9 @@ def _pytest(output: str) -> dict[str, Outcome]:
         match = _PYTEST_LINE.match(line)
         if match is None:
             continue
+        # A skip's own line ("SKIPPED [1] path:line: reason") names no test: no match.
         word, ident = match.groups()
-        # A skip's line reads "SKIPPED [1] path:line: reason": no test id to keep.
-        if word == "SKIPPED" and ident.startswith("["):
-            continue
-        found[ident.strip()] = _worse(found.get(ident.strip()), _PYTEST_OUTCOMES[word])
+        found[ident] = _worse(found.get(ident), _PYTEST_OUTCOMES[word])
     return found
 
 
