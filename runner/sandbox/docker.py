@@ -45,6 +45,7 @@ from runner.sandbox.base import (
     stopped_of,
 )
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
+from runner.sandbox.ownership import Loan, lend
 from runner.text import one_line
 
 WORKSPACE = "/workspace"
@@ -239,19 +240,13 @@ def _remove_container(client: DockerClient, container: str) -> bool:
     return True
 
 
-def _remove_quietly(client: DockerClient, container: str) -> None:
-    with contextlib.suppress(DockerException, OSError):
-        _remove_container(client, container)
-
-
-def _chown_tree(tree: Path, uid: int, gid: int) -> None:
-    """Give the tree to the sandbox user, never following a symlink out of it."""
-    for directory, dirnames, filenames in os.walk(tree):
-        for name in [".", *dirnames, *filenames]:
-            path = os.path.join(directory, name)
-            status = os.lstat(path)
-            if (status.st_uid, status.st_gid) != (uid, gid):
-                os.lchown(path, uid, gid)
+def _remove_quietly(client: DockerClient, container: str, loan: Loan) -> None:
+    """Remove the container, then give the tree back: no command is left to write in it."""
+    try:
+        with contextlib.suppress(DockerException, OSError):
+            _remove_container(client, container)
+    finally:
+        loan.give_back()
 
 
 def _tree_root(tree: Path) -> Path:
@@ -259,19 +254,6 @@ def _tree_root(tree: Path) -> Path:
     if not root.is_dir():
         raise SandboxError(f"sandbox tree is not a directory: {tree}")
     return root
-
-
-def _prepare_tree(tree: Path) -> tuple[int, int]:
-    """The uid and gid commands run as, owning the tree."""
-    if os.geteuid() == 0:
-        try:
-            _chown_tree(tree, SANDBOX_UID, SANDBOX_UID)
-        except OSError as error:
-            raise SandboxError(
-                f"cannot give the working tree to uid {SANDBOX_UID}: {one_line(error)}"
-            ) from None
-        return SANDBOX_UID, SANDBOX_UID
-    return os.getuid(), os.getgid()
 
 
 def _plain_socket(attached: Any) -> socket.socket:
@@ -419,14 +401,14 @@ def _agent_source() -> bytes:
 class DockerSandbox:
     """A Sandbox in a docker container; open it with `DockerSandbox.start`."""
 
-    def __init__(self, client: DockerClient, name: str, limits: Limits) -> None:
+    def __init__(self, client: DockerClient, name: str, limits: Limits, loan: Loan) -> None:
         self._client = client
         self._name = name
         self._limits = limits
         self._channel: _Channel | None = None
         # The last resort: at interpreter exit, or if this object is dropped
         # without being closed. Calling it later does nothing.
-        self._finalizer = weakref.finalize(self, _remove_quietly, client, name)
+        self._finalizer = weakref.finalize(self, _remove_quietly, client, name, loan)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -453,11 +435,13 @@ class DockerSandbox:
         if client is None:
             client = await asyncio.to_thread(docker_client)
         root = await asyncio.to_thread(_tree_root, tree)
-        sandbox = cls(client, container_name(job_id), limits)
+        # Given back when the container is removed (the finalizer), however
+        # the run ends.
+        loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
+        sandbox = cls(client, container_name(job_id), limits, loan)
         try:
-            user = await asyncio.to_thread(_prepare_tree, root)
             await sandbox._create(
-                root, image=image, job_id=job_id, user=user, network=network and bool(setup)
+                root, image=image, job_id=job_id, user=loan.user, network=network and bool(setup)
             )
             await sandbox._open()
             if setup:

@@ -1,0 +1,154 @@
+"""Who the docker sandbox's commands run as, and the tree lent to them and given back.
+
+A sandboxed command is never root. Run by a normal user, commands run as that
+user and nothing changes hands. Run as root, they run as the tree's owner
+when that is not root; on a tree root owns, as the image's user (uid 1000),
+which gets the tree for the run: every entry not already its own is recorded
+and handed over, and given back when the container is gone. What existed gets
+its owner and group back (and the set-id bits a chown clears, when the mode is
+otherwise unchanged); what the run created goes to the tree's owner. So git
+still trusts the repository afterwards ("dubious ownership" is what a tree
+left to uid 1000 gets from root's git), and the user's files are as they were.
+
+    loan = lend(tree, fallback_uid=1000)   # before the container starts
+    ...                                    # commands run as loan.user
+    loan.give_back()                       # after it is removed; idempotent
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runner.sandbox.base import SandboxError
+from runner.text import one_line
+
+__all__ = ["Loan", "lend", "sandbox_user"]
+
+log = logging.getLogger("neo.sandbox")
+
+# What a chown by root clears on a file that is not a directory.
+_SET_ID = stat.S_ISUID | stat.S_ISGID
+
+
+@dataclass(frozen=True, slots=True)
+class Original:
+    uid: int
+    gid: int
+    mode: int
+
+
+def sandbox_user(
+    euid: int, me: tuple[int, int], owner: tuple[int, int], fallback: int
+) -> tuple[int, int]:
+    """The uid and gid commands run as (pure): never root."""
+    if euid != 0:
+        return me
+    if owner[0] != 0:
+        return owner
+    return fallback, fallback
+
+
+@dataclass(slots=True)
+class Loan:
+    """The tree as lent: `user` runs the commands; `give_back` undoes the lending."""
+
+    root: Path
+    user: tuple[int, int]
+    owner: tuple[int, int]
+    # Entries handed to `user`, by path relative to the root, as they were.
+    changed: Mapping[str, Original] = field(default_factory=dict)
+    # Entries `user` owned already: neither handed over nor the run's own.
+    kept: frozenset[str] = frozenset()
+    lent: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def give_back(self) -> None:
+        """Restore what `lend` changed and give what the run made to the owner.
+
+        Call it once no process of the sandbox is left; it never raises (it
+        runs from finalizers too), and a second call does nothing.
+        """
+        with self._lock:
+            if not self.lent:
+                return
+            self.lent = False
+        failed: list[str] = []
+        for relative, path in _entries(self.root):
+            try:
+                self._give_back(relative, path)
+            except OSError as error:
+                failed.append(f"{relative}: {one_line(error)}")
+        if failed:
+            log.warning(
+                "could not give %d path(s) of %s back to their owners, first %s",
+                len(failed),
+                self.root,
+                failed[0],
+            )
+
+    def _give_back(self, relative: str, path: str) -> None:
+        status = os.lstat(path)
+        if (status.st_uid, status.st_gid) != self.user:
+            # Not the sandbox's: the host (its git) wrote it, as its owner.
+            return
+        original = self.changed.get(relative)
+        if original is None:
+            if relative not in self.kept:
+                os.lchown(path, *self.owner)
+            return
+        os.lchown(path, original.uid, original.gid)
+        if (
+            original.mode & _SET_ID
+            and not stat.S_ISLNK(status.st_mode)
+            and stat.S_IMODE(status.st_mode) == stat.S_IMODE(original.mode) & ~_SET_ID
+        ):
+            os.chmod(path, stat.S_IMODE(original.mode))
+
+
+def lend(root: Path, *, fallback_uid: int) -> Loan:
+    """The tree at `root` lent to the user commands run as (see the module's doc).
+
+    Raises SandboxError, with everything already handed over given back, when
+    an entry cannot be.
+    """
+    top = os.lstat(root)
+    owner = (top.st_uid, top.st_gid)
+    user = sandbox_user(os.geteuid(), (os.getuid(), os.getgid()), owner, fallback_uid)
+    if os.geteuid() != 0:
+        return Loan(root, user, owner)
+    changed: dict[str, Original] = {}
+    kept: set[str] = set()
+    loan = Loan(root, user, owner, changed, lent=True)
+    try:
+        for relative, path in _entries(root):
+            status = os.lstat(path)
+            if (status.st_uid, status.st_gid) == user:
+                kept.add(relative)
+                continue
+            changed[relative] = Original(status.st_uid, status.st_gid, status.st_mode)
+            os.lchown(path, *user)
+    except OSError as error:
+        loan.kept = frozenset(kept)
+        loan.give_back()
+        raise SandboxError(
+            f"cannot lend the working tree to uid {user[0]}: {one_line(error)}"
+        ) from None
+    loan.kept = frozenset(kept)
+    # A tree that was the user's throughout has nothing to give back.
+    loan.lent = bool(changed) or user != owner
+    return loan
+
+
+def _entries(root: Path) -> Iterator[tuple[str, str]]:
+    """Every entry under `root`, itself first, never following a symlink out of it."""
+    yield ".", str(root)
+    for directory, dirnames, filenames in os.walk(root):
+        for name in (*dirnames, *filenames):
+            path = os.path.join(directory, name)
+            yield os.path.relpath(path, root), path
