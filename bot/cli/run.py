@@ -61,8 +61,10 @@ def add_run_parser(commands: Any) -> None:
     )
     run.add_argument(
         "--effort",
-        choices=EFFORTS,
-        help="how hard the model thinks before it answers (default: no extended thinking)",
+        choices=(*EFFORTS, "none"),
+        default="medium",
+        help="how hard the model thinks before it answers, as jobs do by default; 'none':"
+        " no extended thinking (default: medium)",
     )
     run.add_argument(
         "--no-subagents",
@@ -111,7 +113,7 @@ def run_command(args: argparse.Namespace) -> int:
                 openai_auth=args.openai_auth,
                 max_turns=args.max_turns,
                 time_limit=args.timeout,
-                effort=args.effort,
+                effort=None if args.effort == "none" else args.effort,
                 max_cost_usd=args.max_cost,
                 disabled_skills=tuple(args.no_skill),
                 subagents=_subagents(args),

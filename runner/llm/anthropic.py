@@ -49,6 +49,10 @@ _TOO_LONG = "prompt is too long"
 _THINKING_BUDGET: dict[str, int] = {"low": 4_000, "medium": 12_000, "high": 24_000}
 _MIN_BUDGET = 1_024
 _ANSWER_ROOM = 4_096
+# The beta that lets a budget model (Claude 4 to 4.5) think between tool calls,
+# not only before its first; adaptive models (4.6 and later) do so unasked.
+# With it the budget spans the whole tool-using turn and may pass max_tokens.
+INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
 
 
@@ -195,12 +199,23 @@ def _thinking(model: str, effort: llm.Effort, max_tokens: int) -> dict[str, Any]
     mode = limits_for(model).thinking
     if mode == "adaptive":
         return {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
-    if mode == "budget":
-        # Thinking counts against max_tokens: leave room for the answer.
-        budget = min(_THINKING_BUDGET[effort], max_tokens - _ANSWER_ROOM)
-        if budget >= _MIN_BUDGET:
-            return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    if mode != "budget":
+        return {}
+    if _interleaves(model):
+        return {
+            "thinking": {"type": "enabled", "budget_tokens": _THINKING_BUDGET[effort]},
+            "extra_headers": {"anthropic-beta": INTERLEAVED_THINKING},
+        }
+    # Thinking counts against max_tokens: leave room for the answer.
+    budget = min(_THINKING_BUDGET[effort], max_tokens - _ANSWER_ROOM)
+    if budget >= _MIN_BUDGET:
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
     return {}
+
+
+def _interleaves(model: str) -> bool:
+    """Whether budget model `model` can think between tool calls: Claude 4 can, 3.7 cannot."""
+    return not model.rsplit("/", 1)[-1].lower().startswith("claude-3")
 
 
 def _mark_newest(message: dict[str, Any]) -> None:

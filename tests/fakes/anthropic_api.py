@@ -20,7 +20,8 @@ Each request consumes the next scripted reply (first in, first out):
 - a callable `(request_body) -> reply` computes the reply from the request.
 
 Requests the real API would reject (auth, schema, turn order, tool pairing,
-cache_control count) get its 400/401 answer and consume nothing. Every
+cache_control count, a thinking budget of max_tokens or more without the
+interleaved-thinking beta) get its 400/401 answer and consume nothing. Every
 request, rejected or not, is appended to `server.requests`. With
 `prompt_cache = True`, replies without scripted usage report cache reads and
 writes from the breakpoints sent (see `tests.fakes.prompt_cache`).
@@ -65,6 +66,7 @@ __all__ = [
     "thinking",
     "tool_use",
     "validate_request",
+    "validate_thinking",
 ]
 
 Block: TypeAlias = Mapping[str, Any]
@@ -344,6 +346,32 @@ def validate_request(body: object) -> str | None:
         return (
             f"A maximum of {MAX_CACHE_CONTROL_BLOCKS} blocks with cache_control may be "
             f"provided. Found {found}."
+        )
+    return None
+
+
+# The beta under which a thinking budget may pass max_tokens (it then spans
+# the whole tool-using turn).
+INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"
+
+
+def validate_thinking(body: Mapping[str, Any], betas: str) -> str | None:
+    """The real API's 400 message for a thinking budget it would refuse, else None.
+
+    `betas` is the request's `anthropic-beta` header (comma-separated).
+    """
+    thinking = body.get("thinking")
+    if not isinstance(thinking, Mapping) or thinking.get("type") != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1_024:
+        return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+    interleaved = INTERLEAVED_THINKING in [b.strip() for b in betas.split(",")]
+    if budget >= body["max_tokens"] and not interleaved:
+        return (
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our"
+            " documentation at https://docs.claude.com/en/docs/build-with-claude/"
+            "extended-thinking#max-tokens-and-context-window-size"
         )
     return None
 
@@ -633,7 +661,9 @@ class FakeAnthropicAPI(ScriptedServer[ScriptItem]):
             return reject(401, "authentication_error", "invalid x-api-key")
         if body is None and raw:
             return reject(400, "invalid_request_error", "There was an error parsing the body")
-        if problem := validate_request(body):
+        if problem := validate_request(body) or validate_thinking(
+            body, request.headers.get("anthropic-beta", "")
+        ):
             return reject(400, "invalid_request_error", problem)
         if self.context_window is not None:
             prompt = prompt_tokens(body)

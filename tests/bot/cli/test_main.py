@@ -208,11 +208,12 @@ def test_max_turns(
 @pytest.mark.parametrize(
     ("flags", "thinking"),
     [
-        ([], None),
+        ([], {"type": "adaptive"}),
+        (["--effort", "none"], None),
         (["--effort", "high"], {"type": "adaptive"}),
         (["--effort", "low", "--model", "claude-sonnet-4-5"], {"type": "enabled"}),
     ],
-    ids=["off-by-default", "adaptive", "budget"],
+    ids=["medium-by-default-as-in-jobs", "none", "adaptive", "budget"],
 )
 def test_effort_asks_the_model_to_think(
     fake_anthropic: FakeAnthropicAPI,
@@ -232,6 +233,8 @@ def test_effort_asks_the_model_to_think(
         assert "thinking" not in sent
     else:
         assert sent["thinking"]["type"] == thinking["type"]
+    if not flags:
+        assert sent["output_config"] == {"effort": "medium"}
 
 
 def test_the_system_prompt_states_the_budget_and_the_network(

@@ -37,6 +37,7 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes import Usage as WireUsage
+from tests.fakes.anthropic_api import INTERLEAVED_THINKING, validate_thinking
 from tests.runner.llm.streams import HELLO, Adapter, Sleeps, collect, completed, opened
 
 provider = Adapter(AnthropicProvider, "claude-sonnet-5-5")
@@ -346,10 +347,17 @@ _THINKING = [
         "claude-sonnet-4-5",
         "high",
         16_000,
+        {"thinking": {"type": "enabled", "budget_tokens": 24_000}},
+        id="interleaved-budget-passes-max-tokens",
+    ),
+    pytest.param(
+        "claude-3-7-sonnet-latest",
+        "high",
+        16_000,
         {"thinking": {"type": "enabled", "budget_tokens": 11_904}},
         id="budget-leaves-room-to-answer",
     ),
-    pytest.param("claude-haiku-4-5", "low", 4_096, {}, id="no-room-no-thinking"),
+    pytest.param("claude-3-7-sonnet-latest", "low", 4_096, {}, id="no-room-no-thinking"),
     pytest.param("claude-3-5-haiku-latest", "high", 8_000, {}, id="cannot-think"),
     pytest.param("claude-sonnet-5-5", None, 32_000, {}, id="not-asked"),
 ]
@@ -364,6 +372,44 @@ def test_thinking_parameters_by_model(
     )
     got = {key: params[key] for key in ("thinking", "output_config") if key in params}
     assert got == expected
+
+
+_BETA = [
+    pytest.param("claude-sonnet-4-5-20250929", INTERLEAVED_THINKING, id="sonnet-4-5"),
+    pytest.param("claude-opus-4-1", INTERLEAVED_THINKING, id="opus-4-1"),
+    pytest.param("claude-opus-4-5", INTERLEAVED_THINKING, id="opus-4-5"),
+    pytest.param("claude-haiku-4-5", INTERLEAVED_THINKING, id="haiku-4-5"),
+    pytest.param("claude-sonnet-4-6", None, id="adaptive-sonnet-4-6"),
+    pytest.param("claude-sonnet-5-5", None, id="adaptive-sonnet-5-5"),
+    pytest.param("claude-3-7-sonnet-latest", None, id="3-7-cannot-interleave"),
+]
+
+
+@pytest.mark.parametrize(("model", "beta"), _BETA)
+async def test_budget_models_think_between_tool_calls_under_the_beta(
+    fake_anthropic: FakeAnthropicAPI, model: str, beta: str | None
+) -> None:
+    # max_tokens under the high budget: the API takes that only under the beta.
+    fake_anthropic.script(Reply([text("done")]))
+    request = Request(messages=HELLO.messages, max_tokens=20_000, effort="high")
+
+    await collect(Adapter(AnthropicProvider, model)(fake_anthropic), request)
+
+    sent = fake_anthropic.requests[-1]
+    assert sent.headers.get("anthropic-beta") == beta
+    assert fake_anthropic.pending == 0  # accepted, not refused
+
+
+def test_the_fake_refuses_a_budget_past_max_tokens_without_the_beta() -> None:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 2_000,
+        "thinking": {"type": "enabled", "budget_tokens": 4_000},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    assert validate_thinking(body, "") is not None
+    assert validate_thinking(body, f"other-beta,{INTERLEAVED_THINKING}") is None
+    assert validate_thinking({**body, "max_tokens": 8_000}, "") is None
 
 
 async def test_thinking_blocks_come_back_on_the_next_request_as_sent(
