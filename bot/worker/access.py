@@ -1,7 +1,7 @@
 """Who may run Neo, or stop it: the requester's role, allow-listed bots, and the replies.
 
 `authorised` is the rule, pure; `Access` asks GitHub what the rule needs
-(Neo's bot login, the author's role on the repository).
+(the author's role on the repository).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.github.app import AppAuth
+from bot.config import RepoConfig
 from bot.github.client import RepoClient
 from bot.jobs import JobRequest
 
@@ -65,27 +65,23 @@ def unauthorised_stop(request: JobRequest, allowed: Sequence[str], source: str) 
 class Access:
     """The rule with what it reads from GitHub; `allowed_bots` are the worker's own."""
 
-    app: AppAuth
     allowed_bots: frozenset[str] = frozenset()
-
-    async def unchecked(self, request: JobRequest) -> bool:
-        if request.thread.number != 0:
-            return False
-        return is_unchecked(request, await self.app.bot_login())
 
     async def permission(self, github: RepoClient, request: JobRequest) -> str | None:
         """The author's role on the repository, when a role decides (a user's request)."""
-        if await self.unchecked(request) or request.author.lower().endswith("[bot]"):
+        if is_unchecked(request, github.bot_login) or request.author.lower().endswith("[bot]"):
             return None
         return await github.permission(request.author)
 
-    async def authorised(
-        self, request: JobRequest, level: str | None, allowed: Sequence[str], bots: Sequence[str]
+    def authorised(
+        self, request: JobRequest, level: str | None, config: RepoConfig, bot: str
     ) -> bool:
+        """Whether the author may have Neo work here, by `config`'s `allowed_users`
+        and `allowed_bots` and the worker's own bots."""
         return authorised(
             request,
             level=level,
-            allowed=allowed,
-            bots=(*bots, *self.allowed_bots),
-            bot=await self.app.bot_login(),
+            allowed=config.allowed_users,
+            bots=(*config.allowed_bots, *self.allowed_bots),
+            bot=bot,
         )

@@ -23,9 +23,13 @@ from bot.jobs import Job, JobState, RequestKind
 from bot.queue import JobQueue, QueueError
 from bot.worker.access import Access
 from bot.worker.budgets import OperatorBudgets
+from bot.worker.ci_repair import ci_repair_job
 from bot.worker.config import ConfigResolver, ConfigSource
-from bot.worker.job import JobSteps, RunJob, Running, Stopped, first, log_event
+from bot.worker.running import Running, Stopped, first, log_event
+from bot.worker.services import JobServices, RunJob
 from bot.worker.spec import WorkerSettings
+from bot.worker.stop import stop_job
+from bot.worker.task import task_job
 from bot.worker.texts import given_up_report
 from runner import job as runner_job
 from runner.errors import NeoError
@@ -107,7 +111,7 @@ class Worker:
         self._running: dict[int, tuple[Running, asyncio.Task[None]]] = {}
         # Reports of jobs the queue gave up on, and reactions, written in the background.
         self._chores: set[asyncio.Task[None]] = set()
-        self.steps = JobSteps(
+        self.services = JobServices(
             name=options.name,
             queue=deps.queue,
             app=deps.app,
@@ -118,7 +122,7 @@ class Worker:
                 deps.clock,
                 client_options=deps.client_options,
             ),
-            access=Access(deps.app, deps.settings.allowed_bots),
+            access=Access(deps.settings.allowed_bots),
             clock=deps.clock,
             chore=self._chore,
             edit_every=options.edit_every,
@@ -243,7 +247,7 @@ class Worker:
         if request.installation_id is None or request.thread.number == 0:
             return  # no thread: no comment to turn into the report
         try:
-            github: RepoClient = await self.steps.repo_client(request)
+            github: RepoClient = await self.services.repo_client(request)
             comment = await github.find_progress_comment(job.id)
             if comment is not None:
                 await github.update_progress(comment, given_up_report(job))
@@ -260,7 +264,7 @@ class Worker:
         if self.options.job_timeout is not None:
             deadline = asyncio.create_task(self._deadline(running, self.options.job_timeout))
         try:
-            await self.steps.process(running)
+            await self._process(running)
         except Stopped:
             pass
         except Exception:
@@ -272,6 +276,16 @@ class Worker:
                     chore.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await chore
+
+    async def _process(self, running: Running) -> None:
+        """Run one claimed job to its end, by its kind, and record the outcome in the queue."""
+        request = running.job.request
+        if request.kind == "cancel":
+            await stop_job(self.services, running)
+        elif request.mode == "repair":
+            await ci_repair_job(self.services, running)
+        else:
+            await task_job(self.services, running)
 
     async def _deadline(self, running: Running, seconds: float) -> None:
         """Stop the job once it has run `seconds`: a hung run would hold its thread.

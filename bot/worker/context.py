@@ -1,0 +1,59 @@
+"""One job's context, built once its config is read: what every later step reads.
+
+As probot's `Context`: the job and its request, the repository's GitHub
+client, the config from the default branch, the default branch, the live
+progress and its comment. How a job ended (`Ended`) is returned, never
+written into it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.config import RepoConfig
+from bot.github.client import RepoClient
+from bot.jobs import Job, JobRequest
+from bot.worker.progress import Outcome, Progress
+
+__all__ = ["Ended", "JobContext", "ProgressComment"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressComment:
+    """The one comment a job edits while it runs and turns into its report."""
+
+    github: RepoClient
+    id: int
+
+    async def edit(self, text: str) -> None:
+        await self.github.update_progress(self.id, text)
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    job: Job
+    github: RepoClient
+    config: RepoConfig
+    default_branch: str
+    # The job's live state, which the progress comment shows (mutable by design).
+    progress: Progress
+    # None: a job with no thread, or one that has not posted its comment.
+    comment: ProgressComment | None = None
+
+    @property
+    def request(self) -> JobRequest:
+        return self.job.request
+
+    @property
+    def bot(self) -> str:
+        """Neo's login, as the App (or the workflow's token) answered once for the client."""
+        return self.github.bot_login
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How a job ended: the outcome its report tells, and the branch and session its run used."""
+
+    outcome: Outcome
+    branch: str | None = None
+    session_id: str | None = None

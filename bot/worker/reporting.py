@@ -1,0 +1,68 @@
+"""How every job ends: the progress comment turned into the report, the outcome stored.
+
+A failure at any step is one line: Neo's kind of error, or "internal error"
+for a bug of ours, whose traceback goes to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from bot.github.client import GitHubError
+from bot.jobs import Conclusion, Job
+from bot.queue import overran
+from bot.worker.context import Ended, ProgressComment
+from bot.worker.progress import Outcome, Progress, render_report
+from bot.worker.running import Running
+from bot.worker.services import JobServices
+from bot.worker.texts import error_line, stored_outcome
+from runner.errors import NeoError
+
+__all__ = ["failed_outcome", "report"]
+
+log = logging.getLogger("neo.worker")
+
+
+async def report(
+    services: JobServices,
+    running: Running,
+    progress: Progress,
+    ended: Ended,
+    comment: ProgressComment | None,
+) -> None:
+    """Turn the progress comment into the report and record the outcome in the queue."""
+    services.check_alive(running)
+    job = running.job
+    outcome = _over_time(running, ended.outcome)
+    progress.finish(outcome.conclusion)
+    text = render_report(progress.state, outcome)
+    if comment is not None:
+        try:
+            await comment.edit(text)
+        except GitHubError as error:
+            services.log("report_failed", job=job.id, error=str(error))
+    stored = stored_outcome(outcome, text, branch=ended.branch, session_id=ended.session_id)
+    await services.finish(running, stored)
+    services.log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
+
+
+def failed_outcome(job: Job, error: Exception) -> Outcome:
+    """A job's failure as one line: ours to fix (a traceback in the log) or Neo's kind."""
+    if isinstance(error, NeoError):
+        return Outcome(conclusion=Conclusion.FAILED, error=error_line(error))
+    log.error("job %s failed unexpectedly", job.id, exc_info=error)
+    return Outcome(
+        conclusion=Conclusion.FAILED,
+        error=f"internal error ({type(error).__name__}); the service log has details",
+    )
+
+
+def _over_time(running: Running, outcome: Outcome) -> Outcome:
+    """A job stopped by NEO_JOB_TIMEOUT failed, whatever its stopped run concluded.
+
+    What it published (a draft pull request of the work so far) stays named.
+    """
+    if running.timed_out is None:
+        return outcome
+    return replace(outcome, conclusion=Conclusion.FAILED, error=overran(running.timed_out))
