@@ -29,7 +29,9 @@ from runner.agent import Agent, Event
 from runner.budget import RunBudget
 from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
+from runner.continuation import ContinueCutResponses
 from runner.llm.fallback import with_fallback
+from runner.llm.limits import limits_for
 from runner.llm.pricing import cost_usd
 from runner.llm.provider import Provider, close_provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
@@ -272,4 +274,6 @@ def make_agent(
         compactor=WindowCompactor(provider),
         effort=effort,
         budget=budget,
+        # A response cut at the output limit gets two more calls before the run fails.
+        output_limit=ContinueCutResponses(limits_for(provider.model).max_output),
     )

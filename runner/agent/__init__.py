@@ -23,6 +23,7 @@ from runner.agent.events import (
     TurnStarted,
 )
 from runner.agent.loop import Agent, Budget, EventSink, InteractiveCheck, TurnResult
+from runner.agent.output_limit import Continuation, OutputLimit
 
 __all__ = [
     "DEFAULT_CAP_BYTES",
@@ -32,6 +33,7 @@ __all__ = [
     "Budget",
     "Compacted",
     "ContextWindowExceeded",
+    "Continuation",
     "Event",
     "EventSink",
     "InteractiveCheck",
@@ -39,6 +41,7 @@ __all__ = [
     "MaxOutputTokens",
     "MaxTurns",
     "MissingToolCall",
+    "OutputLimit",
     "ProviderRetry",
     "TextDelta",
     "ToolFinished",

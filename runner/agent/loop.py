@@ -26,6 +26,7 @@ from runner.agent.errors import (
     MissingToolCall,
     UnexpectedStopReason,
 )
+from runner.agent.output_limit import Continuation, OutputLimit
 from runner.compact.base import Compactor, PromptState
 from runner.compact.tokens import estimate_messages, estimate_prompt
 from runner.errors import NeoError
@@ -86,6 +87,7 @@ class Agent:
         compactor: Compactor | None = None,
         effort: llm.Effort | None = None,
         budget: Budget | None = None,
+        output_limit: OutputLimit | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -104,6 +106,11 @@ class Agent:
         self._compactor = compactor
         self._effort = effort
         self._budget = budget
+        self._output_limit = output_limit
+        # Responses cut at the output limit in a row, and the max_tokens of
+        # the next call when a continuation raised it.
+        self._cuts = 0
+        self._raised_max_tokens: int | None = None
         self._turn = 0
         # What tools reported spending since `send` last counted it.
         self._tool_usage = llm.Usage()
@@ -139,6 +146,7 @@ class Agent:
         # that turn's: the new one starts clean.
         self._sink_error = None
         self._tool_usage = llm.Usage()
+        self._cuts, self._raised_max_tokens = 0, None
         self._append_user(llm.Text(text))
         usage = llm.Usage()
         turns = 0
@@ -202,7 +210,7 @@ class Agent:
             system=self._system,
             tools=self._specs,
             tokens=self._prompt_tokens(),
-            max_tokens=self._max_tokens,
+            max_tokens=self._raised_max_tokens or self._max_tokens,
             overflowed=overflowed,
         )
         compaction = await self._compactor.compact(state)
@@ -252,6 +260,14 @@ class Agent:
     async def _handle(self, response: llm.Response) -> bool:
         """Apply the stop-reason table; True means call the provider again."""
         reason = response.stop_reason
+        # What the call that gave `response` was allowed; a raise is for one call.
+        allowed, self._raised_max_tokens = self._raised_max_tokens or self._max_tokens, None
+        self._cuts = self._cuts + 1 if reason == llm.MAX_TOKENS else 0
+        if reason == llm.MAX_TOKENS and self._output_limit is not None:
+            go_on = self._output_limit.continuation(self._cuts, allowed)
+            if go_on is not None:
+                self._continue_cut(response, go_on)
+                return True
         if reason == llm.TOOL_USE:
             calls = response.tool_uses
             if not calls:
@@ -267,19 +283,34 @@ class Agent:
         if reason == llm.PAUSE_TURN:
             return True
         if reason == llm.MAX_TOKENS:
-            raise MaxOutputTokens("the response hit the output token limit")
+            times = f" {self._cuts} times in a row" if self._cuts > 1 else ""
+            raise MaxOutputTokens(f"the response hit the output token limit{times}")
         if reason == llm.CONTEXT_WINDOW_EXCEEDED:
             raise ContextWindowExceeded("the conversation no longer fits the context window")
         raise UnexpectedStopReason(f"unexpected stop reason {reason!r}")
 
+    def _continue_cut(self, response: llm.Response, go_on: Continuation) -> None:
+        """Keep what a cut response said, tell the model so, and allow the next
+        call `go_on.max_tokens`. A tool call it was making is incomplete and
+        not run; its thinking, cut too, is not replayed."""
+        kept = tuple(b for b in response.content if isinstance(b, llm.Text | llm.Image))
+        self._emit_assistant(kept, response)
+        self._commit_assistant(kept, response.usage)
+        self._append_user(llm.Text(go_on.note))
+        self._raised_max_tokens = go_on.max_tokens
+
     async def _call_provider(self, *, tools_allowed: bool = True) -> llm.Response:
+        # A continuation's raise is for the next call that may go on working.
+        max_tokens = self._max_tokens
+        if tools_allowed and self._raised_max_tokens is not None:
+            max_tokens = self._raised_max_tokens
         # The provider gets its own copy, and the loop keeps its own of the
         # response: neither side can rewrite the transcript through the other.
         request = llm.Request(
             messages=tuple(copy_message(m) for m in self._messages),
             system=self._system,
             tools=self._specs,
-            max_tokens=self._max_tokens,
+            max_tokens=max_tokens,
             effort=self._effort,
             tool_choice="auto" if tools_allowed else "none",
         )

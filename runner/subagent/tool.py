@@ -15,7 +15,9 @@ from pydantic import Field
 
 from runner.agent import Agent, Event, TurnFinished, TurnStarted
 from runner.compact import WindowCompactor
+from runner.continuation import ContinueCutResponses
 from runner.errors import NeoError
+from runner.llm.limits import limits_for
 from runner.llm.types import JSONObject, ToolSpec, Usage
 from runner.sandbox.base import Sandbox
 from runner.session import Session, SessionError, SessionMeta, utc_timestamp
@@ -131,6 +133,7 @@ class AgentTool:
             compactor=WindowCompactor(supervisor.provider),
             effort=supervisor.effort,
             budget=ChildBudget(supervisor, number),
+            output_limit=ContinueCutResponses(limits_for(supervisor.provider.model).max_output),
         )
 
     def _save(self, number: int, child: Agent) -> None:
