@@ -78,6 +78,42 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["bash"]
 
 # ---------------------------------------------------------------------------
+# egress: the proxy that is a sandbox's one way out, one container per job
+# (runner/network/proxy.py). squid from Debian's package decides what passes;
+# socat relays the unix socket the sandbox is given to squid's port. No Neo
+# code and no configuration live here: the runner sends squid.conf and the
+# script that starts both over the container's stdin. Before the service
+# stages, so that building `--target egress` never needs a build context.
+# ---------------------------------------------------------------------------
+FROM ${BASE_IMAGE} AS egress
+
+ARG DEBIAN_FRONTEND=noninteractive
+
+# As in the sandbox (the same layer, so it is built once).
+RUN printf '%s\n' \
+        'path-exclude /usr/share/doc/*' \
+        'path-include /usr/share/doc/*/copyright' \
+        'path-exclude /usr/share/man/*' \
+        'path-exclude /usr/share/info/*' \
+        'path-exclude /usr/share/locale/*' \
+        > /etc/dpkg/dpkg.cfg.d/01-neo-nodoc
+
+# ca-certificates: squid fetches https:// URLs asked for in plain HTTP.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends \
+        ca-certificates \
+        socat \
+        squid \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+# The socket's directory, owned by squid's user: a job's fresh volume mounted
+# here takes its owner from the image.
+RUN install -d -o proxy -g proxy -m 0755 /run/neo-egress
+
+USER proxy
+
+# ---------------------------------------------------------------------------
 # service: the GitHub App. `neo serve` receives webhooks on port 8000 and, with
 # NEO_WORKERS > 0, runs jobs; settings are NEO_* variables (see docs/github-app.md).
 # Built in stages: a runtime (Python, git); the locked dependencies, installed

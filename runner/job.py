@@ -47,6 +47,7 @@ from runner.git import (
 from runner.llm.fallback import models_of
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, Usage
+from runner.network import NetworkPolicy, plan
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
@@ -419,7 +420,8 @@ async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
         job_id=spec.job_id,
         image=spec.image,
         setup=spec.setup,
-        network=spec.setup_network,
+        # setup_network: setup may reach any public host, the agent nothing.
+        network=plan(NetworkPolicy(), None) if spec.setup_network else None,
         setup_timeout=SETUP_TIMEOUT,
     ) as box:
         yield box

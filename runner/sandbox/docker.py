@@ -3,9 +3,10 @@
     async with DockerSandbox.start(tree, image="neo-sandbox:local", job_id=job.id) as sandbox:
         tools = tools_for(model, sandbox)
 
-No secret, no network (after the optional setup commands), no capabilities,
-a read-only root; removed however the run ends. docs/architecture.md,
-"Sandboxes", has the whole contract.
+No secret, no network but loopback (and, when given one, the job's egress
+proxy through a socket: runner.network.proxy), no capabilities, a read-only
+root; removed however the run ends. docs/architecture.md, "Sandboxes", has
+the whole contract.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import socket
 import ssl
 import struct
@@ -26,12 +28,13 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import docker
 from docker import DockerClient
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
+from runner.network.relay import SOCKET_DIR, SOCKET_PATH, proxy_environment
 from runner.sandbox import exec_server
 from runner.sandbox.base import (
     COMMAND_ENV,
@@ -73,7 +76,7 @@ _BOOTSTRAP = (
     "import sys;b=sys.stdin.buffer;n=int(b.readline());"
     "exec(compile(b.read(n),'neo-agent','exec'),{'__name__':'__neo_agent__'})"
 )
-_COMMAND = ["bash", "-c", 'exec -a neo-agent python3 -I -c "$1" "$2"', "neo-agent", _BOOTSTRAP]
+_COMMAND = ["bash", "-c", 'exec -a neo-agent python3 -I -c "$1" "${@:2}"', "neo-agent", _BOOTSTRAP]
 
 READY_TIMEOUT = 60.0
 # How much longer than a command's own timeout the runner waits for its
@@ -104,6 +107,16 @@ class Limits:
     home: int = 1 * GiB
 
 
+class Egress(Protocol):
+    """The sandbox's one way out: a proxy whose socket lives in a volume
+    (runner.network.proxy.EgressProxy), with setup's policy until `agent_phase`."""
+
+    @property
+    def volume(self) -> str: ...
+
+    async def agent_phase(self) -> None: ...
+
+
 class SetupFailed(SandboxError):
     """A repository setup command failed; `result` holds its output."""
 
@@ -131,14 +144,21 @@ def container_name(job_id: str) -> str:
 
 
 def host_config(
-    tree: Path, *, user: tuple[int, int], limits: Limits, network: bool
+    tree: Path, *, user: tuple[int, int], limits: Limits, egress_volume: str | None = None
 ) -> dict[str, Any]:
-    """The HostConfig arguments of a sandbox container."""
+    """The HostConfig arguments of a sandbox container.
+
+    No network but loopback, always: the egress proxy's socket, in
+    `egress_volume` mounted read-only, is the only way out.
+    """
     uid, gid = user
     scratch = "rw,exec,nosuid,nodev"
+    binds = {str(tree): {"bind": WORKSPACE, "mode": "rw"}}
+    if egress_volume is not None:
+        binds[egress_volume] = {"bind": SOCKET_DIR, "mode": "ro"}
     # Paths inside the container, each its own fresh tmpfs.
     return {
-        "binds": {str(tree): {"bind": WORKSPACE, "mode": "rw"}},
+        "binds": binds,
         "tmpfs": {
             "/tmp": f"{scratch},size={limits.tmp},mode=1777",  # noqa: S108
             "/var/tmp": f"{scratch},size={limits.tmp},mode=1777",  # noqa: S108
@@ -153,7 +173,7 @@ def host_config(
         "read_only": True,
         # docker-init (tini) as PID 1 reaps what commands leave behind.
         "init": True,
-        "network_mode": "bridge" if network else "none",
+        "network_mode": "none",
         # The channel's traffic is not the container's log.
         "log_config": {"type": "none", "config": {}},
     }
@@ -256,7 +276,7 @@ def _tree_root(tree: Path) -> Path:
     return root
 
 
-def _plain_socket(attached: Any) -> socket.socket:
+def plain_socket(attached: Any) -> socket.socket:
     """A socket of our own on the attached stream, from what docker-py returns."""
     raw = getattr(attached, "_sock", attached)
     if isinstance(raw, ssl.SSLSocket) or not isinstance(raw, socket.socket):
@@ -289,11 +309,14 @@ class _Channel:
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {0: self._ready}
         self._ended: str | None = None
         self._stderr = bytearray()
+        # The argv of each command by request id: the egress proxy's log names the id.
+        self.commands: dict[int, list[str]] = {}
         self._task = asyncio.create_task(self._read())
 
-    async def ready(self, timeout: float) -> None:
+    async def ready(self, timeout: float) -> dict[str, Any]:
+        """The agent's ready message."""
         try:
-            await asyncio.wait_for(self._ready, timeout)
+            return await asyncio.wait_for(self._ready, timeout)
         except TimeoutError:
             raise SandboxError(f"the sandbox agent did not start within {timeout:g}s") from None
 
@@ -302,6 +325,8 @@ class _Channel:
             raise SandboxError(self._ended)
         ident = self._next_id
         self._next_id += 1
+        if request.get("op") in ("run", "spawn"):
+            self.commands[ident] = list(request["argv"])
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[ident] = future
         try:
@@ -420,7 +445,7 @@ class DockerSandbox:
         job_id: str,
         # A frozen value: sharing the default is safe.
         limits: Limits = Limits(),
-        network: bool = False,
+        egress: Egress | None = None,
         setup: Sequence[str] = (),
         setup_timeout: float = 600.0,
         client: DockerClient | None = None,
@@ -428,9 +453,10 @@ class DockerSandbox:
         """Start a sandbox on `tree` from `image`; remove it when the block ends.
 
         `setup` commands (bash command lines) run at the tree's root before
-        the sandbox is handed out, with the bridge network when `network` is
-        set; a failing one raises SetupFailed. `network` without `setup`
-        gives no network: the agent's own commands never have one.
+        the sandbox is handed out; a failing one raises SetupFailed. Without
+        `egress` nothing but loopback is reachable; with it, commands reach
+        the network through that proxy, under setup's policy during setup
+        and the agent's once the sandbox is handed out.
         """
         if client is None:
             client = await asyncio.to_thread(docker_client)
@@ -440,14 +466,12 @@ class DockerSandbox:
         loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
         sandbox = cls(client, container_name(job_id), limits, loan)
         try:
-            await sandbox._create(
-                root, image=image, job_id=job_id, user=loan.user, network=network and bool(setup)
-            )
-            await sandbox._open()
+            await sandbox._create(root, image=image, job_id=job_id, user=loan.user, egress=egress)
+            await sandbox._open(egress=egress is not None)
             if setup:
                 await sandbox._setup(setup, setup_timeout)
-            if network and setup:
-                await sandbox._isolate()
+            if egress is not None:
+                await egress.agent_phase()
             yield sandbox
         finally:
             await sandbox.aclose()
@@ -460,6 +484,19 @@ class DockerSandbox:
     def container(self) -> str:
         """The container's name (docker accepts it wherever an id goes)."""
         return self._name
+
+    def command_text(self, ident: int) -> str | None:
+        """The command request `ident` ran, as one would type it; None if it was none."""
+        argv = self._channel.commands.get(ident) if self._channel is not None else None
+        if argv is None:
+            return None
+        # The shell tool wraps its argv in `bash -c 'exec "$@"' shell ...`.
+        if argv[:3] == ["bash", "-c", 'exec "$@"']:
+            argv = argv[4:]
+        # The bash tool runs `bash -c LINE` (models, `bash -lc`): the line is the command.
+        if len(argv) == 3 and argv[0] == "bash" and argv[1] in ("-c", "-lc"):
+            return argv[2]
+        return shlex.join(argv)
 
     async def run(
         self,
@@ -614,19 +651,25 @@ class DockerSandbox:
         raise SandboxError(f"the sandbox agent failed: {message or 'no reason given'}")
 
     async def _create(
-        self, tree: Path, *, image: str, job_id: str, user: tuple[int, int], network: bool
+        self, tree: Path, *, image: str, job_id: str, user: tuple[int, int], egress: Egress | None
     ) -> None:
         api = self._client.api
-        config = host_config(tree, user=user, limits=self._limits, network=network)
+        volume = egress.volume if egress is not None else None
+        config = host_config(tree, user=user, limits=self._limits, egress_volume=volume)
+        environment = dict(ENVIRONMENT)
+        command = [*_COMMAND, WORKSPACE]
+        if egress is not None:
+            environment.update(proxy_environment())
+            command += ["--egress", SOCKET_PATH]
         try:
             await asyncio.to_thread(
                 api.create_container,
                 image,
                 # Whatever the image's entrypoint, docker-init starts the agent.
-                entrypoint=[*_COMMAND, WORKSPACE],
+                entrypoint=command,
                 name=self._name,
                 user=f"{user[0]}:{user[1]}",
-                environment=ENVIRONMENT,
+                environment=environment,
                 working_dir=WORKSPACE,
                 labels=labels(job_id, started=time.time(), owner=owner_label()),
                 stdin_open=True,
@@ -639,12 +682,12 @@ class DockerSandbox:
         except DockerException as error:
             raise SandboxError(f"cannot create the sandbox: {one_line(error)}") from None
 
-    async def _open(self) -> None:
+    async def _open(self, *, egress: bool) -> None:
         api = self._client.api
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         try:
             attached = await asyncio.to_thread(api.attach_socket, self._name, params=params)
-            own = _plain_socket(attached)
+            own = plain_socket(attached)
             await asyncio.to_thread(api.start, self._name)
         except DockerException as error:
             raise SandboxError(f"cannot start the sandbox: {one_line(error)}") from None
@@ -652,7 +695,9 @@ class DockerSandbox:
         source = _agent_source()
         writer.write(b"%d\n" % len(source) + source)
         self._channel = _Channel(reader, writer, self._why_ended)
-        await self._channel.ready(READY_TIMEOUT)
+        ready = await self._channel.ready(READY_TIMEOUT)
+        if egress and ready.get("relay_error"):
+            raise SandboxError(f"the sandbox's egress relay failed: {ready['relay_error']}")
 
     async def _setup(self, commands: Sequence[str], timeout: float) -> None:
         for number, command in enumerate(commands, start=1):
@@ -667,19 +712,6 @@ class DockerSandbox:
                     f"setup command {number} of {len(commands)} failed ({ended}): {command}",
                     result,
                 )
-
-    async def _isolate(self) -> None:
-        """Disconnect every network and check that only loopback remains."""
-        api = self._client.api
-        info = await asyncio.to_thread(api.inspect_container, self._name)
-        for network in info["NetworkSettings"]["Networks"] or {}:
-            await asyncio.to_thread(
-                api.disconnect_container_from_network, self._name, network, force=True
-            )
-        answer = await self._call({"op": "interfaces"}, timeout=_FILE_TIMEOUT, path=None)
-        names = answer.get("names")
-        if names != ["lo"]:
-            raise SandboxError(f"the sandbox still has network interfaces after setup: {names}")
 
     async def _why_ended(self, detail: str) -> str:
         """One line on why the channel ended, from the container's state."""

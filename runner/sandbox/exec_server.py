@@ -23,7 +23,11 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # Imported when the relay starts: most sandboxes never need them.
+    import asyncio
 
 PROTOCOL = 1
 ROOT = "/workspace"
@@ -466,8 +470,10 @@ def internal(message: str) -> dict[str, Any]:
 class Background:
     """A command started by `spawn`: its process and the output not yet read."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], ident: Any = None) -> None:
         self.process = process
+        # The id of the request that started it, which names it in the proxy's log.
+        self.ident = ident
         self.lock = threading.Lock()
         self.unread = bytearray()
         self.dropped = 0
@@ -529,6 +535,8 @@ class Agent:
         self.closing = False
         self.recorded = threading.Condition(self.groups_lock)
         self.oom_score_adj = read_oom_score_adj()
+        # Why the egress relay could not start (see Relay), for the ready message.
+        self.relay_error: str | None = None
 
     def send(self, message: dict[str, Any]) -> None:
         line = encode_line(message)
@@ -537,7 +545,16 @@ class Agent:
             self.out.flush()
 
     def serve(self, requests: Iterable[bytes]) -> None:
-        self.send({"id": 0, "ok": True, "ready": True, "protocol": PROTOCOL, "pid": os.getpid()})
+        ready: dict[str, Any] = {
+            "id": 0,
+            "ok": True,
+            "ready": True,
+            "protocol": PROTOCOL,
+            "pid": os.getpid(),
+        }
+        if self.relay_error is not None:
+            ready["relay_error"] = self.relay_error
+        self.send(ready)
         for line in requests:
             try:
                 request = json.loads(line)
@@ -562,6 +579,14 @@ class Agent:
             groups += [command.process.pid for command in self.background.values()]
         for pgid in groups:
             kill_group(pgid)
+
+    def owners(self) -> dict[int, Any]:
+        """The request id of each running command, by its process group."""
+        with self.groups_lock:
+            found = {pgid: ident for ident, pgid in self.groups.items()}
+            for command in self.background.values():
+                found[command.process.pid] = command.ident
+        return found
 
     def cancel(self, target: Any) -> None:
         with self.groups_lock:
@@ -591,8 +616,6 @@ class Agent:
                 response.update(self.find(request.get("target")).take())
             elif op == "stop":
                 response.update(self.stop(request.get("target")))
-            elif op == "interfaces":
-                response["names"] = sorted(name for _, name in socket.if_nameindex())
             else:
                 raise ValueError(f"unknown op {op!r}")
         except Outside as error:
@@ -672,7 +695,7 @@ class Agent:
         # A missing program is bash's to report: the tools always run bash.
         with self.starting():
             process = self.popen(*self.command(request), request)
-            command = Background(process)
+            command = Background(process, request.get("id"))
             with self.groups_lock:
                 self.spawned += 1
                 target = f"bash_{self.spawned}"
@@ -743,6 +766,172 @@ class Agent:
         return exec_result(code, output.getvalue(), timed_out, output, stopped)
 
 
+# --- the egress relay ---------------------------------------------------------
+# A docker sandbox has no network but loopback. Its one way out is Neo's egress
+# proxy, whose unix socket is mounted at a path the runner names with
+# `--egress`: the relay listens on 127.0.0.1:RELAY_PORT, where the commands'
+# HTTP(S)_PROXY points, and forwards each connection to that socket, first
+# stating in a PROXY protocol header which command opened it, as an address
+# (runner.network.accesses decodes it). The proxy decides what is allowed.
+
+RELAY_PORT = 3128
+RELAY_CHUNK = 256 * 1024
+# 10.0.0.0 + request id + 1; 10.0.0.0 when no command owns the connection.
+RELAY_BASE = 10 << 24
+RELAY_SPAN = 1 << 24
+
+
+def command_address(ident: Any) -> str:
+    known = isinstance(ident, int) and 0 <= ident < RELAY_SPAN - 1
+    value = RELAY_BASE + (ident + 1 if known else 0)
+    return ".".join(str(value >> shift & 255) for shift in (24, 16, 8, 0))
+
+
+def socket_inode(local_port: int, remote_port: int) -> int | None:
+    """The inode of the loopback TCP socket from `local_port` to `remote_port`."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            try:
+                local = int(fields[1].rsplit(":", 1)[1], 16)
+                remote = int(fields[2].rsplit(":", 1)[1], 16)
+                if (local, remote) == (local_port, remote_port):
+                    return int(fields[9])
+            except (IndexError, ValueError):
+                continue
+    return None
+
+
+def socket_owner(inode: int) -> int | None:
+    """A process holding socket `inode` open (commands run as the agent's user)."""
+    target = f"socket:[{inode}]"
+    own = os.getpid()
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        if pid == own:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return pid
+            except OSError:
+                continue
+    return None
+
+
+def process_ids(pid: int) -> tuple[int, int, int] | None:
+    """`pid`'s parent, process group and session."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[2]), int(fields[3])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def owning_command(pid: int, owners: dict[int, Any]) -> Any:
+    """The request id of the command `pid` belongs to: its group's, its
+    session's, or the nearest ancestor's (`timeout` starts a group of its own)."""
+    for _ in range(64):
+        ids = process_ids(pid)
+        if ids is None:
+            return None
+        parent, group, session = ids
+        for key in (group, session):
+            if key in owners:
+                return owners[key]
+        if parent <= 1:
+            return None
+        pid = parent
+    return None
+
+
+class Relay:
+    """127.0.0.1:RELAY_PORT to the egress proxy's socket, on a thread of its own."""
+
+    def __init__(self, agent: Agent, path: str, port: int = RELAY_PORT) -> None:
+        self.agent = agent
+        self.path = path
+        self.port = port
+        import concurrent.futures
+
+        # Finding a connection's command reads /proc: off the event loop.
+        self.lookups = concurrent.futures.ThreadPoolExecutor(max_workers=2)
+
+    def start(self) -> None:
+        """Listen now (so a failure is known at once), serve on a daemon thread."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(128)
+        except OSError:
+            listener.close()
+            raise
+        import asyncio
+
+        start_thread(asyncio.run, self.serve(listener))
+
+    async def serve(self, listener: socket.socket) -> None:
+        import asyncio
+
+        server = await asyncio.start_server(self.connection, sock=listener)
+        async with server:
+            await server.serve_forever()
+
+    def identify(self, peer_port: int) -> Any:
+        inode = socket_inode(peer_port, self.port)
+        pid = socket_owner(inode) if inode is not None else None
+        return owning_command(pid, self.agent.owners()) if pid is not None else None
+
+    async def connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        port = peer[1] if isinstance(peer, tuple) and len(peer) > 1 else 0
+        import asyncio
+
+        upstream: asyncio.StreamWriter | None = None
+        try:
+            loop = asyncio.get_running_loop()
+            ident = await loop.run_in_executor(self.lookups, self.identify, port)
+            up_reader, upstream = await asyncio.open_unix_connection(self.path)
+            header = f"PROXY TCP4 {command_address(ident)} 127.0.0.1 {port} {self.port}\r\n"
+            upstream.write(header.encode())
+            await asyncio.gather(pipe(reader, upstream), pipe(up_reader, writer))
+        except (OSError, RuntimeError):
+            pass
+        finally:
+            for end in (writer, upstream):
+                if end is not None:
+                    end.close()
+
+
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy until end of file, then pass the end on (HTTP clients half-close)."""
+    try:
+        while True:
+            data = await reader.read(RELAY_CHUNK)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except OSError:
+        writer.close()
+
+
 def quiet_signals() -> None:
     """Survive a command's `pkill`: tini forwards the signals it gets to the
     agent. A handler, unlike SIG_IGN, is reset in the commands it starts."""
@@ -784,7 +973,13 @@ def main(argv: list[str]) -> None:
         confine()
     name_process("neo-agent")
     quiet_signals()
-    Agent(root, sys.stdout.buffer).serve(sys.stdin.buffer)
+    agent = Agent(root, sys.stdout.buffer)
+    if "--egress" in argv[2:-1]:
+        try:
+            Relay(agent, argv[argv.index("--egress", 2) + 1]).start()
+        except OSError as error:
+            agent.relay_error = f"cannot listen on 127.0.0.1:{RELAY_PORT}: {error}"
+    agent.serve(sys.stdin.buffer)
 
 
 if __name__ in ("__main__", "__neo_agent__"):

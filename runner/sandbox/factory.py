@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from runner.errors import ConfigError
+from runner.network import EgressReport, Plan
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.image import image_problem
 from runner.sandbox.local import LocalSandbox
@@ -23,6 +25,9 @@ SETUP_TIMEOUT = 600.0
 # Where a job's image comes from, for the error that says it is wrong; `neo run`
 # passes its own flag instead.
 JOB_IMAGE_SETTINGS = "sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE"
+# The Docker networks a job's egress proxy reaches the outside from, comma
+# separated; unset: Neo's own `neo-egress`, created on first use.
+EGRESS_NETWORKS_VARIABLE = "NEO_EGRESS_NETWORK"
 
 
 @asynccontextmanager
@@ -33,7 +38,8 @@ async def open_sandbox(
     job_id: str,
     image: str | None = None,
     setup: Sequence[str] = (),
-    network: bool = False,
+    network: Plan | None = None,
+    report: EgressReport | None = None,
     setup_timeout: float = SETUP_TIMEOUT,
     max_job_seconds: float = MAX_JOB_SECONDS,
     image_setting: str = JOB_IMAGE_SETTINGS,
@@ -41,9 +47,12 @@ async def open_sandbox(
     """The sandbox named `kind` on `tree`, cleaned up when the block ends.
 
     `setup` commands (the repository's, e.g. installing dependencies) run in
-    it first; in a docker sandbox they get the network when `network` is
-    set, which is taken away before the sandbox is handed out. A failing one
-    raises SandboxError.
+    it first; a failing one raises SandboxError. A docker sandbox reaches
+    the network only through an egress proxy started for `network` (None or
+    off: no network at all), with `network.setup` during setup and
+    `network.agent` after; when the block ends, `report` gets the requests
+    the proxy refused. The local sandbox cannot enforce a network policy:
+    its commands have the host's network, whatever `network` says.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
     Docker engine, an invalid or missing image, named by `image_setting`) and
@@ -97,14 +106,39 @@ async def open_sandbox(
         ) from None
     except DockerException as error:
         raise SandboxError(f"cannot inspect sandbox image {name}: {one_line(error)}") from None
+    from runner.network.proxy import EgressProxy, sweep_egress
+
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
-    async with engine.DockerSandbox.start(
-        tree,
-        image=name,
-        job_id=job_id,
-        client=client,
-        network=network,
-        setup=setup,
-        setup_timeout=setup_timeout,
-    ) as docker_box:
-        yield docker_box
+    await asyncio.to_thread(sweep_egress, client, max_age=max_job_seconds)
+    async with AsyncExitStack() as stack:
+        proxy = None
+        if network is not None and not network.off:
+            proxy = await stack.enter_async_context(
+                EgressProxy.start(client, job_id=job_id, plan=network, networks=egress_networks())
+            )
+        docker_box = await stack.enter_async_context(
+            engine.DockerSandbox.start(
+                tree,
+                image=name,
+                job_id=job_id,
+                client=client,
+                egress=proxy,
+                setup=setup,
+                setup_timeout=setup_timeout,
+            )
+        )
+        try:
+            yield docker_box
+        finally:
+            if proxy is not None and report is not None:
+                # Once the sandbox is gone its last requests are in the log.
+                await stack.aclose()
+                report.blocked = proxy.blocked(docker_box.command_text)
+
+
+def egress_networks() -> tuple[str, ...]:
+    """The networks of NEO_EGRESS_NETWORK, else Neo's own."""
+    from runner.network.proxy import EGRESS_NETWORK
+
+    names = os.environ.get(EGRESS_NETWORKS_VARIABLE, "").split(",")
+    return tuple(name.strip() for name in names if name.strip()) or (EGRESS_NETWORK,)

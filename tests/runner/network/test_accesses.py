@@ -14,6 +14,14 @@ from runner.network.accesses import (
     command_of_address,
     parse_line,
 )
+from runner.sandbox import exec_server
+
+
+@pytest.mark.parametrize("ident", [None, 0, 1, 2, 255, 256, 65_535, 70_000, (1 << 24) - 2])
+def test_the_relay_and_the_parser_agree_on_command_addresses(ident: int | None) -> None:
+    # The exec server cannot import Neo: its copy of the encoding must match.
+    assert exec_server.command_address(ident) == command_address(ident)
+    assert command_of_address(command_address(ident)) == ident
 
 
 def test_ids_past_the_range_are_unknown() -> None:

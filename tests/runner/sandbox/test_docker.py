@@ -734,37 +734,6 @@ async def test_without_network_nothing_outside_is_reachable(
     assert await bash(shared.sandbox, "ls /sys/class/net") == "lo\nexit code: 0"
 
 
-async def test_setup_has_the_network_and_the_agent_then_has_none(
-    docker_client: DockerClient, tmp_path: Path, listener: Listener
-) -> None:
-    gateway = bridge_gateway(docker_client)
-    setup = [
-        f'python3 -c "{CONNECT}" {gateway} {listener.port}',
-        "getent hosts deb.debian.org > resolved.txt",
-    ]
-
-    async with DockerSandbox.start(
-        tmp_path,
-        image=SANDBOX_IMAGE,
-        job_id="test-setup-network",
-        network=True,
-        setup=setup,
-        client=docker_client,
-    ) as sandbox:
-        listener.wait_for(1)
-        assert (tmp_path / "resolved.txt").read_text().strip()
-        after = await bash(sandbox, f'python3 -c "{CONNECT}" {gateway} {listener.port}')
-        lookup = await bash(sandbox, "getent hosts deb.debian.org")
-        interfaces = await bash(sandbox, "ls /sys/class/net")
-        info = docker_client.api.inspect_container(sandbox.container)
-
-    assert "connected" not in after
-    assert listener.accepted == 1
-    assert lookup == "exit code: 2"
-    assert interfaces == "lo\nexit code: 0"
-    assert info["NetworkSettings"]["Networks"] == {}
-
-
 async def test_a_failing_setup_command_fails_the_start_and_removes_the_container(
     docker_client: DockerClient, tmp_path: Path
 ) -> None:

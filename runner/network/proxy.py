@@ -1,0 +1,359 @@
+"""One job's egress proxy: squid in a container of its own, reached through a socket.
+
+    async with EgressProxy.start(client, job_id=job.id, plan=plan) as proxy:
+        async with DockerSandbox.start(tree, ..., egress=proxy) as sandbox:
+            ...
+    blocked = proxy.blocked(sandbox.command_text)
+
+The sandbox has no network at all. The proxy's container shares a volume
+with it that holds one unix socket; inside the sandbox the exec server's
+relay forwards 127.0.0.1:3128 to that socket, and inside the proxy socat
+forwards it to squid's port of the current phase: setup's first, then,
+from `agent_phase()` on, the agent's (the setup relay and every connection
+through it are killed then). squid's configuration (`runner.network.squid`)
+and the script that runs both arrive over the container's stdin, which the
+runner holds: when the runner goes, even by SIGKILL, stdin ends, the script
+stops squid, and the container exits. squid's access log comes back on
+stdout and is parsed as it comes (`runner.network.accesses`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+import time
+import weakref
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from docker import DockerClient
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import LogConfig
+
+from runner.network.accesses import Access, Blocked, blocked_requests, parse_line
+from runner.network.policy import Plan
+from runner.network.relay import SOCKET_DIR, SOCKET_PATH
+from runner.network.squid import AGENT_PORT, SETUP_PORT, squid_config
+from runner.sandbox.base import SandboxError
+from runner.sandbox.docker import (
+    LABEL_JOB,
+    LABEL_OWNER,
+    LABEL_STARTED,
+    container_name,
+    is_orphan,
+    owner_label,
+    plain_socket,
+    process_alive,
+)
+from runner.text import one_line
+
+__all__ = ["EGRESS_IMAGE", "EGRESS_NETWORK", "LABEL_EGRESS", "EgressProxy", "sweep_egress"]
+
+EGRESS_IMAGE = "neo-egress:local"
+# The network proxies reach the outside from, created on first use;
+# containers on it cannot reach one another.
+EGRESS_NETWORK = "neo-egress"
+LABEL_EGRESS = "neo.egress"
+READY_TIMEOUT = 30.0
+_STOP_TIMEOUT = 10.0
+# Refusals kept, first ones first: a loop refused a million times costs no memory.
+_MAX_REFUSED = 10_000
+_STDERR_KEPT = 4096
+_STDOUT, _STDERR = 1, 2
+_MiB = 1024 * 1024
+
+# The proxy container's program, for its POSIX shell. stdin: the size of
+# squid.conf on a line, squid.conf, then one line per phase change; its end
+# stops everything. stderr says when each step is done.
+_SCRIPT = f"""\
+set -u
+sock={SOCKET_PATH}
+read -r size || exit 1
+head -c "$size" > /tmp/squid.conf
+squid -N -f /tmp/squid.conf &
+squid=$!
+listening() {{ grep -q ":$1 00000000:0000 0A" /proc/net/tcp; }}
+until listening {AGENT_PORT:04X} && listening {SETUP_PORT:04X}; do
+    kill -0 "$squid" 2>/dev/null || {{ echo "neo-egress: squid did not start" >&2; exit 1; }}
+    sleep 0.05
+done
+relay=
+relay_to() {{
+    if [ -n "$relay" ]; then
+        kill -s KILL -- "-$relay" 2>/dev/null
+        wait "$relay" 2>/dev/null
+        rm -f "$sock"
+    fi
+    setsid socat UNIX-LISTEN:"$sock",fork,unlink-early,mode=0666,backlog=128 \\
+        TCP:127.0.0.1:"$1" &
+    relay=$!
+    until [ -S "$sock" ]; do sleep 0.02; done
+}}
+relay_to {SETUP_PORT}
+echo "neo-egress: ready" >&2
+while read -r line; do
+    case "$line" in
+        agent) relay_to {AGENT_PORT}; echo "neo-egress: agent" >&2 ;;
+    esac
+done
+kill -s KILL -- "-$relay" 2>/dev/null
+kill -s TERM "$squid"
+wait "$squid"
+"""
+
+
+class EgressProxy:
+    """A job's proxy; open it with `EgressProxy.start`."""
+
+    def __init__(self, client: DockerClient, name: str, plan: Plan) -> None:
+        self._client = client
+        self._name = name
+        self._plan = plan
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._said: dict[str, asyncio.Event] = {"ready": asyncio.Event(), "agent": asyncio.Event()}
+        self._ended = asyncio.Event()
+        self._stderr = bytearray()
+        self._refused: list[Access] = []
+        self._finalizer = weakref.finalize(self, _remove_quietly, client, name)
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def start(
+        cls,
+        client: DockerClient,
+        *,
+        job_id: str,
+        plan: Plan,
+        networks: Sequence[str] = (EGRESS_NETWORK,),
+        image: str = EGRESS_IMAGE,
+    ) -> AsyncIterator[EgressProxy]:
+        """A running proxy for `plan`, in setup's phase; removed, with its
+        socket's volume, when the block ends. `networks` are the Docker
+        networks it reaches the outside from, the first created if it is
+        Neo's own and missing."""
+        if plan.off or not networks:
+            raise ValueError("an egress proxy needs a plan that is not off, and a network")
+        config = squid_config(plan.agent, plan.setup)
+        proxy = cls(client, container_name(job_id).replace("neo-", "neo-egress-", 1), plan)
+        try:
+            await proxy._create(job_id, list(networks), image)
+            await proxy._open(config)
+            yield proxy
+        finally:
+            await proxy.aclose()
+
+    @property
+    def volume(self) -> str:
+        """The volume holding the proxy's socket, for the sandbox to mount at SOCKET_DIR."""
+        return self._name
+
+    @property
+    def container(self) -> str:
+        return self._name
+
+    async def agent_phase(self) -> None:
+        """From now on the socket leads to the agent's policy; setup's connections end."""
+        if self._writer is None or self._ended.is_set():
+            raise SandboxError(self._failure("the egress proxy stopped"))
+        self._writer.write(b"agent\n")
+        await self._writer.drain()
+        await self._wait_for("agent", "the egress proxy did not switch to the agent's policy")
+
+    def blocked(self, command: Callable[[int], str | None]) -> tuple[Blocked, ...]:
+        """The hosts refused so far, each once, with the command (by request id) that tried."""
+        return blocked_requests(
+            self._refused, agent=self._plan.agent, setup=self._plan.setup, command=command
+        )
+
+    async def aclose(self) -> None:
+        """End stdin (squid stops, its last lines are read) and remove it all; safe twice."""
+        try:
+            if self._writer is not None:
+                self._writer.close()
+                with contextlib.suppress(ConnectionError, OSError):
+                    await asyncio.wait_for(self._writer.wait_closed(), 5)
+            if self._reader_task is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._reader_task), _STOP_TIMEOUT)
+                self._reader_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._reader_task
+        finally:
+            try:
+                await asyncio.shield(asyncio.to_thread(self._finalizer))
+            except RuntimeError:
+                self._finalizer()
+
+    async def _create(self, job_id: str, networks: list[str], image: str) -> None:
+        api = self._client.api
+        label = {
+            LABEL_EGRESS: "1",
+            LABEL_JOB: job_id,
+            LABEL_STARTED: str(int(time.time())),
+            LABEL_OWNER: owner_label(),
+        }
+        try:
+            first = await asyncio.to_thread(_network, self._client, networks[0])
+            await asyncio.to_thread(api.create_volume, self._name, labels=label)
+            config = api.create_host_config(
+                binds={self._name: {"bind": SOCKET_DIR, "mode": "rw"}},
+                tmpfs={"/tmp": "rw,nosuid,nodev,noexec,size=16m,mode=1777"},  # noqa: S108
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                init=True,
+                pids_limit=256,
+                mem_limit=256 * _MiB,
+                memswap_limit=256 * _MiB,
+                network_mode=first,
+                log_config=LogConfig(type="none"),
+            )
+            await asyncio.to_thread(
+                api.create_container,
+                image,
+                entrypoint=["sh", "-c", _SCRIPT, "neo-egress"],
+                name=self._name,
+                labels=label,
+                stdin_open=True,
+                host_config=config,
+            )
+            for other in networks[1:]:
+                await asyncio.to_thread(api.connect_container_to_network, self._name, other)
+        except ImageNotFound:
+            raise SandboxError(
+                f"egress proxy image {image} not found (build it with scripts/build-images)"
+            ) from None
+        except DockerException as error:
+            raise SandboxError(f"cannot create the egress proxy: {one_line(error)}") from None
+
+    async def _open(self, config: str) -> None:
+        api = self._client.api
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        try:
+            attached = await asyncio.to_thread(api.attach_socket, self._name, params=params)
+            own = plain_socket(attached)
+            await asyncio.to_thread(api.start, self._name)
+        except DockerException as error:
+            raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
+        reader, self._writer = await asyncio.open_connection(sock=own)
+        self._reader_task = asyncio.create_task(self._read(reader))
+        data = config.encode()
+        self._writer.write(b"%d\n" % len(data) + data)
+        await self._writer.drain()
+        await self._wait_for("ready", "the egress proxy did not start")
+
+    async def _wait_for(self, word: str, failure: str) -> None:
+        said = asyncio.create_task(self._said[word].wait())
+        ended = asyncio.create_task(self._ended.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {said, ended}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            said.cancel()
+            ended.cancel()
+        if said not in done:
+            raise SandboxError(self._failure(failure))
+
+    def _failure(self, what: str) -> str:
+        lines = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
+        detail = next((line for line in reversed(lines) if line.strip()), "")
+        return f"{what}: {one_line(detail, 200)}" if detail else what
+
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        """Demultiplex docker's stream: stdout is the access log, stderr the script's word."""
+        pending = {_STDOUT: b"", _STDERR: b""}
+        try:
+            while True:
+                kind, length = struct.unpack(">BxxxL", await reader.readexactly(8))
+                payload = await reader.readexactly(length)
+                if kind not in pending:
+                    continue
+                *lines, pending[kind] = (pending[kind] + payload).split(b"\n")
+                for line in lines:
+                    self._line(kind, line.decode("utf-8", "replace"))
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        finally:
+            self._ended.set()
+
+    def _line(self, kind: int, line: str) -> None:
+        if kind == _STDERR:
+            word = line.removeprefix("neo-egress: ").strip()
+            if line.startswith("neo-egress: ") and word in self._said:
+                self._said[word].set()
+                return
+            self._stderr += line.encode() + b"\n"
+            del self._stderr[:-_STDERR_KEPT]
+            return
+        access = parse_line(line)
+        if access is not None and access.denied and len(self._refused) < _MAX_REFUSED:
+            self._refused.append(access)
+
+
+def _network(client: DockerClient, name: str) -> str:
+    """The id of network `name`; Neo's own is created when missing."""
+    found = [n for n in client.api.networks(names=[name]) if n.get("Name") == name]
+    if not found and name == EGRESS_NETWORK:
+        with contextlib.suppress(APIError):
+            client.api.create_network(
+                name,
+                driver="bridge",
+                options={"com.docker.network.bridge.enable_icc": "false"},
+                labels={LABEL_EGRESS: "1"},
+                check_duplicate=True,
+            )
+        found = [n for n in client.api.networks(names=[name]) if n.get("Name") == name]
+    if not found:
+        raise SandboxError(f"docker network {name} not found (the egress proxy's network)")
+    # Two workers creating it at once may leave two: all agree on the oldest.
+    return str(min(found, key=lambda n: (n.get("Created", ""), n["Id"]))["Id"])
+
+
+def _remove_quietly(client: DockerClient, name: str) -> None:
+    with contextlib.suppress(DockerException, OSError):
+        _remove(client, name)
+
+
+def _remove(client: DockerClient, name: str) -> None:
+    """Remove the proxy's container, then its volume (once no container uses it)."""
+    api = client.api
+    with contextlib.suppress(NotFound):
+        try:
+            api.remove_container(name, force=True, v=True)
+        except APIError as error:
+            if error.status_code != 409:  # a removal already under way
+                raise
+    with contextlib.suppress(NotFound):
+        try:
+            api.remove_volume(name)
+        except APIError as error:
+            if error.status_code != 409:  # still mounted: the sweep comes back for it
+                raise
+
+
+def sweep_egress(client: DockerClient, *, max_age: float) -> list[str]:
+    """Remove proxies and their volumes left over from a crash (see `is_orphan`); their names."""
+    import socket
+
+    host = socket.gethostname()
+    now = time.time()
+    removed: list[str] = []
+    api = client.api
+
+    def orphan(found: dict[str, str]) -> bool:
+        return is_orphan(found, host=host, now=now, max_age=max_age, alive=process_alive)
+
+    for summary in api.containers(all=True, filters={"label": f"{LABEL_EGRESS}=1"}):
+        if orphan(summary.get("Labels") or {}):
+            with contextlib.suppress(NotFound, APIError):
+                api.remove_container(summary["Id"], force=True, v=True)
+                removed.append(str(summary["Names"][0]).lstrip("/"))
+    volumes = api.volumes(filters={"label": f"{LABEL_EGRESS}=1"}).get("Volumes") or []
+    for volume in volumes:
+        if orphan(volume.get("Labels") or {}):
+            with contextlib.suppress(NotFound, APIError):
+                api.remove_volume(volume["Name"])
+                removed.append(str(volume["Name"]))
+    return removed
