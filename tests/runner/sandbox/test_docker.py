@@ -737,8 +737,6 @@ async def test_without_network_nothing_outside_is_reachable(
 async def test_a_failing_setup_command_fails_the_start_and_removes_the_container(
     docker_client: DockerClient, tmp_path: Path
 ) -> None:
-    before = {c.id for c in docker_client.containers.list(all=True)}
-
     with pytest.raises(SetupFailed) as raised:
         async with DockerSandbox.start(
             tmp_path,
@@ -751,7 +749,11 @@ async def test_a_failing_setup_command_fails_the_start_and_removes_the_container
 
     assert str(raised.value) == "setup command 2 of 2 failed (exit code 4): echo broken; exit 4"
     assert raised.value.result.output == b"broken\n"
-    assert {c.id for c in docker_client.containers.list(all=True)} <= before
+    # This job's containers only: other tests on the engine start and remove theirs.
+    mine = docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_JOB}=test-setup-fails"}
+    )
+    assert mine == []
 
 
 async def test_a_fork_bomb_ends_as_a_tool_result_and_the_sandbox_goes_on(
