@@ -4,6 +4,7 @@
     python -m bench.quality --check [--tasks ID,ID]
     python -m bench.quality --provider anthropic --model claude-sonnet-4-5 [--tasks ID,ID]
     python -m bench.quality --provider oracle        # the scripted models: no key
+    python -m bench.quality --from-history OWNER/REPO --out DIR    # GITHUB_TOKEN
 
 Exit status: 0 done (a run's tasks graded, whatever they scored; a check
 with every task sound), 1 a check found a task unsound, 2 bad input (an
@@ -27,6 +28,7 @@ from bench.quality import report
 from bench.quality.check import check_tasks
 from bench.quality.gitops import BenchGitError
 from bench.quality.harness import Remote, TaskResult, run_task
+from bench.quality.history import from_history_command
 from bench.quality.scripted import SCRIPTED, scripted_factory
 from bench.quality.taskset import TASKS_DIR, Task, TaskError, load_tasks, select
 from bot.config import RepoConfig
@@ -51,6 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--list", action="store_true", help="print the tasks")
     what.add_argument("--check", action="store_true", help="check every task is sound (no model)")
+    what.add_argument(
+        "--from-history", metavar="OWNER/REPO", help="build tasks from its merged pull requests"
+    )
     parser.add_argument(
         "--provider", help=f"the model's provider ({', '.join(PROVIDERS + SCRIPTED)})"
     )
@@ -66,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--parallel", type=int, default=None, help="tasks at once")
     parser.add_argument("--max-turns", type=int, help="turns per task (default: a job's)")
     parser.add_argument("--max-cost", type=float, help="US dollars per task (default: none)")
+    parser.add_argument("--out", type=Path, help="--from-history: where to write the tasks")
+    parser.add_argument("--limit", type=int, default=20, help="--from-history: PRs to read")
     return parser
 
 
@@ -81,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _main(args: argparse.Namespace) -> int:
+    if args.from_history:
+        return await from_history_command(args)
     tasks = load_tasks(args.tasks_dir)
     if args.tasks:
         tasks = select(tasks, [ident.strip() for ident in args.tasks.split(",") if ident.strip()])

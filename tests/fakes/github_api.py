@@ -32,7 +32,8 @@ job publishes, held in memory per repository:
 - pulls: list (`state`, `head=owner:branch`, `base`), create (422 when an open
   PR has that head and base, its detail in `errors[].message` as GitHub puts
   it; 422 for a draft on a repository marked with `refuse_drafts`), get,
-  update; `pulls()`; seed one with `add_pull`. `GET .../pulls/{number}` with
+  update; `pulls()`; seed one with `add_pull`, close it merged with
+  `merge_pull`. `GET .../pulls/{number}` with
   `Accept: application/vnd.github.diff`
   answers the diff given to `add_pull` (or `set_pull_diff`) as text, or GitHub's
   406 for a diff too large when that is None;
@@ -641,6 +642,21 @@ class FakeGitHub(Served):
                 "diff": diff,
             }
         return number
+
+    def merge_pull(
+        self, repository: str, number: int, *, base_sha: str, head_sha: str, merge_sha: str
+    ) -> None:
+        """Close pull request `number` as merged: from `base_sha` to `head_sha`, as `merge_sha`."""
+        with self._lock:
+            pull = self._repo(repository).pulls[number]
+            pull.update(
+                state="closed",
+                base_sha=base_sha,
+                head_sha=head_sha,
+                merge_commit_sha=merge_sha,
+                merged_at=_stamp(),
+                updated_at=_stamp(),
+            )
 
     def set_pull_diff(self, repository: str, number: int, diff: str | None) -> None:
         """What the diff media type of pull request `number` answers from now on."""
@@ -1281,8 +1297,8 @@ class FakeGitHub(Served):
             "created_at": pull["created_at"],
             "updated_at": pull["updated_at"],
             "closed_at": pull["updated_at"] if closed else None,
-            "merged_at": None,
-            "merge_commit_sha": None,
+            "merged_at": pull.get("merged_at"),
+            "merge_commit_sha": pull.get("merge_commit_sha"),
             "assignee": None,
             "assignees": [],
             "requested_reviewers": [],
@@ -1291,12 +1307,15 @@ class FakeGitHub(Served):
                 **self._branch_json(pull["head_repo"], pull["head"]),
                 **({"sha": pull["head_sha"]} if pull.get("head_sha") else {}),
             },
-            "base": self._branch_json(full, pull["base"]),
+            "base": {
+                **self._branch_json(full, pull["base"]),
+                **({"sha": pull["base_sha"]} if pull.get("base_sha") else {}),
+            },
             "_links": {name: {"href": href} for name, href in links.items()},
             "author_association": self._association(full, pull["user"]),
             "auto_merge": None,
             "draft": pull["draft"],
-            "merged": False,
+            "merged": pull.get("merged_at") is not None,
             "mergeable": None,
             "rebaseable": None,
             "mergeable_state": "unknown",
