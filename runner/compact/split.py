@@ -10,31 +10,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from runner.compact.tokens import estimate_messages
-from runner.llm.types import Message, Text
+from runner.llm.types import Message
 
-__all__ = ["safe_tail_start", "task_text"]
+__all__ = ["safe_tail_start"]
 
 
-def safe_tail_start(messages: Sequence[Message], budget: int) -> int:
+def safe_tail_start(messages: Sequence[Message], budget: int, *, after: int = 0) -> int:
     """The index of the first message of the longest safe tail within `budget` tokens.
 
-    The tail never includes the first message (the task, kept verbatim
-    elsewhere). With no assistant message after it, or when not even the
-    newest exchange fits, the tail is empty: `len(messages)`.
+    The tail starts after message `after` (at least the first message, the
+    task, which the head keeps elsewhere). With no assistant message there,
+    or when not even the newest exchange fits, the tail is empty:
+    `len(messages)`.
     """
     start = len(messages)
     size = 0
-    for index in range(len(messages) - 1, 0, -1):
+    for index in range(len(messages) - 1, max(after, 0), -1):
         size += estimate_messages((messages[index],))
         if size > budget:
             break
         if messages[index].role == "assistant":
             start = index
     return start
-
-
-def task_text(messages: Sequence[Message]) -> str:
-    """The text the conversation began with: the first user message's own words."""
-    if not messages or messages[0].role != "user":
-        return ""
-    return "".join(b.text for b in messages[0].content if isinstance(b, Text))

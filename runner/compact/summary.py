@@ -2,9 +2,10 @@
 
 The model that did the work reads a plain-text rendering of what is being
 dropped (no tools are offered: it cannot act, only write) and answers with
-the working notes another session would need to go on: the task, the
-decisions, the files changed, the commands run and what they showed, what
-still fails, the next steps and the open checklist.
+the working notes another session would need to go on: each of the user's
+requests and what became of it, the decisions, the files changed, the
+commands run and what they showed, what still fails, the next steps and the
+open checklist.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from runner.compact.requests import request_texts, shorten
 from runner.llm.types import Image, Message, Opaque, Text, ToolResult, ToolUse
 
-__all__ = ["SUMMARY_SYSTEM", "render_for_summary", "summary_message"]
+__all__ = ["SUMMARY_SYSTEM", "render_for_summary"]
 
 SUMMARY_SYSTEM = """\
 You are condensing the transcript of a coding agent's work so that it can go on \
@@ -22,7 +24,7 @@ without the full conversation, which no longer fits its context window. Write \
 working notes, not a story. Use exactly these headings, each with short bullet \
 points; write "none" under a heading with nothing to say:
 
-## Task
+## Requests
 ## Decisions
 ## Files changed
 ## Commands run
@@ -30,7 +32,9 @@ points; write "none" under a heading with nothing to say:
 ## Next steps
 ## Open checklist
 
-Keep every fact needed to continue: file paths with line numbers, function and \
+Under Requests, list every request the user made, oldest first, and what \
+became of each (done, in progress, not started, superseded). Keep every fact \
+needed to continue: file paths with line numbers, function and \
 test names, exact error messages, the command lines and their exit codes. \
 Leave out greetings, apologies and anything already resolved. Do not call tools \
 and do not invent results."""
@@ -40,6 +44,8 @@ _ASK = "\n\nWrite the working notes now, under the headings you were given."
 # Within a long tool output the start and the end say the most.
 _RESULT_HEAD = 1_500
 _RESULT_TAIL = 1_000
+# A request among the messages left out keeps this much of itself.
+_GAP_REQUEST_CHARS = 4_000
 
 
 def render_for_summary(messages: Sequence[Message], max_chars: int) -> str:
@@ -47,7 +53,8 @@ def render_for_summary(messages: Sequence[Message], max_chars: int) -> str:
 
     Long tool results keep their head and tail. When the whole still does not
     fit, the oldest exchanges are cut from the middle of the document, after
-    the first message, so the task and the latest work survive.
+    the first message, so the task and the latest work survive; a user's
+    request among them is never cut, only shortened (`_GAP_REQUEST_CHARS`).
     """
     parts = [_render(message) for message in messages]
     document = _join(parts)
@@ -55,6 +62,13 @@ def render_for_summary(messages: Sequence[Message], max_chars: int) -> str:
         return _INTRO + document + _ASK
     head, rest = parts[:1], parts[1:]
     budget = max_chars - len(_join(head)) - 200
+    # Requests first: whatever is left out around them, they stay.
+    asked = [
+        (index, f"user: {shorten(text.strip(), _GAP_REQUEST_CHARS)}")
+        for index, message in enumerate(messages[1:])
+        for text in request_texts(message)
+    ]
+    budget -= sum(len(line) + 2 for _, line in asked)
     kept: list[str] = []
     used = 0
     for part in reversed(rest):
@@ -62,23 +76,18 @@ def render_for_summary(messages: Sequence[Message], max_chars: int) -> str:
             break
         kept.append(part)
         used += len(part) + 2
-    skipped = len(rest) - len(kept)
-    gap = [f"[{skipped} older messages left out here: they did not fit]"] if skipped else []
+    first_kept = len(rest) - len(kept)
+    gap: list[str] = []
+    if first_kept:
+        gap.append(f"[{first_kept} older messages left out here: they did not fit]")
+        left_out = [line for index, line in asked if index < first_kept]
+        if left_out:
+            gap.append("[the user's requests among them, in order:]")
+            gap.extend(left_out)
     trimmed = _join([*head, *gap, *reversed(kept)])
     if len(trimmed) > max_chars:  # even the first message alone is too long
         trimmed = trimmed[: max_chars // 2] + "\n[…]\n" + trimmed[-max_chars // 2 :]
     return _INTRO + trimmed + _ASK
-
-
-def summary_message(task: str, summary: str, dropped: int) -> str:
-    """The user message that replaces the dropped conversation."""
-    return (
-        f"{task}\n\n"
-        f"---\n[The conversation was compacted to fit the context window: {dropped} earlier"
-        " messages were replaced by these notes, written from them. Files and command"
-        " output are not repeated here; read or run them again when you need them.]\n\n"
-        f"{summary.strip()}"
-    )
 
 
 def _join(parts: Sequence[str]) -> str:

@@ -10,8 +10,9 @@ from collections.abc import Collection
 
 from runner.compact.base import Compaction, PromptState
 from runner.compact.clearing import clear_tool_results
-from runner.compact.split import safe_tail_start, task_text
-from runner.compact.summary import SUMMARY_SYSTEM, render_for_summary, summary_message
+from runner.compact.requests import compacted_head, request_indexes, user_requests
+from runner.compact.split import safe_tail_start
+from runner.compact.summary import SUMMARY_SYSTEM, render_for_summary
 from runner.compact.tokens import estimate_messages
 from runner.llm.errors import ProviderError
 from runner.llm.limits import ModelLimits, limits_for
@@ -37,6 +38,7 @@ class WindowCompactor:
         keep_results: int = 4,
         keep_tools: Collection[str] = ("workflow",),
         tail_share: float = 0.1,
+        requests_share: float = 0.1,
         summary_tokens: int = _SUMMARY_TOKENS,
     ) -> None:
         if not 0.0 < clear_at < 1.0:
@@ -47,6 +49,8 @@ class WindowCompactor:
         self._keep_results = keep_results
         self._keep_tools = tuple(keep_tools)
         self._tail_share = tail_share
+        # The part of the window the earlier requests may take in a summary's head.
+        self._requests_share = requests_share
         self._summary_tokens = summary_tokens
 
     def summarise_at(self, max_tokens: int) -> int:
@@ -78,7 +82,9 @@ class WindowCompactor:
         messages = state.messages
         window = self.limits.context_window
         tail_budget = int(window * self._tail_share)
-        start = safe_tail_start(cleared, tail_budget)
+        # The kept tail follows the latest request: the head holds every request.
+        latest = max(request_indexes(messages), default=0)
+        start = safe_tail_start(cleared, tail_budget, after=latest)
         dropped = messages[:start]
         render_budget = (window - self._summary_tokens - 4_000) * _RENDER_CHARS_PER_TOKEN
         document = render_for_summary(dropped, max(render_budget, 10_000))
@@ -94,7 +100,12 @@ class WindowCompactor:
                 response = event.response
         if response is None or not response.text.strip():
             raise _NoSummary(f"{self._provider.name}: the summary call returned no text")
-        head = Message("user", (Text(summary_message(task_text(messages), response.text, start)),))
+        head = compacted_head(
+            user_requests(dropped),
+            response.text,
+            start,
+            cap_tokens=int(window * self._requests_share),
+        )
         rewritten = (head, *cleared[start:])
         after = overhead + estimate_messages(rewritten)
         return Compaction("summarised", rewritten, state.tokens, after, response.usage)

@@ -697,16 +697,63 @@ async def test_a_large_saved_session_is_compacted_before_the_follow_up_starts(
     summary_call, first_call = fake_anthropic.requests[asked : asked + 2]
     assert "tools" not in summary_call.body
     messages = first_call.body["messages"]
-    opening = messages[0]["content"][0]["text"]
-    assert opening.startswith("Add a line to README.md and check it.")
-    assert "## Next steps" in opening
-    assert messages[-1]["content"][-1]["text"] == "Also add docs."
-    # The first job's task and the new one survive; the long middle does not.
+    # One head: the earlier requests, the new one, the notes; the long middle is gone.
+    assert len(messages) == 1
+    head = [block["text"] for block in messages[0]["content"]]
+    assert head[0] == "[Earlier request 1 of 61]\nAdd a line to README.md and check it."
+    assert head[-2] == "Current request:\n\nAlso add docs."
+    assert "## Next steps" in head[-1]
     assert len(json.dumps(messages)) < len(repr(inflated.messages)) / 10
     session = thread_session(data_dir)
     assert [c.stage for c in session.meta.compactions] == ["summarised"]
     assert session.meta.job is not None
     assert session.meta.job.finished
+
+
+def requests_in(head: dict[str, Any]) -> list[str]:
+    """The requests a compacted head keeps, without their labels."""
+    found = []
+    for block in head["content"]:
+        label, _, request = block["text"].partition("\n")
+        if label.startswith("[Earlier request") or label == "Current request:":
+            found.append(request.removeprefix("\n"))
+    return found
+
+
+async def test_three_jobs_in_a_thread_with_compactions_between_keep_all_three_requests(
+    make_spec: Callable[..., JobSpec],
+    fake_anthropic: FakeAnthropicAPI,
+    origin: Path,
+    data_dir: Path,
+) -> None:
+    # Before: each summary's head was the first task and the notes, so the
+    # second job's request, dropped with the middle, was gone by the third.
+    tasks = ["Add a line to README.md and check it.", "Also add docs.", "And a changelog."]
+    edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
+    assert_changed(await run(make_spec(prompt=tasks[0])), origin)
+    files = ["docs.md", "CHANGES.md"]
+    for number, (task, name) in enumerate(zip(tasks[1:], files, strict=True), start=2):
+        inflate(data_dir, exchanges=30)
+        asked = len(fake_anthropic.requests)
+        fake_anthropic.script(
+            SUMMARY,
+            Reply(
+                [tool_use(f"w{number}", "write_file", {"path": name, "content": "x\n"})], "tool_use"
+            ),
+            Reply([text(f"Wrote {name}.")]),
+        )
+        assert_changed(await run(make_spec(job_id=f"job-{number}", prompt=task)), origin)
+        summarised, first_call = fake_anthropic.requests[asked : asked + 2]
+        # The summariser is shown every request.
+        shown = summarised.body["messages"][0]["content"][0]["text"]
+        assert all(earlier in shown for earlier in tasks[:number])
+
+    head = first_call.body["messages"][0]
+    kept = [r for r in requests_in(head) if not r.startswith("Look at log")]
+    assert kept == tasks
+    assert head["content"][-2]["text"] == "Current request:\n\nAnd a changelog."
+    session = thread_session(data_dir)
+    assert [c.stage for c in session.meta.compactions] == ["summarised", "summarised"]
 
 
 async def test_a_job_that_compacted_and_died_leaves_the_session_as_it_found_it(

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from runner.agent import Agent, Compacted, Event
 from runner.compact import CLEARED_MARK, PromptState, WindowCompactor
+from runner.compact.requests import user_requests
 from runner.compact.summary import SUMMARY_SYSTEM
 from runner.llm.anthropic import AnthropicProvider
 from runner.llm.errors import ContextOverflow
@@ -172,7 +173,7 @@ async def test_summarising_keeps_the_task_verbatim_and_a_valid_tail(
     assert summaries[0]["system"][0]["text"] == SUMMARY_SYSTEM
     first = a.transcript()[0]
     assert first.role == "user"
-    assert first.text.startswith(TASK)
+    assert first.content[0] == Text(f"Current request:\n\n{TASK}")
     assert "## Next steps" in first.text
     assert problems(a.transcript(), answered=True) == []
 
@@ -281,7 +282,12 @@ async def test_a_compacted_transcript_is_always_valid(
 
     assert compaction is not None
     assert problems(compaction.messages) == []
-    assert compaction.messages[0].text.startswith(TASK)
+    # Every request is in the head, the latest as the current one, in order.
+    asked = user_requests(messages)
+    assert user_requests(compaction.messages[:1]) == asked
+    assert compaction.messages[0].content[len(asked) - 1] == Text(
+        f"Current request:\n\n{asked[-1]}"
+    )
     kept = len(compaction.messages) - 1
     if kept:
         # The tail is the original's end, with old results cleared at most.
