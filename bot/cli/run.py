@@ -80,6 +80,13 @@ def add_run_parser(commands: Any) -> None:
         metavar="N",
         help=f"subagents the run may start (default: {SubagentSettings().max_children})",
     )
+    run.add_argument(
+        "--subagent-max-turns",
+        type=positive_int,
+        metavar="N",
+        help="model calls each subagent may make before it reports what it found"
+        f" (default: {SubagentSettings().max_turns})",
+    )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
     run.add_argument(
@@ -133,11 +140,16 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _subagents(args: argparse.Namespace) -> SubagentSettings:
-    if args.no_subagents and (args.subagent_model or args.max_subagents):
-        raise ConfigError("--subagent-model and --max-subagents need subagents (no --no-subagents)")
+    if args.no_subagents and (args.subagent_model or args.max_subagents or args.subagent_max_turns):
+        raise ConfigError(
+            "--subagent-model, --max-subagents and --subagent-max-turns need subagents"
+            " (no --no-subagents)"
+        )
     settings = SubagentSettings(enabled=not args.no_subagents, model=args.subagent_model)
     if args.max_subagents is not None:
         settings = replace(settings, max_children=args.max_subagents)
+    if args.subagent_max_turns is not None:
+        settings = replace(settings, max_turns=args.subagent_max_turns)
     return settings
 
 

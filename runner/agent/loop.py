@@ -126,6 +126,11 @@ class Agent:
         """Tokens used over the agent's whole life, restored ones included."""
         return self._usage
 
+    def prompt_tokens(self) -> int:
+        """The next request's size in tokens: as the provider counted the last
+        one, with an estimate of what joined the conversation since."""
+        return self._prompt_tokens()
+
     def transcript(self) -> list[llm.Message]:
         """A copy of the conversation that the caller may change freely."""
         return [copy_message(message) for message in self._messages]

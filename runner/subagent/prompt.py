@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from runner.llm.types import SystemPrompt
 
-__all__ = ["inspect_prompt", "task_message"]
+__all__ = ["findings_prompt", "inspect_prompt", "task_message"]
 
 
 def inspect_prompt(workdir: str) -> SystemPrompt:
@@ -24,3 +24,13 @@ def inspect_prompt(workdir: str) -> SystemPrompt:
 def task_message(description: str, prompt: str) -> str:
     """The child's first and only user message."""
     return f"Task: {description}\n\n{prompt}"
+
+
+def findings_prompt(why: str) -> str:
+    """The child's last message when a budget stopped it: report what it found, without tools."""
+    return (
+        f"[Neo: {why}, so your investigation stops here and you cannot call tools any more."
+        " Report what you found so far, as your final answer: the facts, each with its file"
+        " path and line numbers, what you looked for and did not find, and what is still"
+        " open.]"
+    )

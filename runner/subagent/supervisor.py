@@ -157,7 +157,9 @@ class ChildBudget:
 
     def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
         self._supervisor.running(self._number, spent)
-        self._supervisor.check(upcoming_tokens=prompt_tokens)
+        # Room for this call and one more of its size: the call without tools
+        # that asks a child the budget stopped for what it found.
+        self._supervisor.check(upcoming_tokens=2 * prompt_tokens)
 
     def note(self, turn: int) -> str | None:
         return None

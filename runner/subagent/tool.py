@@ -14,6 +14,7 @@ from dataclasses import replace
 from pydantic import Field
 
 from runner.agent import Agent, Event, TurnFinished, TurnStarted
+from runner.budget import ran_out
 from runner.compact import WindowCompactor
 from runner.continuation import ContinueCutResponses
 from runner.errors import NeoError
@@ -22,7 +23,7 @@ from runner.llm.types import JSONObject, ToolSpec, Usage
 from runner.sandbox.base import Sandbox
 from runner.session import Session, SessionError, SessionMeta, utc_timestamp
 from runner.subagent.events import ChildFinished, ChildStarted, ChildTurn
-from runner.subagent.prompt import inspect_prompt, task_message
+from runner.subagent.prompt import findings_prompt, inspect_prompt, task_message
 from runner.subagent.supervisor import ChildBudget, SubagentBudget, Supervisor
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
 from runner.tools.glob import GlobTool
@@ -33,6 +34,16 @@ from runner.tools.schema import ToolInput, input_schema, parse
 __all__ = ["SPEC", "AgentTool", "inspect_tools"]
 
 log = logging.getLogger("neo.subagent")
+
+# Why a child's findings are asked for, by the kind of error that stopped it.
+_WHY = {
+    "max_turns": "You have used all the model calls you may make",
+    "subagent_budget": "The subagents' budget is spent",
+    "max_cost": "The run's cost limit is reached",
+    "max_output_tokens": "Your answers keep hitting the output token limit",
+    "context_window_exceeded": "The investigation no longer fits your context window",
+    "timeout": "The time for it has run out",
+}
 
 
 class AgentInput(ToolInput):
@@ -86,6 +97,7 @@ class AgentTool:
         watch = _Watch()
         child: Agent | None = None
         error: NeoError | None = None
+        findings: str | None = None
         # How the child ended, for the progress comment: None when it answered.
         kind: str | None = "failed"
         try:
@@ -97,6 +109,7 @@ class AgentTool:
                     kind = None
                 except NeoError as stopped:
                     error, kind = stopped, stopped.kind
+                    findings = await self._findings(child, number, stopped)
         except asyncio.CancelledError:
             kind = "interrupted"
             raise
@@ -108,10 +121,28 @@ class AgentTool:
                 self._save(number, child)
             ctx.emit(ChildFinished(number, request.description, watch.turns, usage, kind))
         text = watch.finished.text if watch.finished else ""
+        if error is not None and findings is not None:
+            return ToolOutput(
+                f"[partial: the subagent stopped before it finished ({error}); what it"
+                f" found so far:]\n\n{findings}"
+            )
         if error is not None:
             partial = f"\n\nWhat it had found so far:\n{text}" if text else ""
             return ToolOutput(f"the subagent stopped: {error}{partial}", is_error=True)
         return ToolOutput(text or "the subagent ended without an answer")
+
+    async def _findings(self, child: Agent, number: int, error: NeoError) -> str | None:
+        """One call without tools for what a child a budget stopped has found; None
+        when the children's budget cannot pay for it, or it fails."""
+        if not (ran_out(error) or isinstance(error, SubagentBudget)):
+            return None
+        try:
+            self._supervisor.check(upcoming_tokens=child.prompt_tokens())
+            last = await child.wrap_up(findings_prompt(_WHY.get(error.kind, str(error))))
+        except NeoError as failed:
+            log.info("subagent %d: no findings call: %s", number, failed)
+            return None
+        return last.text.strip() or None
 
     def _child(self, number: int, ctx: ToolContext, watch: _Watch) -> Agent:
         supervisor = self._supervisor

@@ -123,5 +123,39 @@ def test_subagent_options_without_subagents_are_one_line(
     err = capsys.readouterr().err
     assert status == 2
     assert err.strip().splitlines() == [
-        "neo: error: --subagent-model and --max-subagents need subagents (no --no-subagents)"
+        "neo: error: --subagent-model, --max-subagents and --subagent-max-turns need subagents"
+        " (no --no-subagents)"
     ]
+
+
+def test_subagent_max_turns_bounds_each_child_which_then_reports_its_findings(
+    fake_anthropic: FakeAnthropicAPI,
+    home: Path,
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def searching(body: dict[str, Any]) -> Reply:
+        child = tools_of(body) == ["glob", "grep", "read_file"]
+        if child and body.get("tool_choice") == {"type": "none"}:
+            return Reply([text("config.py:1 sets PORT to 8080; nothing else sets it.")])
+        if child:
+            call = tool_use(f"toolu_g{len(body['messages'])}", "grep", {"pattern": "PORT"})
+            return Reply([call], "tool_use")
+        return by_shape(body)
+
+    fake_anthropic.script(*([searching] * 5))
+
+    status, result = run_json(
+        capsys, "--repo", str(repo), "--subagent-max-turns", "2", "which port?"
+    )
+
+    assert status == 0, result
+    children = [
+        r.body for r in fake_anthropic.requests if tools_of(r.body) == ["glob", "grep", "read_file"]
+    ]
+    assert [b.get("tool_choice") for b in children] == [None, None, {"type": "none"}]
+    assert result["result"] == (
+        "The subagent says: [partial: the subagent stopped before it finished (stopped after"
+        " 2 model calls (max turns)); what it found so far:]\n\nconfig.py:1 sets PORT to"
+        " 8080; nothing else sets it."
+    )

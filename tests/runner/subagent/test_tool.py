@@ -315,24 +315,88 @@ async def test_each_childs_transcript_is_saved_beside_the_session(
     assert again.admit() == 3
 
 
-async def test_a_child_that_runs_out_of_turns_reports_an_error_with_what_it_found(
+FINDINGS = "app.py:1 sets value = 42; no other file sets it."
+
+
+def searches_until_stopped(request: Request) -> Response:
+    """A child that keeps searching, and reports when it may no longer call tools."""
+    if request.tool_choice == "none":
+        return answer(FINDINGS)
+    return calls((f"g{len(request.messages)}", "glob", {"pattern": "*.py"}), text="still looking")
+
+
+def child_ended(events: list[Event]) -> ChildFinished:
+    (ended,) = [
+        e.payload
+        for e in events
+        if isinstance(e, ToolNotice) and isinstance(e.payload, ChildFinished)
+    ]
+    return ended
+
+
+async def test_a_child_out_of_turns_returns_its_findings_as_a_partial_result(
     tree: Path,
 ) -> None:
-    def forever(request: Request) -> Response:
-        return calls(
-            (f"g{len(request.messages)}", "glob", {"pattern": "*.py"}), text="still looking"
-        )
-
-    child = children(forever)
+    # Before: "the subagent stopped: ... (max turns)", and nothing it had found.
+    child = children(searches_until_stopped)
     provider = ScriptedProvider(delegate("endless"), says("done"))
-    agent, _, _ = parent(tree, provider, child, SubagentSettings(max_turns=3))
+    agent, events, _ = parent(tree, provider, child, SubagentSettings(max_turns=3))
+
+    turn = await agent.send("go")
+
+    assert len(child.requests) == 4
+    last = child.requests[-1]
+    assert last.tool_choice == "none"
+    assert last.messages[-1].text.startswith(
+        "[Neo: You have used all the model calls you may make, so your investigation stops"
+    )
+    (result,) = results(agent)
+    assert not result.is_error
+    assert result.text == (
+        "[partial: the subagent stopped before it finished (stopped after 3 model calls"
+        f" (max turns)); what it found so far:]\n\n{FINDINGS}"
+    )
+    ended = child_ended(events)
+    assert ended.error == "max_turns"
+    assert ended.usage == Usage(10, 5) + Usage(10, 5) + Usage(10, 5) + CHILD_USAGE
+    assert turn.usage == Usage(10, 5) + Usage(10, 5) + ended.usage
+
+
+async def test_a_child_the_token_budget_stops_keeps_room_for_its_findings(tree: Path) -> None:
+    def costly(request: Request) -> Response:
+        response = searches_until_stopped(request)
+        if request.tool_choice == "none":
+            return response
+        return Response(response.content, response.stop_reason, Usage(1_000, 5))
+
+    child = children(costly)
+    provider = ScriptedProvider(delegate("endless"), says("done"))
+    agent, events, _ = parent(tree, provider, child, SubagentSettings(max_tokens=2_500))
 
     await agent.send("go")
 
-    assert len(child.requests) == 3
+    assert [r.tool_choice for r in child.requests] == ["auto", "none"]
+    (result,) = results(agent)
+    assert not result.is_error
+    assert result.text.endswith(FINDINGS)
+    assert "token budget is spent" in result.text
+    assert child_ended(events).error == "subagent_budget"
+
+
+async def test_a_child_that_failed_gets_no_findings_call(tree: Path) -> None:
+    def unknown(request: Request) -> Response:
+        return Response((Text("half a thought"),), "something_new", Usage(10, 5))
+
+    child = children(unknown)
+    provider = ScriptedProvider(delegate("odd"), says("done"))
+    agent, _, _ = parent(tree, provider, child)
+
+    await agent.send("go")
+
+    assert len(child.requests) == 1
     (result,) = results(agent)
     assert result.is_error
-    assert "max turns" in result.text
+    assert result.text.startswith("the subagent stopped: unexpected stop reason")
 
 
 def test_bad_settings_are_refused_in_one_line() -> None:
