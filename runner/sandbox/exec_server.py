@@ -2,7 +2,7 @@
 
 A standalone script for the image's own `python3` (3.8+, standard library
 only: it must not import Neo). The docker sandbox sends its source over the
-container's stdin; the local sandbox runs it on the host with `--confine`.
+container's stdin; on the host, the local sandbox's init (`local_init.py`) runs it.
 The JSON-lines protocol is in docs/architecture.md, "Sandboxes".
 """
 
@@ -947,30 +947,8 @@ def name_process(name: str) -> None:
         ctypes.CDLL(None).prctl(15, name.encode(), 0, 0, 0)  # PR_SET_NAME
 
 
-# CAP_SYS_PTRACE, CAP_SYS_ADMIN and CAP_PERFMON each let a root process read
-# any process's /proc/<pid>/environ (measured on Linux 6.x); without all three
-# a root command cannot read the runner's.
-ENVIRON_READING_CAPS = (19, 21, 38)
-PR_CAPBSET_DROP = 24
-
-
-def confine() -> None:
-    """Keep the capabilities that read other processes' memory and environment
-    from every command: once out of the bounding set, no exec (sudo, a setuid
-    binary) gives them back. Without the privilege to drop them (not root),
-    the commands never had them."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-        for cap in ENVIRON_READING_CAPS:
-            prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
-
-
 def main(argv: list[str]) -> None:
     root = os.path.realpath(argv[1] if len(argv) > 1 else ROOT)
-    if "--confine" in argv[2:]:
-        confine()
     name_process("neo-agent")
     quiet_signals()
     agent = Agent(root, sys.stdout.buffer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -12,6 +13,7 @@ from runner.errors import ConfigError
 from runner.network import EgressReport, Plan
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.image import image_problem
+from runner.sandbox.isolation import SandboxUnavailable, refusal
 from runner.sandbox.local import LocalSandbox
 from runner.text import one_line
 
@@ -43,6 +45,7 @@ async def open_sandbox(
     setup_timeout: float = SETUP_TIMEOUT,
     max_job_seconds: float = MAX_JOB_SECONDS,
     image_setting: str = JOB_IMAGE_SETTINGS,
+    local_instead: str = "--sandbox docker",
 ) -> AsyncIterator[Sandbox]:
     """The sandbox named `kind` on `tree`, cleaned up when the block ends.
 
@@ -55,14 +58,20 @@ async def open_sandbox(
     its commands have the host's network, whatever `network` says.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
-    Docker engine, an invalid or missing image, named by `image_setting`) and
-    SandboxError when starting fails.
+    Docker engine, an invalid or missing image, named by `image_setting`, a
+    system that cannot isolate the local sandbox: `local_instead` says how
+    to choose the docker sandbox instead) and SandboxError when starting fails.
     """
     if kind == "local":
         if image is not None:
             raise ConfigError("--image applies to --sandbox docker only")
         box = LocalSandbox(tree)
         try:
+            try:
+                await box.start()
+            except SandboxUnavailable as error:
+                # The system's settings, which the operator can change or avoid.
+                raise ConfigError(refusal(error.reason, local_instead)) from None
             for command in setup:
                 done = await box.run(["bash", "-c", command], timeout=setup_timeout)
                 if done.timed_out:
@@ -142,3 +151,17 @@ def egress_networks() -> tuple[str, ...]:
 
     names = os.environ.get(EGRESS_NETWORKS_VARIABLE, "").split(",")
     return tuple(name.strip() for name in names if name.strip()) or (EGRESS_NETWORK,)
+
+
+async def check_local_sandbox(instead: str) -> None:
+    """Raise ConfigError when this host cannot isolate the local sandbox, so a
+    service refuses to start rather than fail every job; `instead` says how to
+    choose the docker sandbox."""
+    with tempfile.TemporaryDirectory(prefix="neo-local-check-") as scratch:
+        box = LocalSandbox(Path(scratch))
+        try:
+            await box.start()
+        except SandboxUnavailable as error:
+            raise ConfigError(refusal(error.reason, instead)) from None
+        finally:
+            await box.aclose()

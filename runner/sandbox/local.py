@@ -1,7 +1,9 @@
-"""The sandbox that is the host itself: a directory and the host's processes.
+"""The sandbox that is the host itself: a directory, and processes that see no other.
 
-Paths stay inside the tree and secrets out of commands' reach (`spawner`), but it is
-no security boundary: docs/architecture.md, "Sandboxes".
+Paths stay inside the tree, and secrets out of commands' reach: no secret in
+their environment, no process outside the sandbox visible to them (`spawner`,
+`isolation`). But it is no security boundary: docs/architecture.md,
+"Sandboxes", and docs/local-sandbox.md.
 """
 
 from __future__ import annotations
@@ -174,6 +176,14 @@ class LocalSandbox:
             raise SandboxError(
                 "the local sandbox's command runner sent a malformed answer"
             ) from None
+
+    async def start(self) -> None:
+        """Start the command runner now rather than at the first command.
+
+        Raises SandboxUnavailable when this system cannot hide other
+        processes from the commands (`isolation`).
+        """
+        await self._spawner.start(command_env(os.environ, None, sysconfig.get_path("scripts")))
 
     async def aclose(self) -> None:
         """End the command runner (and any command still running); safe to call twice."""

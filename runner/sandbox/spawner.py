@@ -1,30 +1,37 @@
-"""The local sandbox's helper: the exec server as a process holding no secret.
+"""The local sandbox's helper: the exec server as a process holding no secret,
+in namespaces where no other process is visible (`isolation`).
 
-Every command is the helper's child, so no parent it can read holds the API
-key or the App's key (docs/architecture.md, "Sandboxes").
+Every command is the helper's child, and no process outside the helper's
+namespaces exists for it, so none it can read holds the API key or the
+App's key (docs/architecture.md, "Sandboxes").
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import contextlib
 import ctypes
 import json
+import os
 import subprocess
-import sys
 import threading
 import weakref
 from collections.abc import Mapping
 from typing import IO, Any
 
-from runner.sandbox import exec_server
+from runner.sandbox import exec_server, isolation
 from runner.sandbox.base import SandboxError, UnknownBackground
 
 PR_SET_DUMPABLE = 4
 # How much longer than a command's own timeout to wait for its answer
 # before judging the helper hung.
 _ANSWER_MARGIN = 30.0
+# How long the helper may take to say it is ready (an interpreter's start).
+_START_TIMEOUT = 60.0
+# What is kept of the helper's stderr: where unshare says why it failed.
+_STDERR_KEPT = 4096
 
 
 def make_undumpable() -> None:
@@ -41,12 +48,13 @@ class _Helper:
     """
 
     def __init__(self, root: str, env: Mapping[str, str]) -> None:
+        argv = isolation.sandbox_command(root)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", exec_server.__file__, root, "--confine"],
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 cwd=root,
                 env=dict(env),
                 start_new_session=True,
@@ -57,11 +65,19 @@ class _Helper:
             ) from None
         assert self.process.stdin is not None
         assert self.process.stdout is not None
+        assert self.process.stderr is not None
         self._stdin: IO[bytes] = self.process.stdin
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self._next_id = 1
         self.ended = False
+        # Settled by the first line: the exec server's ready line, or why not.
+        self.started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stderr = bytearray()
+        self._stderr_read = threading.Thread(
+            target=self._drain, args=(self.process.stderr,), daemon=True
+        )
+        self._stderr_read.start()
         threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
 
     def register(self) -> tuple[int, asyncio.Future[Any]]:
@@ -101,6 +117,9 @@ class _Helper:
                 ident = answer["id"]
             except (ValueError, KeyError, TypeError):
                 continue
+            if ident == 0 and not self.started.done():
+                self._start(answer)
+                continue
             with self._lock:
                 waiting = self._pending.pop(ident, None) if isinstance(ident, int) else None
             if waiting is not None:
@@ -112,6 +131,36 @@ class _Helper:
             _settle(loop, future, SandboxError("the local sandbox's command runner exited"))
         self.close()
         self.process.wait()
+        if not self.started.done():
+            # What unshare said, if it said anything: it has exited.
+            self._stderr_read.join(timeout=5)
+            reason = isolation.why_not(bytes(self._stderr), os.geteuid(), isolation.read_sysctls())
+            self._started(isolation.SandboxUnavailable(reason))
+
+    def _start(self, answer: dict[str, Any]) -> None:
+        if answer.get("ready") is True:
+            self._started(None)
+            return
+        error = answer.get("error")
+        message = error.get("message") if isinstance(error, dict) else None
+        self._started(isolation.SandboxUnavailable(str(message or "its init refused to start")))
+
+    def _started(self, error: BaseException | None) -> None:
+        # A caller that gave up waiting has cancelled the future.
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            if error is None:
+                self.started.set_result(None)
+            else:
+                self.started.set_exception(error)
+
+    def _drain(self, stderr: IO[bytes]) -> None:
+        """Keep the start of stderr; read the rest away, so no writer ever blocks."""
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: os.read(stderr.fileno(), 65536), b""):
+                room = _STDERR_KEPT - len(self._stderr)
+                if room > 0:
+                    self._stderr += chunk[:room]
+            stderr.close()
 
 
 def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcome: object) -> None:
@@ -126,6 +175,19 @@ def _settle(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], outcom
     # The loop may be closed: nobody waits any more.
     with contextlib.suppress(RuntimeError):
         loop.call_soon_threadsafe(resolve)
+
+
+async def _started(helper: _Helper) -> None:
+    """Return once `helper` is ready; raise why it never will be."""
+    if not helper.started.done():
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(helper.started), _START_TIMEOUT)
+        except TimeoutError:
+            helper.close()
+            raise SandboxError(
+                f"the local sandbox did not start within {_START_TIMEOUT:g}s"
+            ) from None
+    helper.started.result()
 
 
 class Spawner:
@@ -171,6 +233,7 @@ class Spawner:
         """The agent's answer to `request`; an error answer raises, an unknown
         background id as UnknownBackground."""
         helper = self._current(helper_env)
+        await _started(helper)
         ident, future = helper.register()
         try:
             await asyncio.to_thread(helper.send, {"id": ident, **request})
@@ -192,6 +255,14 @@ class Spawner:
             message = error.get("message")
             raise SandboxError(f"the local sandbox's command runner failed: {message}")
         return answer
+
+    async def start(self, helper_env: Mapping[str, str]) -> None:
+        """Start the helper now rather than at the first call.
+
+        Raises SandboxUnavailable when this system cannot hide other
+        processes from it.
+        """
+        await _started(self._current(helper_env))
 
     def close(self) -> None:
         if self._finalizer is not None:

@@ -10,7 +10,7 @@ import pytest
 from runner.sandbox import LocalSandbox, PathOutsideTree, SandboxError
 from runner.sandbox.base import COMMAND_ENV
 from runner.sandbox.local import command_env, is_secret_name
-from tests.processes import Process, until_gone
+from tests.processes import NAME_LAST, Process, until_gone
 
 
 @pytest.fixture
@@ -269,7 +269,7 @@ async def test_argv_is_never_a_shell_string(sandbox: LocalSandbox, tree: Path) -
 async def test_timeout_kills_the_whole_process_group(sandbox: LocalSandbox, tree: Path) -> None:
     script = (
         # The child's output goes elsewhere, so only the group kill can reach it.
-        "sleep 300 > /dev/null 2>&1 & echo $! > child.pid; echo started; sleep 300"
+        f"sleep 300 > /dev/null 2>&1 & {NAME_LAST} > child.pid; echo started; sleep 300"
     )
 
     result = await sandbox.run(["bash", "-c", script], timeout=1)
@@ -278,7 +278,7 @@ async def test_timeout_kills_the_whole_process_group(sandbox: LocalSandbox, tree
     assert result.exit_code == -9
     assert result.output == b"started\n"
     # Read after the kill: known by what it ran.
-    child = Process.running(int((tree / "child.pid").read_text()), ["sleep", "300"])
+    child = Process.named((tree / "child.pid").read_text(), ["sleep", "300"])
     assert await until_gone(child)
 
 
@@ -286,37 +286,37 @@ async def test_background_process_holding_the_output_is_stopped_when_the_command
     sandbox: LocalSandbox, tree: Path
 ) -> None:
     result = await sandbox.run(
-        ["bash", "-c", "sleep 300 & echo $! > bg.pid; echo done"], timeout=60
+        ["bash", "-c", f"sleep 300 & {NAME_LAST} > bg.pid; echo done"], timeout=60
     )
 
     assert not result.timed_out
     assert result.exit_code == 0
     assert result.output == b"done\n"
-    child = Process.running(int((tree / "bg.pid").read_text()), ["sleep", "300"])
+    child = Process.named((tree / "bg.pid").read_text(), ["sleep", "300"])
     assert await until_gone(child)
 
 
 async def test_background_process_with_its_own_output_keeps_running(
     sandbox: LocalSandbox, tree: Path
 ) -> None:
-    script = "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo done"
+    script = f"sleep 300 > /dev/null 2>&1 & {NAME_LAST} > bg.pid; echo done"
 
     result = await sandbox.run(["bash", "-c", script], timeout=60)
 
-    child = int((tree / "bg.pid").read_text())
+    child = Process.named((tree / "bg.pid").read_text())
     try:
         assert result.output == b"done\n"
         assert not result.timed_out
-        assert Process.seen(child).alive()
+        assert child.alive()
     finally:
-        os.kill(child, 9)
+        os.kill(child.pid, 9)
 
 
 async def test_cancelling_run_kills_the_process_group(sandbox: LocalSandbox, tree: Path) -> None:
     task = asyncio.create_task(
-        sandbox.run(["bash", "-c", "sleep 300 & echo $! > bg.pid; wait"], timeout=60)
+        sandbox.run(["bash", "-c", f"sleep 300 & {NAME_LAST} > bg.pid; wait"], timeout=60)
     )
-    child = Process.seen(int(await wait_for_file(tree / "bg.pid")))
+    child = Process.named(await wait_for_file(tree / "bg.pid"))
 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -479,9 +479,9 @@ async def test_a_command_that_kills_the_runner_fails_alone(sandbox: LocalSandbox
 
 async def test_aclose_ends_running_commands(sandbox: LocalSandbox, tree: Path) -> None:
     task = asyncio.create_task(
-        sandbox.run(["bash", "-c", "sleep 300 & echo $! > bg.pid; wait"], timeout=60)
+        sandbox.run(["bash", "-c", f"sleep 300 & {NAME_LAST} > bg.pid; wait"], timeout=60)
     )
-    child = Process.seen(int(await wait_for_file(tree / "bg.pid")))
+    child = Process.named(await wait_for_file(tree / "bg.pid"))
 
     await sandbox.aclose()
 

@@ -11,7 +11,7 @@ import pytest
 from runner.llm.types import JSONObject
 from runner.sandbox import LocalSandbox
 from runner.tools import BashOutputTool, BashTool, KillShellTool, ToolContext, ToolError
-from tests.processes import Process, until_gone
+from tests.processes import NAME_LAST, NAME_SELF, Process, until_gone
 
 
 async def start(sandbox: LocalSandbox, ctx: ToolContext, command: str, **extra: str) -> str:
@@ -66,17 +66,18 @@ async def test_a_background_command_is_read_until_it_exits(
 async def test_a_server_keeps_running_between_calls_until_killed(
     sandbox: LocalSandbox, tree: Path, ctx: ToolContext
 ) -> None:
-    ident = await start(sandbox, ctx, "echo $$ > server.pid; echo listening; sleep 300")
+    ident = await start(sandbox, ctx, f"{NAME_SELF} > server.pid; echo listening; sleep 300")
     assert await read_until(sandbox, ctx, ident, "listening") == (
         f"listening\n{ident} is still running"
     )
 
     # Another command meanwhile: the server is not its to stop.
     done = await BashTool(sandbox)({"command": "cat server.pid"}, ctx)
-    pid = int((tree / "server.pid").read_text())
-    assert done.content == f"{pid}\nexit code: 0"
+    name = (tree / "server.pid").read_text()
+    assert done.content == f"{name}exit code: 0"
     assert await read(sandbox, ctx, ident) == f"{ident} is still running"
-    server = Process.seen(pid)
+    server = Process.named(name)
+    assert server.alive()
 
     stopped = await KillShellTool(sandbox)({"id": ident}, ctx)
 
@@ -116,12 +117,16 @@ async def test_closing_the_sandbox_stops_background_commands_and_their_children(
     tree: Path, ctx: ToolContext
 ) -> None:
     sandbox = LocalSandbox(tree)
-    await start(sandbox, ctx, "sleep 300 & echo $! > child.pid; echo $$ > main.pid; wait")
+    await start(sandbox, ctx, f"sleep 300 & {NAME_LAST} > child.pid; {NAME_SELF} > main.pid; wait")
     for _ in range(500):
-        if (tree / "child.pid").exists() and (tree / "main.pid").exists():
+        if all(
+            (tree / name).exists() and (tree / name).read_text().endswith("\n")
+            for name in ("child.pid", "main.pid")
+        ):
             break
         await asyncio.sleep(0.01)
-    processes = [Process.seen(int((tree / name).read_text())) for name in ("child.pid", "main.pid")]
+    processes = [Process.named((tree / name).read_text()) for name in ("child.pid", "main.pid")]
+    assert all(process.alive() for process in processes)
 
     await sandbox.aclose()
 

@@ -8,7 +8,7 @@ import pytest
 from runner.agent.capping import cap_text
 from runner.sandbox import LocalSandbox
 from runner.tools import BashTool, ToolContext, ToolError, ToolOutput
-from tests.processes import Process, until_gone
+from tests.processes import NAME_LAST, Process, until_gone
 
 
 async def bash(
@@ -105,7 +105,7 @@ async def test_timeout_kills_the_process_group_and_is_an_error(
 ) -> None:
     command = (
         # The child's output goes elsewhere, so only the group kill can reach it.
-        "sleep 300 > /dev/null 2>&1 & echo $! > child.pid; echo started; sleep 300"
+        f"sleep 300 > /dev/null 2>&1 & {NAME_LAST} > child.pid; echo started; sleep 300"
     )
 
     output = await bash(sandbox, ctx, command, timeout=0.5)
@@ -117,7 +117,7 @@ async def test_timeout_kills_the_process_group_and_is_an_error(
         total_lines=1,
     )
     # Read after the kill: known by what it ran.
-    child = Process.running(int((tree / "child.pid").read_text()), ["sleep", "300"])
+    child = Process.named((tree / "child.pid").read_text(), ["sleep", "300"])
     assert await until_gone(child)
 
 
