@@ -82,7 +82,7 @@ def test_every_input_reaches_neo_action_through_its_environment(action: dict[str
 
 def test_no_expression_is_interpolated_into_a_run_script(action: dict[str, Any]) -> None:
     runs = [step["run"] for step in steps(action) if "run" in step]
-    assert len(runs) == 2
+    assert len(runs) == 3
     for script in runs:
         assert "${{" not in script
         assert EXPRESSION.search(script) is None
@@ -106,7 +106,7 @@ def test_the_outputs_are_the_neo_steps(action: dict[str, Any]) -> None:
 def test_uv_is_pinned_cached_and_installs_neo_from_the_actions_checkout(
     action: dict[str, Any],
 ) -> None:
-    setup, install, _ = steps(action)
+    setup, install, *_ = steps(action)
     assert re.fullmatch(r"astral-sh/setup-uv@v\d+\.\d+\.\d+", setup["uses"])
     assert re.fullmatch(r"\d+\.\d+\.\d+", setup["with"]["version"])
     assert setup["with"]["enable-cache"] is True
@@ -117,6 +117,16 @@ def test_uv_is_pinned_cached_and_installs_neo_from_the_actions_checkout(
     venv = install["env"]["UV_PROJECT_ENVIRONMENT"]
     assert neo_step(action)["env"]["NEO_VENV"] == venv
     assert neo_step(action)["run"].startswith('"$NEO_VENV/bin/neo" action')
+
+
+def test_only_a_throwaway_runner_has_its_user_namespaces_allowed(action: dict[str, Any]) -> None:
+    (step,) = [
+        s for s in steps(action) if "apparmor_restrict_unprivileged_userns" in s.get("run", "")
+    ]
+    assert step["if"] == (
+        "inputs.sandbox == 'local' && runner.os == 'Linux' && runner.environment == 'github-hosted'"
+    )
+    assert steps(action).index(step) < steps(action).index(neo_step(action))
 
 
 def test_the_token_defaults_to_the_workflows_and_the_sandbox_to_local(
