@@ -18,6 +18,7 @@ from bot.intake.scheduler import run_scheduler
 from bot.intake.server import Intake, create_app, serve_intake
 from bot.queue import WakingQueue
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
+from runner.sandbox.factory import check_local_sandbox
 
 log = logging.getLogger("neo.server")
 
@@ -30,6 +31,8 @@ async def serve(settings: Settings, host: str, port: int) -> None:
     """Serve webhooks on `host`:`port` with the scheduler and workers until told to stop."""
     if settings.sandbox == "docker":
         await asyncio.to_thread(sweep_sandbox_orphans)
+    elif settings.workers:
+        await check_local_sandbox("NEO_SANDBOX=docker")
     # The intake opens before the server listens: bad credentials or an
     # unusable queue stop start-up with one line instead of a traceback.
     async with asynccontextmanager(serve_intake(settings))() as opened:

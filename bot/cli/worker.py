@@ -14,6 +14,7 @@ from bot.logs import log_to_stderr
 from bot.queue import open_queue, wakeup_of
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
 from runner.errors import ConfigError
+from runner.sandbox.factory import check_local_sandbox
 
 __all__ = ["DEFAULT_CONCURRENCY", "add_worker_parser", "worker_command"]
 
@@ -64,6 +65,8 @@ def worker_command(args: argparse.Namespace) -> int:
 async def _main(settings: Settings, concurrency: int, grace: float) -> None:
     if settings.sandbox == "docker":
         await asyncio.to_thread(sweep_sandbox_orphans)
+    else:
+        await check_local_sandbox("NEO_SANDBOX=docker")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -86,6 +86,12 @@ BAD_START = [
     *both("local-sandbox-unacknowledged", SANDBOX_ACK, {SANDBOX_ACK: None}),
     *both("local-sandbox-acknowledgement-refused", SANDBOX_ACK, {SANDBOX_ACK: "0"}),
     *both("local-sandbox-acknowledgement-garbled", SANDBOX_ACK, {SANDBOX_ACK: "sure"}),
+    # No unshare to hide the host's processes from the jobs' commands with.
+    *both(
+        "local-sandbox-not-isolated",
+        "NEO_SANDBOX=docker",
+        {"PATH": "{data}/empty", "NEO_WORKERS": "1"},
+    ),
     *(
         row
         for id, handle in BAD_HANDLES
