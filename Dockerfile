@@ -7,10 +7,15 @@ ARG BASE_IMAGE=debian:bookworm-slim
 
 # ---------------------------------------------------------------------------
 # sandbox: where a job's commands run. One disposable container per job, with
-# the working tree at /workspace, no network and no secrets. No Neo code lives
-# here: the docker sandbox injects its exec agent when it starts a container.
+# the working tree at /workspace and no secrets; its network is what the job
+# is allowed. No Neo code lives here: the docker sandbox injects its exec
+# agent when it starts a container. Built in three stages: the Debian
+# packages (sandbox-base); the tools that come from PyPI and npm
+# (sandbox-tools, which alone trusts the build's certificate authorities);
+# and the image, which takes the tools from it. Build it with
+# scripts/build-images, which puts the host's authorities in the context.
 # ---------------------------------------------------------------------------
-FROM ${BASE_IMAGE} AS sandbox
+FROM ${BASE_IMAGE} AS sandbox-base
 
 # Only for the build: the running sandbox must not inherit it.
 ARG DEBIAN_FRONTEND=noninteractive
@@ -45,6 +50,7 @@ RUN apt-get update \
         patch \
         procps \
         python3 \
+        python3-dev \
         python3-pip \
         python3-venv \
         ripgrep \
@@ -53,22 +59,103 @@ RUN apt-get update \
     && apt-get clean \
     && rm -rf /var/lib/apt/lists/*
 
-# Language toolchains that repositories need go here, one RUN per toolchain so
-# that adding one does not rebuild the layers above. For example:
-#   Node.js:  apt-get install --yes --no-install-recommends nodejs npm
-#   Go:       apt-get install --yes --no-install-recommends golang-go
-#   Rust:     apt-get install --yes --no-install-recommends rustc cargo
-#   Java:     apt-get install --yes --no-install-recommends default-jdk-headless maven
-# (each followed by `apt-get clean && rm -rf /var/lib/apt/lists/*`, after an
-# `apt-get update`). Packages come from Debian so the image builds wherever
-# Debian's mirror is reachable.
+# The toolchains automatic setup calls (runner/sandbox/setup_detect.py), one
+# RUN each so that adding one does not rebuild the others, all from Debian.
+# Node.js 18 with npm.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends nodejs npm \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+# Go 1.23 from bookworm-backports: bookworm's own 1.19 rejects the `go 1.21.0`
+# lines of most current modules. Toolchains a go.mod asks for beyond it are
+# fetched by go itself, as any module, when the network allows it.
+RUN echo 'deb http://deb.debian.org/debian bookworm-backports main' \
+        > /etc/apt/sources.list.d/bookworm-backports.list \
+    && apt-get update \
+    && apt-get install --yes --no-install-recommends golang-1.23-go \
+    && ln -s /usr/lib/go-1.23/bin/go /usr/lib/go-1.23/bin/gofmt /usr/local/bin/ \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+# Ruby with bundler; ruby-dev builds the gems that have C extensions.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends ruby ruby-dev bundler \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+# Rust: rustc-web and cargo-web are Debian's current Rust for bookworm (its
+# rustc 1.63 cannot read today's Cargo.lock). The largest toolchain here.
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends rustc-web cargo-web \
+    && apt-get clean \
+    && rm -rf /var/lib/apt/lists/*
+
+FROM sandbox-base AS sandbox-tools
+
+# Downloads trust Debian's authorities plus the host's (a proxy that
+# intercepts TLS); they stay in this stage.
+COPY host-ca-certificates.crt /tmp/neo-build/
+ENV SSL_CERT_FILE=/opt/build-ca.pem \
+    PIP_CERT=/opt/build-ca.pem \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    UV_PYTHON=/usr/bin/python3 \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_NO_CACHE=1 \
+    npm_config_cafile=/opt/build-ca.pem \
+    npm_config_update_notifier=false \
+    npm_config_fund=false \
+    npm_config_audit=false
+# uv, and Poetry and Pipenv each in a virtual environment of its own (uv's
+# tools) under /opt/neo-tools, their commands linked into /opt/neo-tools/bin.
+ARG UV_VERSION=0.13.9
+ARG POETRY_VERSION=2.5.1
+ARG PIPENV_VERSION=2026.10.3
+RUN cat /etc/ssl/certs/ca-certificates.crt /tmp/neo-build/host-ca-certificates.crt \
+        > /opt/build-ca.pem \
+    && python3 -m venv /opt/neo-tools/uv \
+    && /opt/neo-tools/uv/bin/pip install --quiet "uv==${UV_VERSION}" \
+    && install -d /opt/neo-tools/bin \
+    && ln -s ../uv/bin/uv ../uv/bin/uvx /opt/neo-tools/bin/ \
+    && UV_TOOL_DIR=/opt/neo-tools/python UV_TOOL_BIN_DIR=/opt/neo-tools/bin \
+        /opt/neo-tools/bin/uv tool install --quiet "poetry==${POETRY_VERSION}" \
+    && UV_TOOL_DIR=/opt/neo-tools/python UV_TOOL_BIN_DIR=/opt/neo-tools/bin \
+        /opt/neo-tools/bin/uv tool install --quiet "pipenv==${PIPENV_VERSION}"
+# pnpm and Yarn 1 from npm.
+ARG PNPM_VERSION=10.34.9
+ARG YARN_VERSION=1.22.22
+RUN npm install --global --prefix /opt/neo-tools/node --no-audit --no-fund \
+        "pnpm@${PNPM_VERSION}" "yarn@${YARN_VERSION}" >/dev/null \
+    && ln -s ../node/bin/pnpm ../node/bin/pnpx ../node/bin/yarn ../node/bin/yarnpkg \
+        /opt/neo-tools/bin/
+# The prepared environment's Python (runner/sandbox/environment.py): a
+# virtual environment with pytest, which setup installs into and the agent's
+# python3, pip and pytest run from. Everyone may write the environment: the
+# sandbox runs as the runner's uid when the runner is not root, and is the
+# container's only user.
+ARG PYTEST_VERSION=9.2.0
+RUN python3 -m venv /opt/neo-env/venv \
+    && /opt/neo-env/venv/bin/pip install --quiet "pytest==${PYTEST_VERSION}" \
+    && find /opt/neo-env -name __pycache__ -prune -exec rm -rf {} + \
+    && chmod -R a+rwX /opt/neo-env
+
+FROM sandbox-base AS sandbox
+
+COPY --from=sandbox-tools /opt/neo-tools /opt/neo-tools
+COPY --from=sandbox-tools /opt/neo-env /opt/neo-env
 
 # A fixed uid/gid so that the host can hand the working tree to the sandbox
 # user without guessing; the tree itself is mounted at /workspace at run time.
+# /node_modules leads to the environment's: Node looks for packages in every
+# ancestor's node_modules, so a project's dependencies resolve from anywhere
+# in /workspace without a node_modules in the tree.
 RUN groupadd --gid 1000 neo \
     && useradd --uid 1000 --gid 1000 --home-dir /home/neo --create-home \
         --shell /bin/bash neo \
-    && install -d -o neo -g neo -m 0755 /workspace
+    && install -d -o neo -g neo -m 0755 /workspace \
+    && chmod 0777 /opt/neo-env \
+    && ln -s /opt/neo-tools/bin/* /usr/local/bin/ \
+    && ln -s /opt/neo-env/node_modules /node_modules
 
 ENV LANG=C.UTF-8 HOME=/home/neo
 WORKDIR /workspace
