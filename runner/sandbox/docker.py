@@ -4,9 +4,10 @@
         tools = tools_for(model, sandbox)
 
 No secret, no network but loopback (and, when given one, the job's egress
-proxy through a socket: runner.network.proxy), no capabilities, a read-only
-root; removed however the run ends. docs/architecture.md, "Sandboxes", has
-the whole contract.
+proxy through a socket: runner.network.proxy), no capabilities, a root of
+which the sandbox user may write only the prepared environment's directory;
+removed however the run ends. docs/architecture.md, "Sandboxes", has the
+whole contract; the environment setup prepares is `runner.sandbox.preparing`'s.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import base64
 import contextlib
 import importlib.resources
+import io
 import json
 import os
 import re
@@ -23,12 +25,13 @@ import shlex
 import socket
 import ssl
 import struct
+import tarfile
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import docker
 from docker import DockerClient
@@ -37,7 +40,6 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from runner.network.relay import SOCKET_DIR, SOCKET_PATH, proxy_environment
 from runner.sandbox import exec_server
 from runner.sandbox.base import (
-    COMMAND_ENV,
     BackgroundOutput,
     ExecResult,
     Lines,
@@ -47,12 +49,19 @@ from runner.sandbox.base import (
     background_of,
     stopped_of,
 )
+from runner.sandbox.environment import (
+    ENV_ROOT,
+    HOME,
+    NODE_MODULES,
+    NODE_MODULES_LINK,
+    container_environment,
+    image_variables,
+)
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
 from runner.sandbox.ownership import Loan, lend
 from runner.text import one_line
 
 WORKSPACE = "/workspace"
-HOME = "/home/neo"
 # The image's `neo` user.
 SANDBOX_UID = 1000
 
@@ -60,15 +69,6 @@ LABEL_SANDBOX = "neo.sandbox"
 LABEL_JOB = "neo.job"
 LABEL_STARTED = "neo.started"
 LABEL_OWNER = "neo.owner"
-
-# Everything a command's environment holds, besides what the image sets.
-ENVIRONMENT = {
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": HOME,
-    "LANG": "C.UTF-8",
-    "TERM": "dumb",
-    **COMMAND_ENV,
-}
 
 # The agent's process name is `neo-agent`, so a command's `pkill -f python`
 # misses it. The bootstrap reads the agent's length-prefixed source from stdin.
@@ -117,14 +117,6 @@ class Egress(Protocol):
     async def agent_phase(self) -> None: ...
 
 
-class SetupFailed(SandboxError):
-    """A repository setup command failed; `result` holds its output."""
-
-    def __init__(self, message: str, result: ExecResult) -> None:
-        super().__init__(message)
-        self.result = result
-
-
 def docker_client() -> DockerClient:
     """A client for the engine the environment names (DOCKER_HOST or the default socket)."""
     try:
@@ -170,7 +162,10 @@ def host_config(
         "pids_limit": limits.pids,
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
-        "read_only": True,
+        # Writable for the prepared environment (ENV_ROOT), which `docker
+        # commit` keeps: the user has no capability, so only what it owns
+        # (that directory) and the world-writable ones are open to it.
+        "read_only": False,
         # docker-init (tini) as PID 1 reaps what commands leave behind.
         "init": True,
         "network_mode": "none",
@@ -299,11 +294,12 @@ class _Channel:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         why_ended: Callable[[str], Awaitable[str]],
+        first_id: int = 1,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._why_ended = why_ended
-        self._next_id = 1
+        self._next_id = first_id
         loop = asyncio.get_running_loop()
         self._ready: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {0: self._ready}
@@ -426,10 +422,13 @@ def _agent_source() -> bytes:
 class DockerSandbox:
     """A Sandbox in a docker container; open it with `DockerSandbox.start`."""
 
-    def __init__(self, client: DockerClient, name: str, limits: Limits, loan: Loan) -> None:
+    def __init__(
+        self, client: DockerClient, name: str, limits: Limits, loan: Loan, first_id: int = 1
+    ) -> None:
         self._client = client
         self._name = name
         self._limits = limits
+        self._first_id = first_id
         self._channel: _Channel | None = None
         # The last resort: at interpreter exit, or if this object is dropped
         # without being closed. Calling it later does nothing.
@@ -446,17 +445,21 @@ class DockerSandbox:
         # A frozen value: sharing the default is safe.
         limits: Limits = Limits(),
         egress: Egress | None = None,
-        setup: Sequence[str] = (),
-        setup_timeout: float = 600.0,
+        phase: Literal["setup", "agent"] = "agent",
+        env_root: bool = False,
+        first_id: int = 1,
         client: DockerClient | None = None,
     ) -> AsyncIterator[DockerSandbox]:
         """Start a sandbox on `tree` from `image`; remove it when the block ends.
 
-        `setup` commands (bash command lines) run at the tree's root before
-        the sandbox is handed out; a failing one raises SetupFailed. Without
-        `egress` nothing but loopback is reachable; with it, commands reach
-        the network through that proxy, under setup's policy during setup
-        and the agent's once the sandbox is handed out.
+        Without `egress` nothing but loopback is reachable; with it,
+        commands reach the network through that proxy, which is switched to
+        the agent's policy before the sandbox is handed out unless `phase`
+        is "setup" (a setup container, `runner.sandbox.preparing`).
+        `env_root` makes the prepared environment's directory the sandbox
+        user's, for an image without one. Request ids start at `first_id`
+        (the proxy's log names commands by id: a setup container's must not
+        be taken for the agent's).
         """
         if client is None:
             client = await asyncio.to_thread(docker_client)
@@ -464,13 +467,13 @@ class DockerSandbox:
         # Given back when the container is removed (the finalizer), however
         # the run ends.
         loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
-        sandbox = cls(client, container_name(job_id), limits, loan)
+        sandbox = cls(client, container_name(job_id), limits, loan, first_id)
         try:
             await sandbox._create(root, image=image, job_id=job_id, user=loan.user, egress=egress)
             await sandbox._open(egress=egress is not None)
-            if setup:
-                await sandbox._setup(setup, setup_timeout)
-            if egress is not None:
+            if env_root:
+                await sandbox._give_env_root(loan.user)
+            if egress is not None and phase == "agent":
                 await egress.agent_phase()
             yield sandbox
         finally:
@@ -613,6 +616,16 @@ class DockerSandbox:
         }
         await self._call(request, timeout=_FILE_TIMEOUT, path=path)
 
+    async def stop(self) -> None:
+        """Close the channel and wait for the container to exit, every process
+        in it ended; it stays, stopped, until the block ends (for `docker commit`)."""
+        if self._channel is not None:
+            await self._channel.close()
+        try:
+            await asyncio.to_thread(self._client.api.wait, self._name, timeout=30)
+        except (DockerException, OSError) as error:
+            raise SandboxError(f"the sandbox did not stop: {one_line(error)}") from None
+
     async def aclose(self) -> None:
         """Close the channel and remove the container; safe to call twice."""
         try:
@@ -656,12 +669,16 @@ class DockerSandbox:
         api = self._client.api
         volume = egress.volume if egress is not None else None
         config = host_config(tree, user=user, limits=self._limits, egress_volume=volume)
-        environment = dict(ENVIRONMENT)
         command = [*_COMMAND, WORKSPACE]
         if egress is not None:
-            environment.update(proxy_environment())
             command += ["--egress", SOCKET_PATH]
         try:
+            # The image's own variables are kept (a custom image's PATH first).
+            found = await asyncio.to_thread(self._client.images.get, image)
+            environment = container_environment(
+                image_variables((found.attrs.get("Config") or {}).get("Env")),
+                proxy_environment() if egress is not None else None,
+            )
             await asyncio.to_thread(
                 api.create_container,
                 image,
@@ -694,24 +711,32 @@ class DockerSandbox:
         reader, writer = await asyncio.open_connection(sock=own)
         source = _agent_source()
         writer.write(b"%d\n" % len(source) + source)
-        self._channel = _Channel(reader, writer, self._why_ended)
+        self._channel = _Channel(reader, writer, self._why_ended, self._first_id)
         ready = await self._channel.ready(READY_TIMEOUT)
         if egress and ready.get("relay_error"):
             raise SandboxError(f"the sandbox's egress relay failed: {ready['relay_error']}")
 
-    async def _setup(self, commands: Sequence[str], timeout: float) -> None:
-        for number, command in enumerate(commands, start=1):
-            result = await self.run(["bash", "-c", command], timeout=timeout)
-            if result.exit_code != 0 or result.timed_out:
-                ended = (
-                    f"timed out after {timeout:g}s"
-                    if result.timed_out
-                    else f"exit code {result.exit_code}"
-                )
-                raise SetupFailed(
-                    f"setup command {number} of {len(commands)} failed ({ended}): {command}",
-                    result,
-                )
+    async def _give_env_root(self, user: tuple[int, int]) -> None:
+        """Make the environment's directory, and /node_modules leading into it, as an
+        image of Neo's has them, the directory the sandbox user's (as root, by the API)."""
+        data = io.BytesIO()
+        with tarfile.open(fileobj=data, mode="w") as archive:
+            root = tarfile.TarInfo(ENV_ROOT.lstrip("/"))
+            root.type, root.mode = tarfile.DIRTYPE, 0o777
+            root.uid, root.gid = user
+            archive.addfile(root)
+            # An image's own /node_modules stays.
+            test = ["test", "-e", NODE_MODULES_LINK, "-o", "-L", NODE_MODULES_LINK]
+            if (await self.run(test, timeout=30)).exit_code != 0:
+                link = tarfile.TarInfo(NODE_MODULES_LINK.lstrip("/"))
+                link.type, link.linkname = tarfile.SYMTYPE, NODE_MODULES
+                archive.addfile(link)
+        try:
+            await asyncio.to_thread(self._client.api.put_archive, self._name, "/", data.getvalue())
+        except DockerException as error:
+            raise SandboxError(
+                f"cannot make {ENV_ROOT} in the sandbox: {one_line(error)}"
+            ) from None
 
     async def _why_ended(self, detail: str) -> str:
         """One line on why the channel ended, from the container's state."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -15,6 +16,9 @@ from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.image import image_problem
 from runner.sandbox.isolation import SandboxUnavailable, refusal
 from runner.sandbox.local import LocalSandbox
+from runner.sandbox.requests import EnvironmentRequest, Opened
+from runner.sandbox.setup_plan import SetupOutcome, SetupPlan, StepOutcome, explicit_plan
+from runner.sandbox.setup_run import SetupFailed
 from runner.text import one_line
 
 SANDBOXES = ("local", "docker")
@@ -24,6 +28,7 @@ DEFAULT_IMAGE = "neo-sandbox:local"
 # soon as their runner is gone.
 MAX_JOB_SECONDS = 6 * 3600.0
 SETUP_TIMEOUT = 600.0
+LOCAL_NO_SETUP = "the local sandbox runs no automatic setup"
 # Where a job's image comes from, for the error that says it is wrong; `neo run`
 # passes its own flag instead.
 JOB_IMAGE_SETTINGS = "sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE"
@@ -49,19 +54,58 @@ async def open_sandbox(
 ) -> AsyncIterator[Sandbox]:
     """The sandbox named `kind` on `tree`, cleaned up when the block ends.
 
-    `setup` commands (the repository's, e.g. installing dependencies) run in
-    it first; a failing one raises SandboxError. A docker sandbox reaches
-    the network only through an egress proxy started for `network` (None or
+    `setup` commands (the repository's, e.g. installing dependencies) run
+    first; a failing one raises SandboxError. `open_environment` says the
+    rest: the network, the report, the errors.
+    """
+    request = EnvironmentRequest(explicit_plan(setup, {}, timeout=setup_timeout))
+    async with open_environment(
+        kind,
+        tree,
+        job_id=job_id,
+        image=image,
+        environment=request,
+        network=network,
+        report=report,
+        max_job_seconds=max_job_seconds,
+        image_setting=image_setting,
+        local_instead=local_instead,
+    ) as opened:
+        yield opened.box
+
+
+@asynccontextmanager
+async def open_environment(
+    kind: str,
+    tree: Path,
+    *,
+    job_id: str,
+    image: str | None = None,
+    environment: EnvironmentRequest | None = None,
+    network: Plan | None = None,
+    report: EgressReport | None = None,
+    max_job_seconds: float = MAX_JOB_SECONDS,
+    image_setting: str = JOB_IMAGE_SETTINGS,
+    local_instead: str = "--sandbox docker",
+) -> AsyncIterator[Opened]:
+    """The sandbox named `kind` on `tree` with its setup done, cleaned up when the block ends.
+
+    In a docker sandbox the environment is the one `environment` asks for
+    (`runner.sandbox.preparing`): reused, or set up now. It reaches the
+    network only through an egress proxy started for `network` (None or
     off: no network at all), with `network.setup` during setup and
     `network.agent` after; when the block ends, `report` gets the requests
-    the proxy refused. The local sandbox cannot enforce a network policy:
+    the proxy refused. The local sandbox runs only the repository's own
+    commands, never detected ones, and cannot enforce a network policy:
     its commands have the host's network, whatever `network` says.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
     Docker engine, an invalid or missing image, named by `image_setting`, a
     system that cannot isolate the local sandbox: `local_instead` says how
-    to choose the docker sandbox instead) and SandboxError when starting fails.
+    to choose the docker sandbox instead), SetupFailed when a repository
+    setup command fails, and SandboxError when starting fails.
     """
+    request = environment or EnvironmentRequest(SetupPlan("off"))
     if kind == "local":
         if image is not None:
             raise ConfigError("--image applies to --sandbox docker only")
@@ -72,16 +116,7 @@ async def open_sandbox(
             except SandboxUnavailable as error:
                 # The system's settings, which the operator can change or avoid.
                 raise ConfigError(refusal(error.reason, local_instead)) from None
-            for command in setup:
-                done = await box.run(["bash", "-c", command], timeout=setup_timeout)
-                if done.timed_out:
-                    raise SandboxError(f"setup command {one_line(command)!r} timed out")
-                if done.exit_code != 0:
-                    raise SandboxError(
-                        f"setup command {one_line(command)!r} failed"
-                        f" with exit code {done.exit_code}"
-                    )
-            yield box
+            yield Opened(box, await _local_setup(box, request.plan))
         finally:
             await box.aclose()
         return
@@ -97,6 +132,7 @@ async def open_sandbox(
     from docker.errors import DockerException, ImageNotFound
 
     from runner.sandbox import docker as engine
+    from runner.sandbox.preparing import open_prepared
 
     try:
         client = await asyncio.to_thread(engine.docker_client)
@@ -125,24 +161,40 @@ async def open_sandbox(
             proxy = await stack.enter_async_context(
                 EgressProxy.start(client, job_id=job_id, plan=network, networks=egress_networks())
             )
-        docker_box = await stack.enter_async_context(
-            engine.DockerSandbox.start(
-                tree,
-                image=name,
-                job_id=job_id,
-                client=client,
-                egress=proxy,
-                setup=setup,
-                setup_timeout=setup_timeout,
-            )
-        )
         try:
-            yield docker_box
+            opened = await stack.enter_async_context(
+                open_prepared(
+                    client, tree, image=name, job_id=job_id, request=request, egress=proxy
+                )
+            )
+        except DockerException as error:
+            raise SandboxError(f"the sandbox's environment failed: {one_line(error)}") from None
+        try:
+            yield opened
         finally:
             if proxy is not None and report is not None:
                 # Once the sandbox is gone its last requests are in the log.
                 await stack.aclose()
-                report.blocked = proxy.blocked(docker_box.command_text)
+                report.blocked = proxy.blocked(opened.command_text)
+
+
+async def _local_setup(box: LocalSandbox, plan: SetupPlan) -> SetupOutcome:
+    """The repository's own commands, run in the tree as they are; none detected."""
+    if plan.mode == "auto":
+        return SetupOutcome("auto", notes=(LOCAL_NO_SETUP,))
+    steps = []
+    for step in plan.steps:
+        started = time.monotonic()
+        done = await box.run(["bash", "-c", step.command], timeout=step.timeout)
+        if done.timed_out:
+            raise SetupFailed(f"setup command {one_line(step.command)!r} timed out", done)
+        if done.exit_code != 0:
+            raise SetupFailed(
+                f"setup command {one_line(step.command)!r} failed with exit code {done.exit_code}",
+                done,
+            )
+        steps.append(StepOutcome(step.command, None, time.monotonic() - started, 0))
+    return SetupOutcome(plan.mode, tuple(steps))
 
 
 def egress_networks() -> tuple[str, ...]:

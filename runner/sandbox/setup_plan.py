@@ -19,8 +19,10 @@ __all__ = [
     "ECOSYSTEMS",
     "STEP_TIMEOUT",
     "SetupMode",
+    "SetupOutcome",
     "SetupPlan",
     "SetupStep",
+    "StepOutcome",
     "explicit_plan",
 ]
 
@@ -89,3 +91,90 @@ def explicit_plan(
     if not steps:
         return SetupPlan("off")
     return SetupPlan("explicit", steps, also_reads=tuple(sorted(files)))
+
+
+@dataclass(frozen=True, slots=True)
+class StepOutcome:
+    """How one setup command ended."""
+
+    command: str
+    ecosystem: str | None
+    seconds: float
+    exit_code: int
+    timed_out: bool = False
+    # Its output's last lines, kept only when it failed.
+    tail: str = ""
+    # Why it could not run at all (the environment could not be made for it).
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.problem
+
+    @property
+    def ended(self) -> str:
+        """How it ended, a few words: `succeeded`, `exit code 4`, `timed out after 600s`."""
+        if self.problem:
+            return self.problem
+        if self.timed_out:
+            return f"timed out after {self.seconds:.0f}s"
+        return "succeeded" if self.exit_code == 0 else f"exit code {self.exit_code}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "command": self.command,
+            "ecosystem": self.ecosystem,
+            "seconds": round(self.seconds, 3),
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "tail": self.tail,
+            "problem": self.problem,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> StepOutcome:
+        """The inverse of `to_json`; raises ValueError on anything else."""
+        command, ecosystem, seconds = (
+            data.get("command"),
+            data.get("ecosystem"),
+            data.get("seconds"),
+        )
+        code, timed_out = data.get("exit_code"), data.get("timed_out", False)
+        tail, problem = data.get("tail", ""), data.get("problem", "")
+        if not (
+            isinstance(command, str)
+            and (ecosystem is None or isinstance(ecosystem, str))
+            and isinstance(seconds, int | float)
+            and isinstance(code, int)
+            and isinstance(timed_out, bool)
+            and isinstance(tail, str)
+            and isinstance(problem, str)
+        ):
+            raise ValueError("not a setup step's outcome")
+        return cls(command, ecosystem, float(seconds), code, timed_out, tail, problem)
+
+
+@dataclass(frozen=True, slots=True)
+class SetupOutcome:
+    """What the setup phase did: the prompt's environment segment and the report say it."""
+
+    mode: SetupMode
+    steps: tuple[StepOutcome, ...] = ()
+    notes: tuple[str, ...] = ()
+    # The environment was an earlier job's, prepared at this time (Unix
+    # seconds); `steps` are what ran then. None: set up by this job, if at all.
+    reused_from: float | None = None
+    # This job kept its environment for the repository's next jobs.
+    kept: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return all(step.ok for step in self.steps)
+
+    @property
+    def failed(self) -> tuple[StepOutcome, ...]:
+        return tuple(step for step in self.steps if not step.ok)
+
+    @property
+    def seconds(self) -> float:
+        return sum(step.seconds for step in self.steps)

@@ -29,6 +29,9 @@ from runner.network.proxy import EGRESS_NETWORK, LABEL_EGRESS, EgressProxy, swee
 from runner.sandbox.base import Sandbox
 from runner.sandbox.docker import LABEL_JOB, DockerSandbox, sweep_orphans
 from runner.sandbox.factory import open_sandbox
+from runner.sandbox.preparing import open_prepared
+from runner.sandbox.requests import EnvironmentRequest
+from runner.sandbox.setup_plan import explicit_plan
 from tests.runner.network.conftest import Servers
 from tests.runner.sandbox.conftest import REPO, SANDBOX_IMAGE
 
@@ -325,24 +328,27 @@ async def test_setup_reaches_public_hosts_and_the_agent_only_its_own(
         "curl -sS -X POST http://other.test/setup > setup-other.txt",
         f"{CURL} http://private.test/ > setup-private.txt",
     ]
+    # Setup in a container of its own, the agent in another: one proxy for both.
+    request = EnvironmentRequest(explicit_plan(setup, {}))
     async with (
         EgressProxy.start(
             docker_client, job_id="test-setup", plan=job, networks=servers.networks
         ) as proxy,
-        DockerSandbox.start(
+        open_prepared(
+            docker_client,
             tmp_path,
             image=SANDBOX_IMAGE,
             job_id="test-setup",
+            request=request,
             egress=proxy,
-            setup=setup,
-            client=docker_client,
-        ) as sandbox,
+        ) as opened,
     ):
+        sandbox = opened.box
         assert (tmp_path / "setup-other.txt").read_text() == "other POST /setup\n"
         assert (tmp_path / "setup-private.txt").read_text() == "403 000"
         assert await sh(sandbox, f"{CURL} http://other.test/") == "403 000"
         assert await sh(sandbox, f"{CURL} http://web.test/") == "200 000"
-        blocked = {b.host: b for b in proxy.blocked(sandbox.command_text)}
+        blocked = {b.host: b for b in proxy.blocked(opened.command_text)}
     assert blocked["private.test"].phase == "setup"
     assert blocked["private.test"].reason == "address"
     assert blocked["other.test"].phase == "agent"

@@ -5,6 +5,7 @@ They never skip: without an engine or an image they fail, saying what to run.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,9 @@ import pytest
 from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 
-SANDBOX_IMAGE = "neo-sandbox:local"
+# Another tag (NEO_TEST_SANDBOX_IMAGE) tries a changed Dockerfile's image
+# without rebuilding the one every test uses.
+SANDBOX_IMAGE = os.environ.get("NEO_TEST_SANDBOX_IMAGE") or "neo-sandbox:local"
 REPO = Path(__file__).resolve().parents[3]
 BUILD_IMAGES = REPO / "scripts" / "build-images"
 

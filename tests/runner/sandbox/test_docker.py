@@ -35,10 +35,10 @@ from runner.sandbox.docker import (
     LABEL_STARTED,
     DockerSandbox,
     Limits,
-    SetupFailed,
     is_orphan,
     sweep_orphans,
 )
+from runner.sandbox.environment import container_environment, image_variables
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
 from runner.tools import (
     BashOutputTool,
@@ -168,15 +168,20 @@ async def test_the_container_is_labelled_bounded_and_locked_down(
     assert host["PidsLimit"] == 512
     assert host["SecurityOpt"] == ["no-new-privileges"]
     assert host["CapDrop"] == ["ALL"]
-    assert host["ReadonlyRootfs"] is True
+    # The prepared environment lives on the container's own layer; the rest
+    # of the root is root's (see test_commands_run_as_the_sandbox_user...).
+    assert host["ReadonlyRootfs"] is False
     assert host["Init"] is True
     assert host["NetworkMode"] == "none"
     assert host["Binds"] == [f"{shared.tree}:/workspace:rw"]
     assert set(host["Tmpfs"]) == {"/tmp", "/var/tmp", "/home/neo"}
     if os.geteuid() == 0:
         assert info["Config"]["User"] == "1000:1000"
-    names = {entry.split("=", 1)[0] for entry in info["Config"]["Env"]}
-    assert names <= {"PATH", "HOME", "LANG", "TERM", *COMMAND_ENV}
+    # Neo's variables over the image's, never the host's.
+    image = docker_client.images.get(SANDBOX_IMAGE).attrs["Config"]["Env"]
+    expected = container_environment(image_variables(image))
+    assert dict(entry.split("=", 1) for entry in info["Config"]["Env"]) == expected
+    assert expected.items() >= COMMAND_ENV.items()
 
 
 # What a strong model's habits need: no bytecode in the tree, no pager, no progress bars.
@@ -225,21 +230,6 @@ async def test_workdir_runs_the_command_there_or_is_refused(
     assert output == answer.format(area=area)
 
 
-async def test_setup_commands_write_no_bytecode_into_the_tree(
-    docker_client: DockerClient, tmp_path: Path
-) -> None:
-    (tmp_path / "calc.py").write_text("ADD = 1\n")
-
-    async with DockerSandbox.start(
-        tmp_path,
-        image=SANDBOX_IMAGE,
-        job_id="test-bytecode",
-        client=docker_client,
-        setup=["python3 -c 'import calc'"],
-    ) as sandbox:
-        assert await bash(sandbox, "ls -A") == "calc.py\nexit code: 0"
-
-
 @in_module_loop
 async def test_commands_run_as_the_sandbox_user_who_owns_the_tree(shared: Shared) -> None:
     output = await bash(shared.sandbox, "id -u; pwd; stat -c %u README.md; touch /usr/x")
@@ -247,7 +237,8 @@ async def test_commands_run_as_the_sandbox_user_who_owns_the_tree(shared: Shared
     lines = output.splitlines()
     uid = "1000" if os.geteuid() == 0 else str(os.getuid())
     assert lines[:3] == [uid, "/workspace", uid]
-    assert "Read-only file system" in output
+    # The root is the image's: only the environment's directory is the user's.
+    assert "touch: cannot touch '/usr/x': Permission denied" in output
     assert shared.tree.stat().st_uid == int(uid)
 
 
@@ -698,7 +689,7 @@ async def test_no_secret_reaches_the_sandbox(
         # Each command with what its output must show, so none passes empty.
         checks = {
             "env": "HOME=/home/neo",
-            "cat /proc/*/environ | tr '\\0' '\\n'": "PATH=/usr/local/sbin",
+            "cat /proc/*/environ | tr '\\0' '\\n'": "PATH=/opt/neo-env/venv/bin:",
             "cat /proc/*/cmdline | tr '\\0' ' '": "neo-agent",
             "cat .git/config": "https://github.com/octo/repo.git",
             "git config --list --show-origin; git log --format=%an": "remote.origin.url",
@@ -732,28 +723,6 @@ async def test_without_network_nothing_outside_is_reachable(
         assert "exit code: 1" in output, host
     assert listener.accepted == 1
     assert await bash(shared.sandbox, "ls /sys/class/net") == "lo\nexit code: 0"
-
-
-async def test_a_failing_setup_command_fails_the_start_and_removes_the_container(
-    docker_client: DockerClient, tmp_path: Path
-) -> None:
-    with pytest.raises(SetupFailed) as raised:
-        async with DockerSandbox.start(
-            tmp_path,
-            image=SANDBOX_IMAGE,
-            job_id="test-setup-fails",
-            setup=["true", "echo broken; exit 4"],
-            client=docker_client,
-        ):
-            pytest.fail("the sandbox started")
-
-    assert str(raised.value) == "setup command 2 of 2 failed (exit code 4): echo broken; exit 4"
-    assert raised.value.result.output == b"broken\n"
-    # This job's containers only: other tests on the engine start and remove theirs.
-    mine = docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB}=test-setup-fails"}
-    )
-    assert mine == []
 
 
 async def test_a_fork_bomb_ends_as_a_tool_result_and_the_sandbox_goes_on(

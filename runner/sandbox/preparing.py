@@ -1,0 +1,177 @@
+"""A docker sandbox on its prepared environment: reused, set up now, or none at all.
+
+    async with open_prepared(client, tree, image=..., job_id=..., request=request) as opened:
+        opened.box, opened.setup          # the agent's sandbox; what setup did (or did before)
+
+Setup runs in a container of its own, under setup's network policy. Once
+its commands are done that container is stopped, which ends every process
+setup started, and committed; the agent's sandbox then starts from that
+image, under the agent's policy (the job's one egress proxy serves both).
+The image is kept as the repository's prepared environment
+(`runner.sandbox.prepared`) when the request may share it and every command
+succeeded, so that the next job whose key matches starts from it and skips
+setup; otherwise it is the job's alone and removed when the job ends.
+docs/setup.md says it for users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+
+from docker import DockerClient
+from docker.errors import DockerException
+
+from runner.sandbox.docker import (
+    LABEL_OWNER,
+    LABEL_STARTED,
+    DockerSandbox,
+    Egress,
+    Limits,
+    is_orphan,
+    owner_label,
+    process_alive,
+)
+from runner.sandbox.prepared import (
+    Entry,
+    commit_environment,
+    environment_key,
+    find_entry,
+    prune,
+    remove_entry,
+)
+from runner.sandbox.requests import EnvironmentRequest, Opened
+from runner.sandbox.setup_plan import SetupOutcome
+from runner.sandbox.setup_run import run_setup
+
+__all__ = ["open_prepared", "orphaned"]
+
+log = logging.getLogger("neo.sandbox")
+_LIMITS = Limits()
+# A setup container's request ids start here, so that the egress proxy's log
+# (which names commands by id) never takes one for the agent's.
+SETUP_FIRST_ID = 1 << 23
+
+
+@contextlib.asynccontextmanager
+async def open_prepared(
+    client: DockerClient,
+    tree: Path,
+    *,
+    image: str,
+    job_id: str,
+    request: EnvironmentRequest,
+    egress: Egress | None = None,
+    limits: Limits = _LIMITS,
+) -> AsyncIterator[Opened]:
+    """The agent's sandbox on `tree`, on the environment `request` asks for.
+
+    With `egress`, setup reaches the network through it under setup's
+    policy, and the agent under the agent's. A repository command that
+    fails raises SetupFailed; a detected one that fails is in the outcome,
+    and the job goes on.
+    """
+    plan = request.plan
+
+    def start(on: str) -> contextlib.AbstractAsyncContextManager[DockerSandbox]:
+        return DockerSandbox.start(
+            tree, image=on, job_id=job_id, egress=egress, limits=limits, client=client
+        )
+
+    if not plan.steps:
+        async with start(image) as box:
+            yield Opened(box, SetupOutcome(plan.mode, notes=plan.notes), box.command_text)
+        return
+    base = str((await asyncio.to_thread(client.images.get, image)).id)
+    key = None
+    if request.repository is not None:
+        key = environment_key(
+            repository=request.repository, plan=plan, files=request.files, base_image=base
+        )
+        entry = await asyncio.to_thread(find_entry, client, key, request.bounds)
+        if entry is not None:
+            reused = entry.setup or SetupOutcome(plan.mode)
+            outcome = replace(reused, notes=plan.notes, reused_from=entry.created)
+            async with start(entry.reference) as box:
+                yield Opened(box, outcome, box.command_text)
+            return
+    setup_box, outcome, prepared = await _set_up(
+        client, tree, base, job_id, request, key, egress, limits
+    )
+    try:
+        async with start(prepared) as box:
+
+            def command_text(ident: int) -> str | None:
+                owner = setup_box if ident >= SETUP_FIRST_ID else box
+                return owner.command_text(ident)
+
+            yield Opened(box, outcome, command_text)
+    finally:
+        if not outcome.kept:
+            with contextlib.suppress(DockerException, OSError):
+                await asyncio.to_thread(
+                    remove_entry, client, Entry(prepared, "", "", 0.0, 0.0, 0, job=job_id)
+                )
+
+
+async def _set_up(
+    client: DockerClient,
+    tree: Path,
+    base: str,
+    job_id: str,
+    request: EnvironmentRequest,
+    key: str | None,
+    egress: Egress | None,
+    limits: Limits,
+) -> tuple[DockerSandbox, SetupOutcome, str]:
+    """Run the plan in a setup container and commit it; the container (stopped
+    and removed, its commands still named), the outcome and the image's id."""
+    async with DockerSandbox.start(
+        tree,
+        image=base,
+        job_id=f"{job_id}-setup",
+        egress=egress,
+        phase="setup",
+        env_root=True,
+        first_id=SETUP_FIRST_ID,
+        limits=limits,
+        client=client,
+    ) as box:
+        outcome = await run_setup(box, request.plan)
+        # Every process setup started ends with the container.
+        await box.stop()
+        share = key is not None and request.share and outcome.ok
+        outcome = replace(outcome, kept=share)
+        image = await asyncio.to_thread(
+            commit_environment,
+            client,
+            box.container,
+            key=key if share else None,
+            repository=request.repository or "",
+            base_image=base,
+            setup=outcome,
+            job=job_id,
+            owner=owner_label(),
+        )
+    if share:
+        # Bounds hold after each new entry; the engine is shared, so a prune
+        # that fails is logged and the job goes on.
+        try:
+            await asyncio.to_thread(prune, client, request.bounds, orphan=orphaned)
+        except (DockerException, OSError) as error:
+            log.warning("pruning prepared environments failed: %s", error)
+    return box, outcome, image
+
+
+def orphaned(entry: Entry, *, max_age: float = 6 * 3600.0) -> bool:
+    """Whether a job's private image outlived its job (its runner is gone)."""
+    labels = {LABEL_OWNER: entry.owner, LABEL_STARTED: str(entry.created)}
+    return is_orphan(
+        labels, host=socket.gethostname(), now=time.time(), max_age=max_age, alive=process_alive
+    )
