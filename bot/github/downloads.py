@@ -1,25 +1,36 @@
-"""The tail of a CI log download, kept while it streams: memory stays bounded by the cap.
+"""CI logs: where GitHub keeps one (`Logs.log_location`), and the tail of its download,
+kept while it streams: memory stays bounded by the cap.
 
 GitHub answers a job's log as plain text and a workflow run's logs as a ZIP,
-both from a pre-signed URL it redirects to. Only the end of a log says why it
+both from a pre-signed URL it redirects to (read with a client that does not
+follow redirects: the token must never go to that other host). Only the end of a log says why it
 failed, so `TailBuffer` keeps the last `cap` bytes of a stream, and a ZIP goes
 to a temporary file whose members are read back through the same buffer.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import tempfile
 import zipfile
 from collections.abc import AsyncIterable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final, Literal
 
 import httpx
+from githubkit import GitHub
+
+from bot.github.caller import Caller
+from bot.github.errors import GitHubError
+from bot.github.repo_base import RepoBase
 
 __all__ = [
     "LOG_TAIL",
+    "LogKind",
     "LogTail",
+    "Logs",
     "TailBuffer",
     "download_tail",
     "download_zip_tails",
@@ -27,6 +38,8 @@ __all__ = [
     "zip_tails",
 ]
 
+# A job's log (plain text), or a workflow run's logs (a ZIP).
+LogKind = Literal["job", "run"]
 # Per log: enough for a test runner's summary and the traceback above it.
 LOG_TAIL: Final = 64 * 1024
 _CHUNK: Final = 64 * 1024
@@ -150,3 +163,38 @@ async def download_zip_tails(
             spool.write(chunk)
         spool.seek(0)
         return zip_tails(spool, cap, members)
+
+
+class Logs(RepoBase):
+    """Where GitHub keeps a CI log: the short-lived URL its 302 names."""
+
+    async def log_location(self, kind: LogKind, log_id: int) -> str:
+        """Where GitHub keeps a job's log (plain text) or a run's logs (a ZIP): the
+        short-lived URL its 302 names, to download without the token."""
+        actions = self._redirecting.rest.actions
+        if kind == "job":
+            path = f"/repos/{self.repository}/actions/jobs/{log_id}/logs"
+            ask = functools.partial(
+                actions.async_download_job_logs_for_workflow_run, self.owner, self.name, log_id
+            )
+        else:
+            path = f"/repos/{self.repository}/actions/runs/{log_id}/logs"
+            ask = functools.partial(
+                actions.async_download_workflow_run_logs, self.owner, self.name, log_id
+            )
+        response = await self._retrying(lambda: self._redirects.call("GET", path, ask))
+        location = str(response.headers.get("location") or "")
+        if response.status_code != 302 or not location:
+            raise GitHubError(f"github: GET {path} gave no log location")
+        return location
+
+    @functools.cached_property
+    def _redirects(self) -> Caller:
+        # The log routes answer 302 to another host: read the Location, never follow
+        # it with the token.
+        config = dataclasses.replace(self._github.config, follow_redirects=False)
+        return Caller(type(self._github)(self._github.auth, config=config))
+
+    @property
+    def _redirecting(self) -> GitHub[Any]:
+        return self._redirects.github
