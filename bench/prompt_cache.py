@@ -10,7 +10,15 @@ many were reported as cached, their share and, for Anthropic, the tokens
 written to the cache. A low share means the prefix (system prompt, tools,
 transcript, OpenAI's `prompt_cache_key`) changed between calls.
 
-    uv run python -m bench.prompt_cache [--turns 30]
+With `--gaps`, Anthropic alone, with time: the fake's cache entries expire
+five minutes (or an hour) after their last use, and each tool call takes a
+scripted time on a simulated clock (a test suite: six minutes). Each
+schedule runs with the five-minute cache only and with the rule of
+`runner/llm/cache_ttl.py` (an hour's cache once a gap passed four minutes),
+and prints the input per model call weighted by what Anthropic bills: plain
+input 1x, cache reads 0.1x, five-minute writes 1.25x, one-hour writes 2x.
+
+    uv run python -m bench.prompt_cache [--turns 30] [--gaps]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
+from bench import prompt_cache_gaps as gaps
 from runner.agent import Agent
 from runner.llm.anthropic import AnthropicProvider
 from runner.llm.chat_completions import CHAT_COMPLETIONS, ChatCompletionsProvider, Dialect
@@ -154,7 +163,13 @@ async def run(case: Case, turns: int) -> tuple[int, Usage]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument(
+        "--gaps", action="store_true", help="Anthropic's cache over time, with and without 1h"
+    )
     args = parser.parse_args()
+    if args.gaps:
+        gaps.main(args.turns)
+        return
     print(
         f"{'adapter':<17} {'calls':>5} {'input tokens':>12} {'cached':>9} {'cached %':>8}"
         f" {'cache writes':>12}"

@@ -30,6 +30,7 @@ from runner.budget import RunBudget
 from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
 from runner.continuation import ContinueCutResponses
+from runner.llm.cache_ttl import LongCacheAfterGaps
 from runner.llm.fallback import with_fallback
 from runner.llm.limits import limits_for
 from runner.llm.pricing import cost_usd
@@ -263,7 +264,8 @@ def make_agent(
 ) -> Agent:
     """The agent with `tools`, continuing `previous`'s conversation, within `budget`."""
     return Agent(
-        provider,
+        # The prompt cache kept an hour once the run waited minutes on a command.
+        LongCacheAfterGaps(provider),
         tools=tools,
         system=system,
         max_turns=max_turns,

@@ -37,6 +37,10 @@ log = logging.getLogger("neo.llm.anthropic")
 DEFAULT_MODEL = "claude-sonnet-5-5"
 IDLE_TIMEOUT = 180.0
 _CACHE = {"type": "ephemeral"}
+# The one-hour cache: a write costs 2x the input rate (5 minutes': 1.25x), a
+# read 0.1x either way. Entries of an hour must come before those of five
+# minutes in the prompt, which the stable prefix always does.
+_CACHE_1H = {"type": "ephemeral", "ttl": "1h"}
 # Statuses worth another attempt; everything else (400, 401, 403, 404, 413,
 # ...) fails the same way every time.
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -168,17 +172,20 @@ def build_params(model: str, request: llm.Request) -> dict[str, Any]:
     Cache breakpoints sit after the base system segment, after the last
     system segment (together the stable prefix with the tools) and on the
     newest message, so each call reuses everything the previous one sent.
+    `request.cache_ttl` moves the prefix's, or all of them, to the one-hour
+    cache (see runner/llm/cache_ttl.py for when).
     """
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "messages": [_message(m) for m in request.messages],
     }
+    prefix = _CACHE if request.cache_ttl == "short" else _CACHE_1H
     segments = [s for s in request.system.segments if s]
     if segments:
         system: list[dict[str, Any]] = [{"type": "text", "text": s} for s in segments]
-        system[0]["cache_control"] = _CACHE
-        system[-1]["cache_control"] = _CACHE
+        system[0]["cache_control"] = prefix
+        system[-1]["cache_control"] = prefix
         params["system"] = system
     if request.tools:
         params["tools"] = [
@@ -188,7 +195,7 @@ def build_params(model: str, request: llm.Request) -> dict[str, Any]:
         if request.tool_choice == "none":
             params["tool_choice"] = {"type": "none"}
     if params["messages"]:
-        _mark_newest(params["messages"][-1])
+        _mark_newest(params["messages"][-1], _CACHE_1H if request.cache_ttl == "long" else _CACHE)
     if request.effort is not None:
         params.update(_thinking(model, request.effort, request.max_tokens))
     return params
@@ -218,11 +225,11 @@ def _interleaves(model: str) -> bool:
     return not model.rsplit("/", 1)[-1].lower().startswith("claude-3")
 
 
-def _mark_newest(message: dict[str, Any]) -> None:
+def _mark_newest(message: dict[str, Any], cache: dict[str, str]) -> None:
     for block in reversed(message["content"]):
         # Thinking blocks cannot carry a breakpoint.
         if block["type"] not in ("thinking", "redacted_thinking"):
-            block["cache_control"] = _CACHE
+            block["cache_control"] = cache
             return
 
 
@@ -276,6 +283,7 @@ def parse_message(message: APIMessage) -> llm.Response:
             data = cast(llm.JSONObject, block.model_dump(mode="json", exclude_none=True))
             content.append(llm.Opaque("anthropic", block.type, data))
     usage = message.usage
+    created = usage.cache_creation
     return llm.Response(
         content=tuple(content),
         stop_reason=message.stop_reason,
@@ -284,6 +292,9 @@ def parse_message(message: APIMessage) -> llm.Response:
             output_tokens=usage.output_tokens,
             cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
             cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_1h_input_tokens=(created.ephemeral_1h_input_tokens or 0)
+            if created is not None
+            else 0,
         ),
         model=message.model,
     )

@@ -116,6 +116,8 @@ def _lookup(model: str, provider: str | None, usage: Usage) -> Decimal | None:
         + usage.cache_creation_input_tokens
         + usage.cache_read_input_tokens,
         cache_write_tokens=usage.cache_creation_input_tokens,
+        # Those of an hour's cache, dearer than five minutes' where the model says so.
+        cache_write_1h_tokens=usage.cache_creation_1h_input_tokens,
         cache_read_tokens=usage.cache_read_input_tokens,
         output_tokens=usage.output_tokens,
     )

@@ -74,6 +74,9 @@ class Usage:
     # says so (OpenRouter), else priced per call (runner/llm/pricing.py);
     # None when unknown. Not part of `as_dict`, the token counts' contract.
     cost_usd: float | None = None
+    # Of `cache_creation_input_tokens`, those written to a one-hour cache
+    # (Anthropic bills them at twice the input rate, five minutes' at 1.25).
+    cache_creation_1h_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         cost = (
@@ -87,6 +90,7 @@ class Usage:
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             cost,
+            self.cache_creation_1h_input_tokens + other.cache_creation_1h_input_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -139,6 +143,12 @@ class SystemPrompt:
         return "\n\n".join(segment for segment in self.segments if segment)
 
 
+# How long the provider keeps what a request writes to its prompt cache, where
+# it lets the caller choose (Anthropic: five minutes, or an hour at a dearer
+# write): "short" its default; "long_prefix" the longest for the stable prefix
+# (tools and system prompt) only; "long" the longest for the whole prompt.
+CacheTTL = Literal["short", "long_prefix", "long"]
+
 # How hard the model thinks before answering; None: no thinking asked for.
 Effort = Literal["low", "medium", "high"]
 EFFORTS: tuple[Effort, ...] = ("low", "medium", "high")
@@ -154,6 +164,7 @@ class Request:
     effort: Effort | None = None
     # "none": the tools are described but may not be called (a last word).
     tool_choice: Literal["auto", "none"] = "auto"
+    cache_ttl: CacheTTL = "short"
 
 
 # Stop reasons as the loop understands them. Adapters translate their

@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope, Send
 
-from tests.fakes.prompt_cache import BreakpointCache
+from tests.fakes.prompt_cache import TTL_SECONDS, BreakpointCache, pieces_with_ttl
 from tests.fakes.scripted_server import Disconnect, RawStream, RecordedRequest, ScriptedServer
 from tests.fakes.watched import WatchedResponse
 
@@ -115,12 +115,19 @@ class Usage:
     output_tokens: int = 20
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    # Of the cache writes, those to one-hour entries.
+    cache_creation_1h_input_tokens: int = 0
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, Any]:
+        hour = self.cache_creation_1h_input_tokens
         return {
             "input_tokens": self.input_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": self.cache_creation_input_tokens - hour,
+                "ephemeral_1h_input_tokens": hour,
+            },
             "output_tokens": self.output_tokens,
         }
 
@@ -232,6 +239,23 @@ def _count_cache_control(body: Mapping[str, Any]) -> int:
     return count
 
 
+def _check_ttl_order(body: Mapping[str, Any]) -> str | None:
+    """The API's refusal of a one-hour breakpoint after a five-minute one, else None."""
+    shortest: float | None = None
+    for _, ttl in pieces_with_ttl(body):
+        if ttl is None:
+            continue
+        if ttl not in TTL_SECONDS.values():
+            return "cache_control.ttl: Input should be '5m' or '1h'"
+        if shortest is not None and ttl > shortest:
+            return (
+                "a cache_control block with ttl='1h' cannot come after one with ttl='5m':"
+                " longer-lived cache entries must come first (tools, system, messages)"
+            )
+        shortest = ttl if shortest is None else min(shortest, ttl)
+    return None
+
+
 def _check_message_shape(i: int, message: object, is_last: bool) -> str | None:
     if not isinstance(message, Mapping):
         return f"messages.{i}: Input should be a valid dictionary"
@@ -340,6 +364,8 @@ def validate_request(body: object) -> str | None:
                 f'but found multiple "{message["role"]}" roles in a row'
             )
     if problem := _check_tool_pairing(messages):
+        return problem
+    if problem := _check_ttl_order(body):
         return problem
     found = _count_cache_control(body)
     if found > MAX_CACHE_CONTROL_BLOCKS:
@@ -627,7 +653,9 @@ class FakeAnthropicAPI(ScriptedServer[ScriptItem]):
         self.context_window: int | None = None
         # Model prompt caching in the usage of replies that script none.
         self.prompt_cache = False
-        self._cache = BreakpointCache()
+        # What the cache's entries expire by; None: they never do.
+        self.clock: Callable[[], float] | None = None
+        self._cache = BreakpointCache(clock=lambda: self.clock() if self.clock else 0.0)
 
     @property
     def base_url(self) -> str:
@@ -690,6 +718,7 @@ class FakeAnthropicAPI(ScriptedServer[ScriptItem]):
                     output_tokens=_estimate_usage(body, item.content).output_tokens,
                     cache_creation_input_tokens=use.written,
                     cache_read_input_tokens=use.read,
+                    cache_creation_1h_input_tokens=use.written_1h,
                 ),
             )
         return _plan(item, body, request_id)

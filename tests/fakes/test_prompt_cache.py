@@ -67,3 +67,39 @@ def test_anthropic_without_breakpoints_writes_nothing() -> None:
     body = {"model": "claude", "messages": [{"role": "user", "content": "hi" * 400}]}
     assert cache.use("claude", body) == CacheUse(read=0, written=0, uncached=202)
     assert cache.use("claude", body).read == 0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _with_ttl(request: dict[str, Any], ttl: str) -> dict[str, Any]:
+    for block in [*request["system"], request["messages"][-1]["content"][-1]]:
+        block["cache_control"] = {"type": "ephemeral", "ttl": ttl}
+    return request
+
+
+def test_five_minute_entries_expire_unless_read_and_an_hours_outlive_the_gap() -> None:
+    clock = Clock()
+    cache = BreakpointCache(clock=clock)
+    talk = ("u" * 400, "a" * 400, "v" * 400)
+    first = cache.use("claude", _request("s" * 400, "u" * 400))
+    clock.now = 299  # read within five minutes: refreshed
+    assert cache.use("claude", _request("s" * 400, *talk)).read == first.written + first.uncached
+    clock.now = 299 + 301  # past five minutes since the last read: gone
+    expired = cache.use("claude", _request("s" * 400, *talk))
+    assert expired.read == 0
+    assert expired.written_1h == 0
+
+    # Written for an hour, it is still there after a 10-minute gap.
+    clock.now = 1_000
+    hour = cache.use("claude", _with_ttl(_request("s" * 400, *talk, "b" * 400), "1h"))
+    assert hour.written_1h == hour.written > 0
+    clock.now = 1_000 + 600
+    later = cache.use("claude", _with_ttl(_request("s" * 400, *talk, "b" * 400, "w" * 400), "1h"))
+    assert later.read == hour.read + hour.written + hour.uncached
+    assert later.written == later.written_1h < 120  # the new message only

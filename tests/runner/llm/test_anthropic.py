@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from runner.llm.anthropic import AnthropicProvider, build_params
 from runner.llm.errors import ContextOverflow, ProviderConnectionError, ProviderHTTPError
 from runner.llm.provider import Retrying, TextDelta
 from runner.llm.types import (
+    CacheTTL,
     Effort,
     Message,
     Opaque,
@@ -37,7 +39,7 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes import Usage as WireUsage
-from tests.fakes.anthropic_api import INTERLEAVED_THINKING, validate_thinking
+from tests.fakes.anthropic_api import INTERLEAVED_THINKING, validate_request, validate_thinking
 from tests.runner.llm.streams import HELLO, Adapter, Sleeps, collect, completed, opened
 
 provider = Adapter(AnthropicProvider, "claude-sonnet-5-5")
@@ -122,6 +124,72 @@ async def test_cache_breakpoints_on_stable_prefix_and_newest_message(
     assert body["tools"] == [
         {"name": "bash", "description": "Run a command.", "input_schema": spec.input_schema}
     ]
+
+
+_TTL = [
+    pytest.param("short", None, None, id="five-minutes"),
+    pytest.param("long_prefix", "1h", None, id="an-hour-for-the-stable-prefix"),
+    pytest.param("long", "1h", "1h", id="an-hour-for-all"),
+]
+
+
+@pytest.mark.parametrize(("ttl", "prefix", "newest"), _TTL)
+async def test_the_cache_ttl_is_placed_on_the_breakpoints_it_names(
+    fake_anthropic: FakeAnthropicAPI, ttl: CacheTTL, prefix: str | None, newest: str | None
+) -> None:
+    fake_anthropic.script(
+        Reply(
+            [text("ok")], usage=WireUsage(10, 5, 3_000, 500, cache_creation_1h_input_tokens=2_000)
+        )
+    )
+    request = Request(
+        messages=(Message("user", (Text("first"),)),),
+        system=SystemPrompt(("base", "environment", "project")),
+        cache_ttl=ttl,
+    )
+
+    response = completed(await collect(provider(fake_anthropic), request)).response
+
+    body = fake_anthropic.requests[0].body
+    marks = [b.get("cache_control") for b in body["system"]]
+    newest_mark = body["messages"][-1]["content"][-1]["cache_control"]
+
+    def control(ttl: str | None) -> dict[str, str]:
+        return {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+
+    assert marks == [control(prefix), None, control(prefix)]
+    assert newest_mark == control(newest)
+    # The fake took it (an hour's breakpoint after five minutes' is refused).
+    assert fake_anthropic.pending == 0
+    assert response.usage == Usage(10, 5, 3_000, 500, cache_creation_1h_input_tokens=2_000)
+
+
+def test_the_fake_refuses_an_hours_breakpoint_after_five_minutes() -> None:
+    system: list[dict[str, Any]] = [
+        {"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}
+    ]
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 100,
+        "system": system,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "u",
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                    }
+                ],
+            }
+        ],
+    }
+    problem = validate_request(body)
+    assert problem is not None
+    assert "ttl='1h' cannot come after one with ttl='5m'" in problem
+    system[0]["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
+    assert validate_request(body) is None
 
 
 async def test_overloaded_twice_then_success_retries(fake_anthropic: FakeAnthropicAPI) -> None:
