@@ -10,6 +10,7 @@ from typing import NoReturn
 from bot.cli.action import action_command, add_action_parser
 from bot.cli.common import EXIT_USAGE
 from bot.cli.db import add_db_parser, db_command
+from bot.cli.env import add_env_parser, env_command
 from bot.cli.jobs import add_jobs_parser, jobs_command
 from bot.cli.login import add_login_parser, add_logout_parser, login_command, logout_command
 from bot.cli.run import add_run_parser, run_command
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_logout_parser(commands)
     add_skills_parser(commands)
     add_db_parser(commands)
+    add_env_parser(commands)
     return parser
 
 
@@ -70,4 +72,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return skills_command(args)
     if args.command == "db":
         return db_command(args)
+    if args.command == "env":
+        return env_command(args)
     raise AssertionError(args.command)  # argparse allows only known commands

@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from bot.config.handle import handle_problem
+from bot.config.prepared import PreparedSettings
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
@@ -35,8 +36,10 @@ LOCAL_SANDBOX_RISK = (
 )
 
 
-class Settings(BaseSettings):
-    """`neo serve` and `neo worker` configuration (docs/github-app.md has every variable)."""
+class Settings(PreparedSettings, BaseSettings):
+    """`neo serve` and `neo worker` configuration (docs/github-app.md has every variable).
+
+    With PreparedSettings' NEO_PREPARED_* bounds of the prepared environments."""
 
     model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
 
