@@ -161,7 +161,9 @@ def test_stop_reasons_map_to_exit_status_and_error_type(
     status: int,
     error_type: str | None,
 ) -> None:
-    fake_anthropic.script(Reply([text("Some text")], stop_reason=reason))
+    # A response cut at the output limit is continued twice before the run fails.
+    calls = 3 if reason == "max_tokens" else 1
+    fake_anthropic.script(*[Reply([text("Some text")], stop_reason=reason)] * calls)
 
     code, result, _ = run_json(capsys, "--repo", str(repo), "go")
 
@@ -170,7 +172,7 @@ def test_stop_reasons_map_to_exit_status_and_error_type(
     assert (result["error"] or {}).get("type") == error_type
     assert result["result"] == "Some text"
     assert result["stop_reason"] == (reason if status == 0 else None)
-    assert len(fake_anthropic.requests) == 1
+    assert len(fake_anthropic.requests) == calls
 
 
 def test_tool_use_without_a_call_is_missing_tool_call(
