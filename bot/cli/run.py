@@ -136,6 +136,9 @@ def run_command(args: argparse.Namespace) -> int:
     output.finish(result)
     if not result.is_error:
         return EXIT_OK
+    if result.error_type == "config_error":
+        # A setting found wrong only once the run began: still the user's to fix.
+        return EXIT_USAGE
     return EXIT_INTERRUPTED if result.error_type == "interrupted" else EXIT_FAILED
 
 

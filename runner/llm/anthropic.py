@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message as APIMessage
 
+from runner.connection import CONNECT_TIMEOUT, Endpoint, check_api_key, check_base_url
 from runner.errors import ConfigError
 from runner.llm import types as llm
 from runner.llm.errors import (
@@ -26,11 +28,12 @@ from runner.llm.errors import (
     ProviderError,
     ProviderHTTPError,
     body_excerpt,
+    overloaded_hint,
 )
 from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
+from runner.llm.retrying import Transient, connection_failure, retried
 
 log = logging.getLogger("neo.llm.anthropic")
 
@@ -58,6 +61,10 @@ _ANSWER_ROOM = 4_096
 # With it the budget spans the whole tool-using turn and may pass max_tokens.
 INTERLEAVED_THINKING = "interleaved-thinking-2025-05-14"
 _HINTS = {401: "check ANTHROPIC_API_KEY", 403: "check ANTHROPIC_API_KEY and its permissions"}
+KEY_VARIABLE = "ANTHROPIC_API_KEY"
+TOKEN_VARIABLE = "ANTHROPIC_AUTH_TOKEN"  # noqa: S105 - a variable's name
+BASE_VARIABLE = "ANTHROPIC_BASE_URL"
+ENDPOINT = Endpoint("anthropic", BASE_VARIABLE, KEY_VARIABLE)
 
 
 class AnthropicProvider:
@@ -74,12 +81,18 @@ class AnthropicProvider:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._model = model
-        # The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself.
+        # The SDK reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself; a
+        # value no request could use is refused here, before any attempt.
+        check_base_url(self.name, BASE_VARIABLE, base_url or os.environ.get(BASE_VARIABLE))
+        check_api_key(self.name, KEY_VARIABLE, api_key or os.environ.get(KEY_VARIABLE))
+        check_api_key(self.name, TOKEN_VARIABLE, os.environ.get(TOKEN_VARIABLE))
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0),
+            timeout=httpx2.Timeout(
+                connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0
+            ),
         )
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -116,10 +129,10 @@ class AnthropicProvider:
             raise _classify_status(error) from None
         except Transient:
             raise
-        except anthropic.APITimeoutError:
-            raise idle_failure("anthropic") from None
         except (anthropic.APIConnectionError, httpx2.TransportError) as error:
-            raise connection_failure("anthropic", error) from None
+            # A timeout among them: the idle guard's when reading, else a
+            # connection that could not be made.
+            raise connection_failure(ENDPOINT, error) from None
         except TypeError as error:
             if "authentication" in str(error):
                 raise ConfigError(
@@ -155,7 +168,7 @@ def _classify_status(error: anthropic.APIStatusError) -> ProviderError | Transie
         status,
         error_type,
         message,
-        hint=_HINTS.get(status, ""),
+        hint=_HINTS.get(status) or overloaded_hint(status, error_type, message),
         raw_body=repr(error.body),
     )
     if status in _TRANSIENT_STATUS or error_type in _TRANSIENT_TYPES:

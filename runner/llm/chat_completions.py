@@ -28,6 +28,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 
+from runner.connection import CONNECT_TIMEOUT, Endpoint, check_api_key, check_base_url
 from runner.errors import ConfigError
 from runner.llm import types as llm
 from runner.llm.errors import (
@@ -35,11 +36,12 @@ from runner.llm.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
+    overloaded_hint,
 )
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
+from runner.llm.retrying import Transient, connection_failure, retried
 from runner.text import one_line
 
 __all__ = [
@@ -61,7 +63,8 @@ MIN_CONTEXT_WINDOW = 16_384
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 # Sent as the key to a local server that needs none: the SDK insists on one.
 PLACEHOLDER_KEY = "no-key-needed"
-_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+# 529: Anthropic's overloaded, which OpenRouter passes on.
+_TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # How each dialect says a prompt does not fit: OpenAI's code, vLLM's and
 # OpenRouter's "maximum context length is N tokens", llama.cpp's
 # exceed_context_size_error.
@@ -127,13 +130,17 @@ class ChatCompletionsProvider:
     ) -> None:
         self._model = model
         self._dialect = dialect
+        self._endpoint = Endpoint(dialect.name, dialect.base_variable, dialect.key_variable)
+        # A value no request could use is refused here, before any attempt.
+        check_base_url(dialect.name, dialect.base_variable, base_url)
+        check_api_key(dialect.name, dialect.key_variable, api_key)
         self._base_url = (base_url or dialect.default_base_url).rstrip("/")
         if not api_key:
             if not is_local_url(self._base_url):
                 raise ConfigError(f"{dialect.key_variable} is not set (export your API key)")
             api_key = PLACEHOLDER_KEY
         self._api_key = api_key
-        timeout = httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0)
+        timeout = httpx2.Timeout(connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0)
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=self._base_url,
@@ -190,11 +197,10 @@ class ChatCompletionsProvider:
                         yield TextDelta(delta)
         except openai.APIStatusError as error:
             raise self._classify_status(error) from None
-        except openai.APITimeoutError:
-            raise idle_failure(self.name) from None
         except (openai.APIConnectionError, httpx2.TransportError) as error:
-            hint = f"check {self._dialect.base_variable}"
-            raise connection_failure(self.name, error, hint=hint) from None
+            # A timeout among them: the idle guard's when reading, else a
+            # connection that could not be made.
+            raise connection_failure(self._endpoint, error) from None
         except Exception as error:
             # Data no server should send (not JSON, chunks of the wrong shape):
             # the same next time.
@@ -234,7 +240,7 @@ class ChatCompletionsProvider:
             status,
             code,
             message,
-            hint=hints.get(status, ""),
+            hint=hints.get(status) or overloaded_hint(status, code, message),
             raw_body=repr(error.body),
         )
         if status in _TRANSIENT_STATUS:
@@ -245,8 +251,15 @@ class ChatCompletionsProvider:
         """Refuse a model the server says is too small for an agent, or toolless."""
         headers = {"authorization": f"Bearer {self._api_key}", **self._dialect.headers}
         root = self._base_url.removesuffix("/v1")
-        async with httpx2.AsyncClient(timeout=30.0, headers=headers) as http:
-            models = await _get_json(http, "GET", f"{self._base_url}/models")
+        timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT)
+        async with httpx2.AsyncClient(timeout=timeout, headers=headers) as http:
+            try:
+                models = await _get_json(
+                    http, "GET", f"{self._base_url}/models", unreachable_raises=True
+                )
+            except (httpx2.ConnectError, httpx2.ConnectTimeout):
+                # Unreachable: the first call retries, then says why in one line.
+                return
             # Ollama's native API knows the window it actually runs with.
             show = await _get_json(http, "POST", f"{root}/api/show", {"model": self._model})
             running = None
@@ -260,11 +273,22 @@ class ChatCompletionsProvider:
         self._window = window
 
 
-async def _get_json(http: httpx2.AsyncClient, method: str, url: str, body: object = None) -> Any:
+async def _get_json(
+    http: httpx2.AsyncClient,
+    method: str,
+    url: str,
+    body: object = None,
+    *,
+    unreachable_raises: bool = False,
+) -> Any:
     """The JSON a server answers, or None: a server that lacks the endpoint is not refused."""
     try:
         answer = await http.request(method, url, json=body)
         return answer.json() if answer.status_code == 200 else None
+    except (httpx2.ConnectError, httpx2.ConnectTimeout):
+        if unreachable_raises:
+            raise
+        return None
     except (httpx2.HTTPError, ValueError):
         return None
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from runner.auth.endpoints import endpoints
 from runner.auth.errors import LOGIN_HINT
 from runner.auth.tokens import ChatGPTTokens
+from runner.connection import Endpoint
 from runner.llm.openai_responses import DEFAULT_MODEL, OpenAIResponsesProvider
 from runner.llm.retry import RetryPolicy
 
@@ -39,5 +40,7 @@ def chatgpt_provider(
         default_headers=HEADERS,
         cap_output=False,
         hints=_HINTS,
+        # Nothing a user sets moves ChatGPT's backend: the network is what to check.
+        endpoint=Endpoint("openai", "", "OPENAI_API_KEY"),
         retry=retry,
     )

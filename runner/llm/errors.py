@@ -46,6 +46,18 @@ class ProviderHTTPError(ProviderError):
         self.raw_body = raw_body
 
 
+# What the last line of an overloaded provider suggests.
+OVERLOADED_HINT = "overloaded: try again later, or add a --fallback provider"
+
+
+def overloaded_hint(status: int, error_type: str, message: str) -> str:
+    """OVERLOADED_HINT for Anthropic's 529 and any error that says it is overloaded."""
+    said = f"{error_type} {message}".lower()
+    if status == 529 or "overloaded" in said or (status == 503 and "overload" in said):
+        return OVERLOADED_HINT
+    return ""
+
+
 class ProviderConnectionError(ProviderError):
     """The provider could not be reached, or the response stream broke."""
 

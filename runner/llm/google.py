@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as gt
 
+from runner.connection import CONNECT_TIMEOUT, Endpoint, check_api_key, check_base_url
 from runner.errors import ConfigError
 from runner.llm import types as llm
 from runner.llm.errors import (
@@ -32,6 +34,7 @@ from runner.llm.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
+    overloaded_hint,
 )
 from runner.llm.limits import limits_for
 from runner.llm.memo import Memo
@@ -52,6 +55,7 @@ __all__ = [
 log = logging.getLogger("neo.llm.google")
 
 PROVIDER = "google"
+BASE_VARIABLE = "GOOGLE_GEMINI_BASE_URL"
 DEFAULT_MODEL = "gemini-2.5-pro"
 IDLE_TIMEOUT = 180.0
 _TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -89,8 +93,16 @@ class GoogleProvider:
         # No retry_options: the SDK tries once and this adapter retries. The
         # timeout (milliseconds) bounds each read, so it is the idle guard.
         # v1beta: where parametersJsonSchema and thinking levels are documented.
+        # A value no request could use is refused here, before any attempt.
+        check_base_url(PROVIDER, BASE_VARIABLE, base_url or os.environ.get(BASE_VARIABLE))
+        check_api_key(PROVIDER, key_variable, api_key or os.environ.get(key_variable))
+        self._endpoint = Endpoint(PROVIDER, BASE_VARIABLE, key_variable)
         options = gt.HttpOptions(
-            base_url=base_url, api_version="v1beta", timeout=int(idle_timeout * 1000)
+            base_url=base_url,
+            api_version="v1beta",
+            timeout=int(idle_timeout * 1000),
+            # The SDK's one timeout is every phase's; connecting gets less.
+            async_client_args={"event_hooks": {"request": [_bound_connect]}},
         )
         try:
             # The SDK reads GOOGLE_API_KEY or GEMINI_API_KEY and GOOGLE_GEMINI_BASE_URL.
@@ -127,7 +139,7 @@ class GoogleProvider:
         except (Transient, ProviderError):
             raise
         except httpx2.TransportError as error:
-            raise connection_failure(PROVIDER, error) from None
+            raise connection_failure(self._endpoint, error) from None
         except Exception as error:
             # Data that is not JSON, chunks of the wrong shape: the same next time.
             raise _malformed(error) from None
@@ -149,12 +161,20 @@ class GoogleProvider:
             status,
             kind,
             message,
-            hint=f"check {self._key_variable}" if keyed else "",
+            hint=f"check {self._key_variable}" if keyed else overloaded_hint(status, kind, message),
             raw_body=redact(repr(error.details)),
         )
         if status in _TRANSIENT_STATUS:
             return Transient(failure, _retry_delay(details, error.response))
         return failure
+
+
+async def _bound_connect(request: httpx2.Request) -> None:
+    """Give the request's connection phase CONNECT_TIMEOUT at most."""
+    timeout = dict(request.extensions.get("timeout") or {})
+    connect = timeout.get("connect")
+    timeout["connect"] = CONNECT_TIMEOUT if connect is None else min(connect, CONNECT_TIMEOUT)
+    request.extensions["timeout"] = timeout
 
 
 def _malformed(error: Exception) -> ProviderConnectionError:

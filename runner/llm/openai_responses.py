@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, cast
@@ -24,6 +25,7 @@ import httpx2
 import openai
 from openai.types.responses import Response as APIResponse
 
+from runner.connection import CONNECT_TIMEOUT, Endpoint, check_api_key, check_base_url
 from runner.errors import ConfigError, NeoError
 from runner.llm import types as llm
 from runner.llm.errors import (
@@ -32,12 +34,13 @@ from runner.llm.errors import (
     ProviderError,
     ProviderHTTPError,
     body_excerpt,
+    overloaded_hint,
 )
 from runner.llm.limits import limits_for
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
-from runner.llm.retrying import Transient, connection_failure, idle_failure, retried
+from runner.llm.retrying import Transient, connection_failure, retried
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -61,6 +64,7 @@ _TRANSIENT_CODES = frozenset({"server_error", "rate_limit_exceeded", "server_is_
 _NO_QUOTA = "insufficient_quota"
 _OVERFLOW = "context_length_exceeded"
 _HINTS = {401: "check OPENAI_API_KEY", 403: "check OPENAI_API_KEY and its permissions"}
+ENDPOINT = Endpoint(PROVIDER, "OPENAI_BASE_URL", "OPENAI_API_KEY")
 # The API quotes a masked form of a rejected key ("sk-ab***yz"); even that
 # stays out of what a user sees.
 _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
@@ -89,6 +93,7 @@ class OpenAIResponsesProvider:
         default_headers: Mapping[str, str] | None = None,
         cap_output: bool = True,
         hints: Mapping[int, str] | None = None,
+        endpoint: Endpoint = ENDPOINT,
         idle_timeout: float = IDLE_TIMEOUT,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -98,6 +103,11 @@ class OpenAIResponsesProvider:
         # Some backends refuse `max_output_tokens`; the request then goes without.
         self._cap_output = cap_output
         self._hints = _HINTS if hints is None else hints
+        self._endpoint = endpoint
+        # A value no request could use is refused here, before any attempt.
+        check_base_url(PROVIDER, endpoint.base_variable, base_url or _env(endpoint.base_variable))
+        if auth is None:
+            check_api_key(PROVIDER, endpoint.key_variable, api_key or _env(endpoint.key_variable))
         try:
             # The SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself; with
             # `auth` the key is a placeholder its headers replace per request.
@@ -106,7 +116,9 @@ class OpenAIResponsesProvider:
                 base_url=base_url,
                 default_headers=dict(default_headers) if default_headers else None,
                 max_retries=0,
-                timeout=httpx2.Timeout(connect=30.0, read=idle_timeout, write=60.0, pool=60.0),
+                timeout=httpx2.Timeout(
+                    connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0
+                ),
             )
         except openai.OpenAIError:
             raise ConfigError("OPENAI_API_KEY is not set (export your OpenAI API key)") from None
@@ -150,10 +162,10 @@ class OpenAIResponsesProvider:
         except (Transient, NeoError):
             # NeoError: also what `auth` raises when it cannot sign the request.
             raise
-        except openai.APITimeoutError:
-            raise idle_failure(PROVIDER) from None
         except (openai.APIConnectionError, httpx2.TransportError) as error:
-            raise connection_failure(PROVIDER, error) from None
+            # A timeout among them: the idle guard's when reading, else a
+            # connection that could not be made.
+            raise connection_failure(self._endpoint, error) from None
         except Exception as error:
             # Data that is not JSON, events of the wrong shape: the same next time.
             raise _malformed(error) from None
@@ -189,7 +201,7 @@ def _malformed(error: Exception) -> ProviderConnectionError:
 def _stream_failure(code: str, message: str) -> ProviderError | Transient:
     """An error reported inside a stream that had already answered 200."""
     kind = ContextOverflow if code == _OVERFLOW else ProviderHTTPError
-    failure = kind(PROVIDER, 200, code, _redact(message))
+    failure = kind(PROVIDER, 200, code, _redact(message), hint=overloaded_hint(200, code, message))
     return Transient(failure) if code in _TRANSIENT_CODES else failure
 
 
@@ -209,7 +221,7 @@ def _classify_status(
         status,
         error_type,
         _redact(message),
-        hint=hints.get(status, ""),
+        hint=hints.get(status) or overloaded_hint(status, error_type, message),
         raw_body=repr(error.body),
     )
     if status in _TRANSIENT_STATUS and error.code != _NO_QUOTA:
@@ -415,3 +427,7 @@ def stop_reason(response: APIResponse) -> str:
             return llm.REFUSAL
         return f"incomplete:{reason}"
     return f"status:{response.status}"
+
+
+def _env(variable: str) -> str | None:
+    return os.environ.get(variable) if variable else None

@@ -15,11 +15,19 @@ from email.utils import parsedate_to_datetime
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
+    """Waits between attempts: long ones for an answer that was an error (429,
+    5xx, a broken stream), a few short ones for a connection that could not be
+    made at all, which is more often a setting or an offline machine than an
+    outage: it ends in seconds, so the user (or a fallback) can act.
+    """
+
     max_retries: int = 8
     base_delay: float = 1.0
     max_delay: float = 60.0
     # A server asking for a longer pause than this is not waited for.
     max_retry_after: float = 300.0
+    connect_retries: int = 2
+    connect_base_delay: float = 0.5
 
     def delay(self, retry: int, retry_after: float | None = None) -> float | None:
         """Seconds to wait before retry number `retry` (from 1), or None to give up."""
@@ -30,6 +38,17 @@ class RetryPolicy:
         backoff = min(self.max_delay, self.base_delay * 2.0 ** (retry - 1))
         # Jitter keeps many clients from retrying in lockstep.
         return backoff * (0.5 + random.random() / 2)  # noqa: S311
+
+    def connect_delay(self, retry: int) -> float | None:
+        """Seconds to wait before connection retry number `retry` (from 1), or None."""
+        if retry > self.connect_retries:
+            return None
+        return self.connect_base_delay * 2.0 ** (retry - 1) * (0.5 + random.random() / 2)  # noqa: S311
+
+    def connect_seconds(self, connect_timeout: float) -> float:
+        """The longest a call that never connects takes: every attempt timing out."""
+        waits = sum(self.connect_base_delay * 2.0**i for i in range(self.connect_retries))
+        return (self.connect_retries + 1) * connect_timeout + waits
 
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

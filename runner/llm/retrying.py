@@ -1,4 +1,5 @@
-"""The retry loop every adapter shares: attempts, the policy's waits, the idle guard."""
+"""The retry loop every adapter shares: attempts, the policy's waits, the idle guard,
+and what a request that got no answer says (connection.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx2
 
+from runner.connection import Endpoint, describe, proxy_for, request_url
+from runner.errors import ConfigError
 from runner.llm.errors import ProviderConnectionError, ProviderError
 from runner.llm.provider import Retrying, StreamEvent
 from runner.llm.retry import RetryPolicy
@@ -24,12 +27,19 @@ class Transient(Exception):
     """An attempt failed in a way that another attempt may not."""
 
     def __init__(
-        self, error: ProviderError, retry_after: float | None = None, *, idle: bool = False
+        self,
+        error: ProviderError,
+        retry_after: float | None = None,
+        *,
+        idle: bool = False,
+        connect: bool = False,
     ) -> None:
         super().__init__(str(error))
         self.error = error
         self.retry_after = retry_after
         self.idle = idle
+        # No connection was made: the policy's few short retries.
+        self.connect = connect
 
 
 def idle_failure(provider: str) -> Transient:
@@ -40,14 +50,19 @@ def idle_failure(provider: str) -> Transient:
     )
 
 
-def connection_failure(provider: str, error: BaseException, *, hint: str = "") -> Transient:
-    """A transport failure, or an SDK's wrapping of one, as a retryable failure;
-    a read timeout underneath is the idle guard's."""
+def connection_failure(endpoint: Endpoint, error: BaseException) -> Transient | ConfigError:
+    """A request that got no HTTP answer, or an SDK's wrapping of one: a
+    retryable failure saying host, cause and what to check (connection.py), a
+    ConfigError for a setting no attempt can use; a read or write timeout
+    underneath is the idle guard's."""
     cause = error if isinstance(error, httpx2.TransportError) else (error.__cause__ or error)
-    if isinstance(cause, httpx2.TimeoutException):
-        return idle_failure(provider)
-    line = f"{provider}: connection failed: {type(cause).__name__}"
-    return Transient(ProviderConnectionError(f"{line} ({hint})" if hint else line))
+    if isinstance(cause, (httpx2.ReadTimeout, httpx2.WriteTimeout)):
+        return idle_failure(endpoint.provider)
+    log.debug("%s: no answer", endpoint.provider, exc_info=error)
+    failure = describe(endpoint, error, proxy=proxy_for(request_url(error)))
+    if failure.config:
+        return ConfigError(failure.line)
+    return Transient(ProviderConnectionError(failure.line), connect=failure.connect)
 
 
 async def retried(
@@ -63,6 +78,7 @@ async def retried(
     """
     retry = 0
     idle = 0
+    connects = 0
     while True:
         try:
             async for event in attempt():
@@ -71,7 +87,11 @@ async def retried(
         except Transient as failure:
             retry += 1
             idle += failure.idle
-            delay = policy.delay(retry, failure.retry_after)
+            if failure.connect:
+                connects += 1
+                delay = policy.connect_delay(connects)
+            else:
+                delay = policy.delay(retry, failure.retry_after)
             if delay is None or idle > IDLE_RETRIES:
                 raise failure.error from None
             log.info("%s: %s; retry %d in %.1fs", name, failure.error, retry, delay)

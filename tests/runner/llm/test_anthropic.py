@@ -202,7 +202,10 @@ async def test_overloaded_twice_then_success_retries(fake_anthropic: FakeAnthrop
     assert len(fake_anthropic.requests) == 3
     retries = [e for e in events if isinstance(e, Retrying)]
     assert [r.attempt for r in retries] == [1, 2]
-    assert retries[0].reason == "anthropic 529 overloaded_error: Overloaded"
+    assert retries[0].reason == (
+        "anthropic 529 overloaded_error: Overloaded"
+        " (overloaded: try again later, or add a --fallback provider)"
+    )
     assert len(sleeps.delays) == 2
     assert completed(events).response.text == "finally"
 
@@ -272,7 +275,10 @@ async def test_error_event_in_stream_is_named_as_such(fake_anthropic: FakeAnthro
     with pytest.raises(ProviderHTTPError) as caught:
         await collect(provider(fake_anthropic, max_retries=0))
 
-    assert str(caught.value) == "anthropic stream overloaded_error: Overloaded"
+    assert str(caught.value) == (
+        "anthropic stream overloaded_error: Overloaded"
+        " (overloaded: try again later, or add a --fallback provider)"
+    )
 
 
 async def test_idle_stream_is_cancelled_and_retried(fake_anthropic: FakeAnthropicAPI) -> None:

@@ -307,7 +307,10 @@ async def test_retries_give_up_with_the_last_error(fake: FakeChatCompletions) ->
     with pytest.raises(ProviderHTTPError) as caught:
         await collect(provider(fake, max_retries=2))
 
-    assert str(caught.value) == "chat-completions 503 server_error: overloaded"
+    assert str(caught.value) == (
+        "chat-completions 503 server_error: overloaded"
+        " (overloaded: try again later, or add a --fallback provider)"
+    )
 
 
 async def test_401_is_one_line_naming_the_variable_without_the_key(
@@ -373,7 +376,8 @@ async def test_an_unreachable_server_names_the_base_url_variable() -> None:
         await collect(made)
 
     assert str(caught.value) == (
-        "chat-completions: connection failed: ConnectError (check OPENAI_BASE_URL)"
+        "chat-completions: cannot connect to 127.0.0.1:9: connection refused"
+        " (check OPENAI_BASE_URL and the network)"
     )
 
 
