@@ -48,6 +48,7 @@ from bot.github.core import (
     retry_wait,
 )
 from bot.github.errors import GitHubAuthError, GitHubError
+from runner.connection import Endpoint, describe, proxy_for, request_url
 from runner.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -309,6 +310,7 @@ class GitHubApp:
         user_agent: str = "neo-github-app",
         retry: RetryPolicy = _DEFAULT_RETRY,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        url_variable: str = "NEO_GITHUB_API_URL",
     ) -> None:
         issuer = str(app_id).strip()
         if not issuer:
@@ -318,6 +320,9 @@ class GitHubApp:
         url = _check_api_url(api_url)
         self.app_id = issuer
         self.api_url = str(url)
+        # What an unreachable GitHub tells the operator to check: "" when
+        # api_url is the default, which nobody set and nothing can be wrong with.
+        self._url_variable = url_variable
         self._clock = clock
         self._retry = retry
         self._sleep = sleep
@@ -394,7 +399,7 @@ class GitHubApp:
                     )
                     app = response.parsed_data
                 except GitHubException as error:
-                    raise _auth_error(error, _app_hint(error)) from None
+                    raise _auth_error(error, _app_hint(error), self._url_variable) from None
                 except ValueError:
                     raise _unexpected("GET /app") from None
                 slug = app.slug if app else None
@@ -509,7 +514,7 @@ class GitHubApp:
             expires_at = datetime.fromisoformat(data.expires_at)
         except GitHubException as error:
             hint = _token_hint(error, installation_id, repository, key[2])
-            raise _auth_error(error, hint) from None
+            raise _auth_error(error, hint, self._url_variable) from None
         except ValueError:  # not GitHub's shape: pydantic's and fromisoformat's errors
             raise _unexpected("POST /app/installations/{id}/access_tokens") from None
         if expires_at.tzinfo is None:
@@ -550,6 +555,9 @@ class AppSettings(Protocol):
     def github_private_key_path(self) -> Path | None: ...
     @property
     def github_api_url(self) -> str: ...
+    # The fields given (pydantic's): whether github_api_url is the default.
+    @property
+    def model_fields_set(self) -> set[str]: ...
 
 
 @asynccontextmanager
@@ -564,7 +572,12 @@ async def signed_in_app(settings: AppSettings) -> AsyncIterator[tuple[GitHubApp,
         key.get_secret_value() if key else None,
         str(settings.github_private_key_path) if settings.github_private_key_path else None,
     )
-    async with GitHubApp(settings.github_app_id, private_key, settings.github_api_url) as app:
+    # Blamed for a GitHub out of reach only when it was set: offline, the
+    # default is not what is wrong.
+    variable = "NEO_GITHUB_API_URL" if "github_api_url" in settings.model_fields_set else ""
+    async with GitHubApp(
+        settings.github_app_id, private_key, settings.github_api_url, url_variable=variable
+    ) as app:
         try:
             login = await app.bot_login()
         except GitHubAuthError as error:
@@ -670,8 +683,13 @@ def _granting(permissions: tuple[tuple[str, str], ...]) -> str:
     return "; ".join(phrases) or "the permissions asked for"
 
 
-def _auth_error(error: GitHubException, hint: str) -> GitHubAuthError:
-    """One line naming the status and the setting to check; never a key or a token."""
+def _auth_error(
+    error: GitHubException, hint: str, url_variable: str = "NEO_GITHUB_API_URL"
+) -> GitHubAuthError:
+    """One line naming the status and the setting to check; never a key or a token.
+
+    No answer at all names the host, the cause and what to check, and names
+    `url_variable` only when it was set (connection.describe)."""
     if isinstance(error, RequestFailed):
         status = error.response.status_code
         if status >= 500:
@@ -679,11 +697,14 @@ def _auth_error(error: GitHubException, hint: str) -> GitHubAuthError:
         raw = error.response.raw_response
         message = github_message(raw.content, raw.reason_phrase)
         return GitHubAuthError(f"github {status}: {message} ({hint})", status=status)
-    if isinstance(error, RequestTimeout):
-        return GitHubAuthError("github: no answer in time (check NEO_GITHUB_API_URL)")
-    if isinstance(error, RequestError):
-        reason = type(error.exc).__name__
-        return GitHubAuthError(f"github: cannot connect: {reason} (check NEO_GITHUB_API_URL)")
+    if isinstance(error, RequestError) and isinstance(error.exc, BaseException):
+        if isinstance(error, RequestTimeout) and not isinstance(error.exc, httpx.ConnectTimeout):
+            advice = f"check {url_variable} and the network" if url_variable else "try again later"
+            return GitHubAuthError(f"github: no answer in time ({advice})")
+        endpoint = Endpoint("github", url_variable, "NEO_GITHUB_PRIVATE_KEY")
+        return GitHubAuthError(
+            describe(endpoint, error.exc, proxy=proxy_for(request_url(error.exc))).line
+        )
     return GitHubAuthError(f"github: {type(error).__name__} ({hint})")
 
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from githubkit.exception import RequestFailed
 
+from bot.config.settings import Settings
 from bot.github.app import (
     CONFIG_PERMISSIONS,
     JOB_PERMISSIONS,
@@ -21,6 +24,7 @@ from bot.github.app import (
     GitHubApp,
     GitHubAuthError,
     load_private_key,
+    signed_in_app,
 )
 from runner.errors import ConfigError
 from tests.fakes import FakeGitHub, rsa_private_key_pem
@@ -325,13 +329,63 @@ async def test_a_failure_is_not_cached(app: GitHubApp, github: FakeGitHub) -> No
     assert len(github.token_requests) == 2
 
 
-async def test_an_unreachable_api_names_the_url_setting(github: FakeGitHub) -> None:
+async def test_an_unreachable_api_names_host_cause_and_the_url_setting(
+    github: FakeGitHub,
+) -> None:
     url = github.base_url
+    port = url.rsplit(":", 1)[1].split("/")[0]
     github.stop()
     async with GitHubApp(github.app_id, github.private_key_pem, url) as app:
         with pytest.raises(GitHubAuthError) as raised:
             await app.installation_token(INSTALLATION, "octo/hello")
-    assert str(raised.value) == "github: cannot connect: ConnectError (check NEO_GITHUB_API_URL)"
+    assert str(raised.value) == (
+        f"github: cannot connect to 127.0.0.1:{port}: connection refused"
+        " (check NEO_GITHUB_API_URL and the network)"
+    )
+
+
+async def test_offline_start_up_blames_the_network_not_a_setting_nobody_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The service started offline: api.github.com, the default, does not resolve.
+    real = socket.getaddrinfo
+
+    def offline(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in ("api.github.com", b"api.github.com"):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
+    monkeypatch.delenv("NEO_GITHUB_API_URL", raising=False)
+    settings = Settings(
+        github_app_id=1, github_private_key=rsa_private_key_pem(), webhook_secret="s"
+    )
+
+    with pytest.raises(ConfigError) as raised:
+        async with signed_in_app(settings):
+            pass
+
+    assert str(raised.value) == (
+        "github: cannot connect to api.github.com:443: DNS lookup failed (offline?)"
+        " (check the network)"
+    )
+
+
+async def test_start_up_names_the_url_setting_when_it_was_set(
+    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = github.base_url
+    github.stop()
+    monkeypatch.setenv("NEO_GITHUB_API_URL", url)
+    settings = Settings(
+        github_app_id=1, github_private_key=github.private_key_pem, webhook_secret="s"
+    )
+
+    with pytest.raises(ConfigError) as raised:
+        async with signed_in_app(settings):
+            pass
+
+    assert "(check NEO_GITHUB_API_URL and the network)" in str(raised.value)
 
 
 async def test_an_api_url_without_the_ghes_prefix_names_the_url_setting(
