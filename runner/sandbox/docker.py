@@ -448,6 +448,7 @@ class DockerSandbox:
         phase: Literal["setup", "agent"] = "agent",
         env_root: bool = False,
         first_id: int = 1,
+        proxy_env: bool = True,
         client: DockerClient | None = None,
     ) -> AsyncIterator[DockerSandbox]:
         """Start a sandbox on `tree` from `image`; remove it when the block ends.
@@ -459,7 +460,10 @@ class DockerSandbox:
         `env_root` makes the prepared environment's directory the sandbox
         user's, for an image without one. Request ids start at `first_id`
         (the proxy's log names commands by id: a setup container's must not
-        be taken for the agent's).
+        be taken for the agent's). Without `proxy_env` the variables that
+        lead commands to the proxy are left out of the container's own
+        environment: `docker commit` keeps it, and a setup container passes
+        them to each command instead.
         """
         if client is None:
             client = await asyncio.to_thread(docker_client)
@@ -469,7 +473,14 @@ class DockerSandbox:
         loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
         sandbox = cls(client, container_name(job_id), limits, loan, first_id)
         try:
-            await sandbox._create(root, image=image, job_id=job_id, user=loan.user, egress=egress)
+            await sandbox._create(
+                root,
+                image=image,
+                job_id=job_id,
+                user=loan.user,
+                egress=egress,
+                proxy_env=proxy_env,
+            )
             await sandbox._open(egress=egress is not None)
             if env_root:
                 await sandbox._give_env_root(loan.user)
@@ -664,7 +675,14 @@ class DockerSandbox:
         raise SandboxError(f"the sandbox agent failed: {message or 'no reason given'}")
 
     async def _create(
-        self, tree: Path, *, image: str, job_id: str, user: tuple[int, int], egress: Egress | None
+        self,
+        tree: Path,
+        *,
+        image: str,
+        job_id: str,
+        user: tuple[int, int],
+        egress: Egress | None,
+        proxy_env: bool,
     ) -> None:
         api = self._client.api
         volume = egress.volume if egress is not None else None
@@ -677,7 +695,7 @@ class DockerSandbox:
             found = await asyncio.to_thread(self._client.images.get, image)
             environment = container_environment(
                 image_variables((found.attrs.get("Config") or {}).get("Env")),
-                proxy_environment() if egress is not None else None,
+                proxy_environment() if egress is not None and proxy_env else None,
             )
             await asyncio.to_thread(
                 api.create_container,

@@ -28,6 +28,7 @@ from pathlib import Path
 from docker import DockerClient
 from docker.errors import DockerException
 
+from runner.network.relay import proxy_environment
 from runner.sandbox.docker import (
     LABEL_OWNER,
     LABEL_STARTED,
@@ -94,7 +95,12 @@ async def open_prepared(
         key = environment_key(
             repository=request.repository, plan=plan, files=request.files, base_image=base
         )
-        entry = await asyncio.to_thread(find_entry, client, key, request.bounds)
+        try:
+            entry = await asyncio.to_thread(find_entry, client, key, request.bounds)
+        except DockerException as error:
+            # The engine is shared: a failed look-up costs a setup, not the job.
+            log.warning("looking up a prepared environment failed: %s", error)
+            entry = None
         if entry is not None:
             reused = entry.setup or SetupOutcome(plan.mode)
             outcome = replace(reused, notes=plan.notes, reused_from=entry.created)
@@ -140,10 +146,13 @@ async def _set_up(
         phase="setup",
         env_root=True,
         first_id=SETUP_FIRST_ID,
+        # Kept out of the image: each command gets them instead.
+        proxy_env=False,
         limits=limits,
         client=client,
     ) as box:
-        outcome = await run_setup(box, request.plan)
+        env = proxy_environment() if egress is not None else None
+        outcome = await run_setup(box, request.plan, env=env)
         # Every process setup started ends with the container.
         await box.stop()
         share = key is not None and request.share and outcome.ok

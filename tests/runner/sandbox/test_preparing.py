@@ -18,7 +18,7 @@ import docker
 import pytest
 from docker import DockerClient
 
-from runner.network import EgressReport, plan, policy_of
+from runner.network import OFF, EgressReport, Plan, plan, policy_of
 from runner.sandbox.base import Sandbox
 from runner.sandbox.docker import LABEL_JOB
 from runner.sandbox.factory import EGRESS_NETWORKS_VARIABLE, open_environment
@@ -111,6 +111,7 @@ async def job(
     job_id: str,
     image: str = SANDBOX_IMAGE,
     report: EgressReport | None = None,
+    network: Plan = NETWORK,
 ) -> AsyncIterator[Opened]:
     """A job's sandbox as the runner opens it, its egress proxy on the index's network."""
     async with open_environment(
@@ -119,7 +120,7 @@ async def job(
         job_id=job_id,
         image=image,
         environment=request,
-        network=NETWORK,
+        network=network,
         report=report,
     ) as opened:
         yield opened
@@ -459,3 +460,26 @@ async def test_setup_reaches_the_index_and_the_agent_is_refused_it(
     assert [(b.host, b.phase, b.command) for b in report.blocked] == [
         (index.container, "agent", reach)
     ]
+
+
+async def test_the_proxys_variables_stay_out_of_a_prepared_environment(
+    docker_client: DockerClient, tmp_path: Path, index: PackageIndex, repository: str
+) -> None:
+    tree = project(tmp_path, index, "calc-dep==1.0")
+    async with job(tree, request_for(tree, index, repository), job_id="test-proxied") as opened:
+        proxied = await sh(opened.box, "env")
+    (image,) = env_images(docker_client, repository)
+    kept = docker_client.images.get(image).attrs["Config"]["Env"]
+
+    async with job(
+        tree, request_for(tree, index, repository), job_id="test-off", network=plan(OFF, None)
+    ) as opened:
+        offline = await sh(opened.box, "env")
+        imported = await sh(opened.box, "python3 -c 'import calc_dep; print(calc_dep.VALUE)'")
+
+    assert "HTTPS_PROXY=http://127.0.0.1:3128" in proxied.splitlines()
+    assert not [entry for entry in kept if "PROXY" in entry.upper()]
+    # A job without a network reuses it, and nothing in it leads to a proxy.
+    assert opened.setup.reused_from is not None
+    assert imported == "1.0"
+    assert "PROXY" not in offline.upper()
