@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,6 +22,15 @@ from runner.errors import ConfigError, NeoError
 from runner.llm.provider import prepare_provider
 from runner.llm.registry import make_provider
 from runner.llm.types import JSON, Usage
+from runner.network import (
+    Blocked,
+    EgressReport,
+    Methods,
+    NetworkPolicy,
+    Plan,
+    default_policy,
+    job_plan,
+)
 from runner.run import bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import open_sandbox
@@ -41,6 +50,12 @@ class RunRequest:
     resume: str | None = None
     # The provider, model and sign-in left None are the resumed session's.
     settings: RunSettings = field(default_factory=RunSettings)
+    # What the docker sandbox's commands may reach (`--network`; None: the
+    # default), within the operator's `network_ceiling` (NEO_NETWORK).
+    network: NetworkPolicy | None = None
+    # `--network-methods` alone: the default's methods.
+    network_methods: Methods | None = None
+    network_ceiling: NetworkPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +72,8 @@ class RunResult:
     cost_usd: float | None
     duration_ms: int
     session_id: str | None
+    # The hosts the egress proxy refused; None: no proxy could (the local sandbox).
+    blocked: tuple[Blocked, ...] | None = None
 
     def to_json(self) -> dict[str, JSON]:
         error: JSON = None
@@ -73,7 +90,12 @@ class RunResult:
             "cost_usd": self.cost_usd,
             "duration_ms": self.duration_ms,
             "session_id": self.session_id,
+            "network": None if self.blocked is None else {"blocked": _blocked_json(self.blocked)},
         }
+
+
+def _blocked_json(blocked: tuple[Blocked, ...]) -> list[JSON]:
+    return [{"host": b.host, "command": b.command, "reason": b.reason} for b in blocked]
 
 
 def failed(error: NeoError, started: float) -> RunResult:
@@ -126,14 +148,31 @@ async def run_headless(
             replace(meta, openai_auth=auth if auth != "api_key" else None),
             previous,
         )
+        docker = request.sandbox == "docker"
+        report = EgressReport()
         sandbox = open_sandbox(
-            request.sandbox, repo, job_id=meta.id, image=request.image, image_setting="--image"
+            request.sandbox,
+            repo,
+            job_id=meta.id,
+            image=request.image,
+            image_setting="--image",
+            network=_plan(request, ()) if docker else None,
+            report=report,
         )
         try:
             async with sandbox as box:
-                return await _run_agent(request, kit, box, session, on_event, stop, started)
+                result = await _run_agent(request, kit, box, session, on_event, stop, started)
         except SandboxError as error:
             return failed(error, started)
+        return replace(result, blocked=report.blocked) if docker else result
+
+
+def _plan(request: RunRequest, ecosystems: Sequence[str]) -> Plan:
+    """The run's network: `--network` (else the detected ecosystems), within NEO_NETWORK."""
+    asked = request.network
+    if asked is None and request.network_methods is not None:
+        asked = replace(default_policy(ecosystems), methods=request.network_methods)
+    return job_plan(asked, ecosystems, request.network_ceiling)
 
 
 def _resumed(settings: RunSettings, previous: Session | None) -> RunSettings:

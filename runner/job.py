@@ -47,7 +47,7 @@ from runner.git import (
 from runner.llm.fallback import models_of
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, Usage
-from runner.network import NetworkPolicy, plan
+from runner.network import Blocked, EgressReport, NetworkPolicy, Plan, job_plan
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
@@ -112,7 +112,13 @@ class JobSpec:
     sandbox: str = "docker"
     image: str | None = None
     setup: tuple[str, ...] = ()
-    setup_network: bool = False
+    # What the agent's commands may reach, as the repository's default branch
+    # asks (None: unset, the ecosystems setup detected), within the operator's
+    # `network_ceiling` (NEO_NETWORK; None: no bound); `network_notes` say how
+    # the repository's setting was read.
+    network: NetworkPolicy | None = None
+    network_ceiling: NetworkPolicy | None = None
+    network_notes: tuple[str, ...] = ()
     # Workflows run with the repository's secrets: the agent may not write
     # under WORKFLOWS_DIR unless the repository's configuration says so.
     allow_workflow_edits: bool = False
@@ -149,6 +155,10 @@ class JobResult:
     # Untracked caches and build output left out of the commit: each kind
     # (`__pycache__/`, `*.pyc`, ...) with how many files.
     generated: tuple[tuple[str, int], ...] = ()
+    # The hosts the egress proxy refused, each with the command that tried;
+    # what the job's network setting became (the operator's bound, an old key).
+    network_blocked: tuple[Blocked, ...] = ()
+    network_notes: tuple[str, ...] = ()
     summary: str = ""
     error_kind: str | None = None
     error_message: str | None = None
@@ -193,6 +203,9 @@ class _Progress:
     # A review job's: the diff under review, and the comments drafted on it.
     diff: str = ""
     review: ReviewCollector | None = None
+    # What the egress proxy refused, once the sandbox is gone; the network's notes.
+    egress: EgressReport = field(default_factory=EgressReport)
+    network_notes: tuple[str, ...] = ()
 
     @property
     def finished(self) -> TurnFinished | None:
@@ -329,6 +342,8 @@ async def _prepare_and_run_agent(
     project = project_context
     if project is None:
         project = await asyncio.to_thread(read_project_context, tree)
+    network = job_plan(spec.network, (), spec.network_ceiling)
+    progress.network_notes = (*spec.network_notes, *network.notes)
     briefing = Briefing(
         project,
         await _skills(spec, tree),
@@ -337,13 +352,13 @@ async def _prepare_and_run_agent(
             # Only a docker sandbox takes the network away (after setup).
             network=spec.sandbox != "docker",
             setup=spec.setup,
-            setup_network=spec.setup_network,
+            setup_network=not network.setup.off,
             pull_request=True,
             allow_workflow_edits=spec.allow_workflow_edits,
         ),
         spec.system_extra,
     )
-    async with _sandbox(spec, tree) as box:
+    async with _sandbox(spec, tree, network, progress.egress) as box:
         _mark(spec, "sandbox_ready")
         await _run_agent(spec, kit, box, tree, briefing, progress, on_event)
 
@@ -412,16 +427,19 @@ async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> t
 
 
 @contextlib.asynccontextmanager
-async def _sandbox(spec: JobSpec, tree: Path) -> AsyncIterator[Sandbox]:
-    """The spec's sandbox on `tree`, with the repository's setup commands run in it."""
+async def _sandbox(
+    spec: JobSpec, tree: Path, network: Plan, report: EgressReport
+) -> AsyncIterator[Sandbox]:
+    """The spec's sandbox on `tree`, with the repository's setup commands run in it;
+    `report` gets the requests its egress proxy refused."""
     async with open_sandbox(
         spec.sandbox,
         tree,
         job_id=spec.job_id,
         image=spec.image,
         setup=spec.setup,
-        # setup_network: setup may reach any public host, the agent nothing.
-        network=plan(NetworkPolicy(), None) if spec.setup_network else None,
+        network=network,
+        report=report,
         setup_timeout=SETUP_TIMEOUT,
     ) as box:
         yield box
@@ -702,6 +720,8 @@ def _result(
         blocked_paths=done.blocked,
         left_out=done.left_out,
         generated=done.generated,
+        network_blocked=progress.egress.blocked,
+        network_notes=progress.network_notes,
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,

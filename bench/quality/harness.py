@@ -29,6 +29,7 @@ from bot.worker.prompt import Post
 from bot.worker.spec import Identity, ThreadContext, job_spec
 from runner.job import JobResult, JobSpec, run
 from runner.llm.provider import Provider
+from runner.network import NetworkPolicy
 from runner.sandbox.base import SandboxError
 from runner.text import one_line
 from tests.fakes.git_server import FakeGitServer
@@ -48,6 +49,7 @@ class BenchSettings:
     sandbox_image: str
     sandbox: str = "docker"
     allowed_bots: frozenset[str] = frozenset()
+    network_ceiling: NetworkPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from bot.queue import SqliteQueue
 from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.errors import ConfigError, NeoError
+from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.text import one_line
 
 __all__ = ["EXIT_FAILED", "main", "run_action"]
@@ -281,6 +282,8 @@ class _ActionSettings:
     allowed_bots: frozenset[str]
     # Where jobs clone and push: GITHUB_SERVER_URL, the web host (GHES included).
     git_url: str
+    # NEO_NETWORK, as the service reads it.
+    network_ceiling: NetworkPolicy | None = None
 
 
 def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _ActionSettings:
@@ -290,7 +293,17 @@ def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _
         sandbox_image=os.environ.get("NEO_SANDBOX_IMAGE", "").strip() or DEFAULT_SANDBOX_IMAGE,
         allowed_bots=inputs.allowed_bots,
         git_url=context.server_url,
+        network_ceiling=_ceiling(os.environ.get("NEO_NETWORK")),
     )
+
+
+def _ceiling(text: str | None) -> NetworkPolicy | None:
+    if text is None:
+        return None
+    try:
+        return parse_list(text)
+    except BadEntry as error:
+        raise ConfigError(f"NEO_NETWORK: {error}") from None
 
 
 async def _first_of(first: asyncio.Event, second: asyncio.Event, timeout: float) -> None:

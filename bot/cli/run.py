@@ -21,9 +21,17 @@ from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.home import neo_home
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
+from runner.network import METHODS, BadEntry, NetworkPolicy, parse_list
 from runner.subagent import SubagentSettings
 
 __all__ = ["add_run_parser", "run_command"]
+
+# The operator's bound on every run's network, as the service reads it.
+NETWORK_VARIABLE = "NEO_NETWORK"
+LOCAL_NETWORK = (
+    "neo: the local sandbox cannot enforce a network policy: its commands have this"
+    " machine's network (--sandbox docker can)"
+)
 
 
 def add_run_parser(commands: Any) -> None:
@@ -36,6 +44,19 @@ def add_run_parser(commands: Any) -> None:
     run.add_argument("--repo", type=Path, help="working tree (default: current directory)")
     run.add_argument("--sandbox", choices=("local", "docker"), default="local")
     run.add_argument("--image", type=image_reference, help="sandbox image for --sandbox docker")
+    run.add_argument(
+        "--network",
+        metavar="off|LIST",
+        help="what --sandbox docker's commands may reach, through Neo's proxy: off, or"
+        " ecosystems and hosts separated by commas (default: the ecosystems automatic setup"
+        " detects); bounded by NEO_NETWORK",
+    )
+    run.add_argument(
+        "--network-methods",
+        choices=METHODS,
+        help="what plain HTTP may do through the proxy: read (GET, HEAD, OPTIONS) or all"
+        " (default: read)",
+    )
     run.add_argument("--provider", choices=PROVIDERS, help="model provider (default: anthropic)")
     run.add_argument("--model", help="model name (default: the provider's default)")
     run.add_argument(
@@ -113,6 +134,9 @@ def run_command(args: argparse.Namespace) -> int:
             sandbox=args.sandbox,
             image=args.image,
             resume=args.resume,
+            network=_network(args),
+            network_methods=args.network_methods,
+            network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE), args.sandbox),
             settings=RunSettings(
                 provider=args.provider,
                 model=args.model,
@@ -140,6 +164,29 @@ def run_command(args: argparse.Namespace) -> int:
         # A setting found wrong only once the run began: still the user's to fix.
         return EXIT_USAGE
     return EXIT_INTERRUPTED if result.error_type == "interrupted" else EXIT_FAILED
+
+
+def _network(args: argparse.Namespace) -> NetworkPolicy | None:
+    if args.sandbox == "local" and (args.network or args.network_methods):
+        print(LOCAL_NETWORK, file=sys.stderr)
+    if args.network is None:
+        return None
+    try:
+        # The user's own list: like the operator's, it may reach private addresses.
+        return parse_list(args.network, args.network_methods or "read", trusted=True)
+    except BadEntry as error:
+        raise ConfigError(f"--network: {error}") from None
+
+
+def _ceiling(text: str | None, sandbox: str) -> NetworkPolicy | None:
+    if text is None:
+        return None
+    if sandbox == "local":
+        print(LOCAL_NETWORK, file=sys.stderr)
+    try:
+        return parse_list(text)
+    except BadEntry as error:
+        raise ConfigError(f"{NETWORK_VARIABLE}: {error}") from None
 
 
 def _subagents(args: argparse.Namespace) -> SubagentSettings:

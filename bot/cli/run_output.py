@@ -93,6 +93,14 @@ class TextOutput:
         if result.result:
             self._out.write(result.result.rstrip("\n") + "\n")
             self._out.flush()
+        for blocked in result.blocked or ():
+            why = {"method": " (method)", "address": " (private address)"}.get(blocked.reason, "")
+            self._console.print(
+                f"[yellow]⊘[/] the proxy refused [bold]{escape(blocked.host)}[/]{why}"
+                f" [dim]· {escape(one_line(blocked.command, 80))}[/]"
+            )
+        if result.blocked:
+            self._console.print("[dim]  allow a host with --network (and NEO_NETWORK)[/]")
         if result.is_error:
             self._console.print(f"[red]neo: error:[/] {escape(result.error_message or '')}")
         cost = f" · ${result.cost_usd:.4f}" if result.cost_usd is not None else ""

@@ -17,7 +17,7 @@ from datetime import date
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.config.model import RepoConfig, Schedule
+from bot.config.model import RepoConfig
 from runner.errors import ConfigError
 
 __all__ = ["CONFIG_PATH", "MAX_CONFIG_BYTES", "RepoConfigError", "parse_repo_config"]
@@ -243,9 +243,24 @@ def _fields_at(loc: Sequence[int | str]) -> list[str]:
     """The field names valid where an unknown key at `loc` was found."""
     model: type[BaseModel] = RepoConfig
     for part in loc[:-1]:
-        if part == "schedules":
-            model = Schedule
+        if isinstance(part, str) and part in model.model_fields:
+            inner = _model_in(model.model_fields[part].annotation)
+            if inner is None:
+                return []
+            model = inner
     return list(model.model_fields)
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The model a field's type holds (`Schedule` in `tuple[Schedule, ...]`, `Network` in
+    `Literal["off"] | Network | None`), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _from_validation(error: ValidationError, source: str) -> RepoConfigError:

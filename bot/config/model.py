@@ -15,12 +15,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     field_validator,
     model_validator,
 )
 
 from bot.config.cron import Cron
 from runner.llm.types import Effort
+from runner.network import OFF, BadEntry, NetworkPolicy, parse_entry, policy_of
 from runner.sandbox.image import image_problem
 from runner.subagent import SubagentSettings
 
@@ -28,6 +30,7 @@ __all__ = [
     "Budgets",
     "CiRepair",
     "Fallback",
+    "Network",
     "Permission",
     "Provider",
     "RepoConfig",
@@ -252,6 +255,43 @@ class CiRepair(_Strict):
         return value
 
 
+class Network(_Strict):
+    """What the agent's commands may reach, through Neo's egress proxy."""
+
+    allow: tuple[str, ...] = Field(
+        default=(),
+        max_length=200,
+        description=(
+            "Ecosystems (`python`, `node`, `go`, `rust`, `ruby`, `github`: each stands for"
+            " its registries' hosts, listed below) and hosts: `example.com`, `*.example.com`"
+            " (the names under it), `example.com:8443`, an IP address with or without a"
+            " port. A host without a port is reached on 80 and 443 (HTTPS). Nothing else"
+            " is reachable."
+        ),
+    )
+    methods: Literal["read", "all"] = Field(
+        default="read",
+        description=(
+            "What plain HTTP may do: `read` (GET, HEAD, OPTIONS) or `all`. HTTPS to an"
+            " allowed host is allowed whatever its method, which the proxy cannot see"
+            " without breaking TLS."
+        ),
+    )
+
+    @field_validator("allow")
+    @classmethod
+    def _entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            try:
+                parse_entry(entry)
+            except BadEntry as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    def policy(self) -> NetworkPolicy:
+        return policy_of(self.allow, self.methods)
+
+
 class Subagents(_Strict):
     """The subagents a run may hand investigations to, and what they may spend."""
 
@@ -408,12 +448,21 @@ class RepoConfig(_Strict):
             "(e.g. `pip install -e .`). A failing command fails the run."
         ),
     )
-    setup_network: bool = Field(
-        default=False,
+    network: Literal["off"] | Network | None = Field(
+        default=None,
+        description=(
+            "What the agent's commands may reach, through Neo's egress proxy: `off`, or"
+            " `{allow: [...], methods: read}`; see [Network](#network). Unset: the"
+            " ecosystems automatic setup detected, read only."
+        ),
+    )
+    setup_network: bool | None = Field(
+        default=None,
         strict=True,
         description=(
-            "Whether the setup commands get network access (to install dependencies). "
-            "The agent's own commands never do."
+            "Replaced by `network`, and read as it when `network` is unset: `true` as"
+            " `network: {allow: []}` (setup reaches public hosts, the agent nothing),"
+            " `false` as `network: off`."
         ),
     )
     sandbox_image: _Text | None = Field(
@@ -490,6 +539,38 @@ class RepoConfig(_Strict):
         ):
             raise ValueError("is the same provider and model as the first; name another")
         return value
+
+    @field_validator("network", mode="wrap")
+    @classmethod
+    def _network(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        # Unquoted, YAML reads `off` as false.
+        if value is False or value == "off":
+            return "off"
+        # Validated as the one shape it can be, so an error names its field.
+        if isinstance(value, dict):
+            return Network.model_validate(value)
+        if value is None or isinstance(value, Network):
+            return handler(value)
+        raise ValueError("write `off`, or `{allow: [...], methods: read}`")
+
+    def network_policy(self) -> NetworkPolicy | None:
+        """The policy this file asks for; None: unset, the detected ecosystems'."""
+        if self.network == "off":
+            return OFF
+        if isinstance(self.network, Network):
+            return self.network.policy()
+        if self.setup_network is not None:
+            return NetworkPolicy() if self.setup_network else OFF
+        return None
+
+    def network_notes(self) -> tuple[str, ...]:
+        """What the report says of how the file's network was read."""
+        if self.setup_network is None:
+            return ()
+        if self.network is not None:
+            return ("`setup_network` is ignored: `network` replaces it",)
+        read = "network: {allow: []}" if self.setup_network else "network: off"
+        return (f"`setup_network` is read as `{read}`; write `network` instead",)
 
     @field_validator("trigger_label")
     @classmethod

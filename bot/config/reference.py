@@ -18,7 +18,16 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
-from bot.config.model import Budgets, CiRepair, Fallback, RepoConfig, Schedule, Subagents
+from bot.config.model import (
+    Budgets,
+    CiRepair,
+    Fallback,
+    Network,
+    RepoConfig,
+    Schedule,
+    Subagents,
+)
+from runner.network import ECOSYSTEMS
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
 
@@ -39,7 +48,7 @@ effort: high
 subagents: {max_parallel: 4, model: claude-haiku-4-5}  # or {enabled: false}
 setup:
   - pip install -e '.[dev]'
-setup_network: true  # setup installs packages; the agent itself stays offline
+network: {allow: [python, github, docs.example.com], methods: read}  # or: network: off
 trigger_label: neo
 allowed_users: [admin, maintain, write]
 allowed_bots: ["renovate[bot]"]
@@ -197,6 +206,24 @@ def reference_markdown() -> str:
         "be asked to go on. The App needs `checks: read` and `actions: read`.",
         "",
         *_table(CiRepair),
+        "",
+        "## Network",
+        "",
+        "The agent's commands reach the network only through an egress proxy Neo "
+        "starts for the job, in the Docker sandbox: `network` says what it lets "
+        "through, and the operator's `NEO_NETWORK` is the most it may be. `off` "
+        "starts no proxy. Setup reaches any public host (within `NEO_NETWORK`) unless "
+        "`network` is `off`. A refused request is listed in the report with the "
+        "command that made it. [The network](network.md) has the whole story.",
+        "",
+        *_table(Network),
+        "",
+        "| Ecosystem | Hosts |",
+        "|---|---|",
+        *(
+            f"| `{name}` | {', '.join(f'`{h}`' for h in hosts)} |"
+            for name, hosts in ECOSYSTEMS.items()
+        ),
         "",
         "## Schedules",
         "",

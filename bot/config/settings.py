@@ -24,6 +24,7 @@ from bot.config.prepared import PreparedSettings
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
+from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.sandbox.image import image_problem
 from runner.text import one_line
 
@@ -71,6 +72,9 @@ class Settings(PreparedSettings, BaseSettings):
     allow_local_sandbox: bool = False
     sandbox: Literal["docker", "local"] = "docker"
     sandbox_image: str = "neo-sandbox:local"
+    # The most network any repository's jobs may have: `off`, or a comma
+    # separated list of ecosystems and hosts. Unset: no bound.
+    network: str | None = None
     handle: str = "@neo"
     trigger_label: str = "neo"
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
@@ -103,6 +107,21 @@ class Settings(PreparedSettings, BaseSettings):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @field_validator("network")
+    @classmethod
+    def _network(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_list(value)
+            except BadEntry as error:
+                raise ValueError(str(error)) from None
+        return value
+
+    @property
+    def network_ceiling(self) -> NetworkPolicy | None:
+        """NEO_NETWORK as the bound of every job's network; None: no bound."""
+        return None if self.network is None else parse_list(self.network)
 
     @field_validator("sandbox")
     @classmethod

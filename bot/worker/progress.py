@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 
 from bot.github.markers import job_id_of, job_marker
 from bot.jobs import Conclusion
+from bot.worker.network_report import blocked_lines
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.agent.events import (
     Compacted,
@@ -30,6 +31,7 @@ from runner.agent.events import (
 )
 from runner.headless import RunResult
 from runner.llm.types import Usage
+from runner.network import Blocked
 from runner.skills import SkillsInvoked
 from runner.subagent import ChildFinished, ChildStarted, ChildTurn
 from runner.text import one_line
@@ -587,6 +589,9 @@ class Outcome:
     fallback_reason: str | None = None
     # Lines of the service's own about the run (a budget's ceiling or allowance).
     notes: tuple[str, ...] = ()
+    # Hosts the egress proxy refused, with the commands that tried; where the config is.
+    blocked_hosts: tuple[Blocked, ...] = ()
+    config_path: str = ".github/neo.yml"
 
     @classmethod
     def from_run(
@@ -758,6 +763,9 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             f" {_code(rest[-1])} did the rest of the work."
         )
     sections.extend(f"ℹ️ {note}" for note in outcome.notes)
+    if outcome.blocked_hosts:
+        blocked = blocked_lines(outcome.blocked_hosts, config_path=outcome.config_path, code=_code)
+        sections.append("\n".join(blocked))
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)
     if warnings:

@@ -23,6 +23,7 @@ from bot.worker.prompt import (
 from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.job import JobSpec
+from runner.network import NetworkPolicy
 
 __all__ = [
     "COMMENT_EVENTS",
@@ -56,6 +57,8 @@ class WorkerSettings(Protocol):
     def allowed_bots(self) -> frozenset[str]: ...
     @property
     def git_url(self) -> str: ...
+    @property
+    def network_ceiling(self) -> NetworkPolicy | None: ...
 
 
 @dataclass
@@ -240,7 +243,10 @@ def job_spec(
         sandbox=settings.sandbox,
         image=(config.sandbox_image or settings.sandbox_image) if docker else None,
         setup=config.setup,
-        setup_network=config.setup_network,
+        # The default branch's file only: a pull request's copy is never read.
+        network=config.network_policy(),
+        network_ceiling=settings.network_ceiling,
+        network_notes=config.network_notes(),
         allow_workflow_edits=config.allow_workflow_edits,
         co_author=co_author,
         bot_name=who.bot,

@@ -141,7 +141,7 @@ async def _conclude(
         cancelled_by=ran.cancelled_by,
         config_path=services.config.source.path,
     )
-    return replace(outcome, notes=notes) if notes else outcome
+    return replace(outcome, notes=(*outcome.notes, *notes)) if notes else outcome
 
 
 async def _submit_review(

@@ -59,6 +59,9 @@ def run_outcome(
         num_turns=result.num_turns,
         models=result.models,
         fallback_reason=result.fallback_reason,
+        notes=result.network_notes,
+        blocked_hosts=result.network_blocked,
+        config_path=config_path,
     )
 
 

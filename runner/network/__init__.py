@@ -4,6 +4,7 @@ from runner.network.accesses import Blocked, EgressReport
 from runner.network.ecosystems import ECOSYSTEMS
 from runner.network.hosts import BadEntry, Host
 from runner.network.policy import (
+    METHODS,
     OFF,
     Bounded,
     Ecosystem,
@@ -12,6 +13,7 @@ from runner.network.policy import (
     Plan,
     bound,
     default_policy,
+    job_plan,
     parse_entry,
     parse_list,
     plan,
@@ -21,6 +23,7 @@ from runner.network.policy import (
 
 __all__ = [
     "ECOSYSTEMS",
+    "METHODS",
     "OFF",
     "BadEntry",
     "Blocked",
@@ -33,6 +36,7 @@ __all__ = [
     "Plan",
     "bound",
     "default_policy",
+    "job_plan",
     "parse_entry",
     "parse_list",
     "plan",

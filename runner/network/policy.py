@@ -30,6 +30,7 @@ from runner.network.hosts import (
 )
 
 __all__ = [
+    "METHODS",
     "OFF",
     "READ_METHODS",
     "Bounded",
@@ -39,6 +40,7 @@ __all__ = [
     "Plan",
     "bound",
     "default_policy",
+    "job_plan",
     "parse_entry",
     "parse_list",
     "plan",
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 Methods = Literal["read", "all"]
+METHODS: tuple[Methods, ...] = ("read", "all")
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 _WORD = re.compile(r"[a-z][a-z0-9_-]*")
 
@@ -231,6 +234,14 @@ def bound(policy: NetworkPolicy, ceiling: NetworkPolicy | None) -> Bounded:
         found.append("the operator's NEO_NETWORK allows only read methods (GET, HEAD, OPTIONS)")
     policy = NetworkPolicy(items=tuple(dict.fromkeys(items)), methods=methods)
     return Bounded(policy, tuple(found))
+
+
+def job_plan(
+    asked: NetworkPolicy | None, ecosystems: Iterable[str], ceiling: NetworkPolicy | None
+) -> Plan:
+    """A job's network: what its repository asked for (None: `default_policy` of the
+    ecosystems automatic setup detected), within the operator's ceiling."""
+    return plan(asked if asked is not None else default_policy(ecosystems), ceiling)
 
 
 def plan(asked: NetworkPolicy, ceiling: NetworkPolicy | None) -> Plan:

@@ -1138,9 +1138,7 @@ async def test_the_system_prompt_states_setup_budget_and_where_the_summary_goes(
     make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, data_dir: Path
 ) -> None:
     edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-1", [])
-    spec = make_spec(
-        setup=("true", "test -f README.md"), max_turns=7, time_limit=120.0, setup_network=False
-    )
+    spec = make_spec(setup=("true", "test -f README.md"), max_turns=7, time_limit=120.0)
 
     result = await run(spec)
 
@@ -1203,10 +1201,11 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     assert "Co-authored-by: Mona Lisa <mona@example.com>" in git(origin, "log", "-1", commit)
     tool_result = fake_anthropic.requests[2].body["messages"][-1]["content"][0]
     assert "exit code: 0" in json.dumps(tool_result)
-    # The model is told the container is offline, though its setup was not.
+    # The model is told its commands reach nothing (the repository allows
+    # nothing); setup reached public hosts through the proxy.
     environment = system_texts(fake_anthropic)[0][-1]
     assert "Network: none." in environment
-    assert "ran before you started, without network access" in environment
+    assert "ran before you started, with network access" in environment
     assert seen == [data_dir / "workspaces" / "job-docker"]
     assert_no_token_sent(fake_anthropic)
     assert not (data_dir / "workspaces" / "job-docker").exists()

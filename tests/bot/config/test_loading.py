@@ -30,7 +30,8 @@ def test_an_empty_file_means_every_default(text: str | bytes) -> None:
     assert config.openai_auth == "api_key"
     assert (config.max_turns, config.time_limit) == (100, 30)
     assert config.setup == ()
-    assert config.setup_network is False
+    assert config.setup_network is None
+    assert config.network is None
     assert config.sandbox_image is None
     assert config.trigger_label == "neo"
     assert config.allowed_users == ("admin", "maintain", "write")
@@ -96,6 +97,35 @@ def test_the_source_names_the_file() -> None:
         ("max_turns: true", "max_turns: Input should be a valid integer", "max_turns"),
         ("draft: 1", "draft: Input should be a valid boolean", "draft"),
         ("setup_network: 'yes'", "setup_network: Input should be a valid boolean", "setup_network"),
+        (
+            "network: {allow: [python, pyhton]}",
+            "network.allow: unknown ecosystem 'pyhton' (one of: python, node, go, rust, ruby,"
+            " github; a host needs its domain, e.g. example.com)",
+            "network.allow",
+        ),
+        (
+            "network: {allow: ['https://pypi.org']}",
+            "network.allow: 'https://pypi.org' is a URL: write its host alone, e.g. example.com",
+            "network.allow",
+        ),
+        (
+            "network: {allow: [169.254.169.254]}",
+            "network.allow: '169.254.169.254' is never reachable (loopback, link-local,"
+            " multicast or reserved address)",
+            "network.allow",
+        ),
+        (
+            "network: {allow: [python], methods: write}",
+            "network.methods: Input should be 'read' or 'all'",
+            "network.methods",
+        ),
+        ("network: on", "network: write `off`, or `{allow: [...], methods: read}`", "network"),
+        ("network: {allow: python}", "network.allow: Input should be a list", "network.allow"),
+        (
+            "network: {alow: [python]}",
+            "unknown field 'network.alow' (did you mean 'allow'?)",
+            "network.alow",
+        ),
         ("model: 4", "model: Input should be a valid string", "model"),
         ("setup: make test", "setup: Input should be a list", "setup"),
         ("setup: [make, 1]", "setup[1]: Input should be a valid string", "setup[1]"),

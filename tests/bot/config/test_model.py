@@ -15,7 +15,7 @@ time_limit: 240
 setup:
   - uv sync
   - npm ci
-setup_network: true
+network: {allow: [python, "*.example.com", "10.0.0.5:8080"], methods: all}
 sandbox_image: ghcr.io/acme/sandbox:1.2
 trigger_label: ai-help
 allowed_users: [admin, maintain]
@@ -37,6 +37,39 @@ schedules:
 # --- valid files ------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("text", "policy", "notes"),
+    [
+        ("", None, ()),
+        ("network: off", "off", ()),
+        ("network: 'off'", "off", ()),
+        ("network: {}", "nothing (read)", ()),
+        ("network: {allow: [github, pypi.org]}", "github, pypi.org (read)", ()),
+        (
+            "setup_network: true",
+            "nothing (read)",
+            ("`setup_network` is read as `network: {allow: []}`; write `network` instead",),
+        ),
+        (
+            "setup_network: false",
+            "off",
+            ("`setup_network` is read as `network: off`; write `network` instead",),
+        ),
+        (
+            "setup_network: true\nnetwork: {allow: [node]}",
+            "node (read)",
+            ("`setup_network` is ignored: `network` replaces it",),
+        ),
+    ],
+)
+def test_the_network_a_file_asks_for(text: str, policy: str | None, notes: tuple[str, ...]) -> None:
+    config = parse_repo_config(text)
+
+    asked = config.network_policy()
+    assert (str(asked) if asked is not None else None) == policy
+    assert config.network_notes() == notes
+
+
 def test_a_full_file_is_read() -> None:
     config = parse_repo_config(FULL)
 
@@ -44,7 +77,10 @@ def test_a_full_file_is_read() -> None:
     assert config.model == "anthropic/claude-sonnet-4.5"
     assert (config.max_turns, config.time_limit) == (500, 240)
     assert config.setup == ("uv sync", "npm ci")
-    assert config.setup_network is True
+    policy = config.network_policy()
+    assert policy is not None
+    assert [str(item) for item in policy.items] == ["python", "*.example.com", "10.0.0.5:8080"]
+    assert policy.methods == "all"
     assert config.sandbox_image == "ghcr.io/acme/sandbox:1.2"
     assert config.trigger_label == "ai-help"
     assert config.allowed_users == ("admin", "maintain")

@@ -25,6 +25,7 @@ def test_defaults_follow_the_contract(tmp_path: Path) -> None:
     assert settings.sandbox_image == "neo-sandbox:local"
     assert settings.workers == 2
     assert settings.worker_lease == 60
+    assert settings.network_ceiling is None  # no bound
     assert settings.webhook_secret.get_secret_value() == "s3cret"
     assert "s3cret" not in repr(settings)
 
@@ -39,6 +40,7 @@ def test_values_are_read_and_normalised() -> None:
             "NEO_HANDLE": "@helper",
             "NEO_WORKERS": "0",
             "NEO_WORKER_LEASE": "2",
+            "NEO_NETWORK": "python, artifactory.corp.example:8443",
             "UNRELATED": "ignored",
         }
     )
@@ -49,6 +51,14 @@ def test_values_are_read_and_normalised() -> None:
     assert settings.handle == "@helper"
     assert settings.workers == 0  # receive and queue only
     assert settings.worker_lease == 2
+    ceiling = settings.network_ceiling
+    assert ceiling is not None
+    assert [str(item) for item in ceiling.items] == ["python", "artifactory.corp.example:8443"]
+    # The operator's hosts may be private addresses.
+    assert all(host.trusted for host in ceiling.hosts)
+    off = load_settings({**BASE, "NEO_NETWORK": "off"}).network_ceiling
+    assert off is not None
+    assert off.off
 
 
 @pytest.mark.parametrize(
@@ -81,6 +91,12 @@ def test_values_are_read_and_normalised() -> None:
             {"NEO_BUDGET_INSTALLATION_DAILY_CEILING_USD": "lots"},
             "NEO_BUDGET_INSTALLATION_DAILY_CEILING_USD: Input should be a valid number",
         ),
+        (
+            {"NEO_NETWORK": "python,pyhton"},
+            "NEO_NETWORK: unknown ecosystem 'pyhton' (one of: python, node, go, rust, ruby,",
+        ),
+        ({"NEO_NETWORK": ","}, "NEO_NETWORK: an empty list (write `off` for no network)"),
+        ({"NEO_NETWORK": "127.0.0.1:8080"}, "NEO_NETWORK: '127.0.0.1:8080' is never reachable"),
         ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
         ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
         ({"NEO_SANDBOX": "local"}, "NEO_SANDBOX: local runs the model's commands on this host"),

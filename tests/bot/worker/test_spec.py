@@ -22,6 +22,7 @@ from bot.worker.spec import (
     work_branch,
 )
 from runner.errors import ConfigError
+from runner.network import NetworkPolicy
 from runner.subagent import SubagentSettings
 
 REQUEST = JobRequest(
@@ -47,6 +48,7 @@ class _Settings:
     sandbox_image: str = "neo-sandbox:local"
     allowed_bots: frozenset[str] = field(default_factory=frozenset)
     git_url: str = "https://github.com"
+    network_ceiling: NetworkPolicy | None = None
 
 
 def job(request: JobRequest = REQUEST) -> Job:

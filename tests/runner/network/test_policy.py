@@ -13,6 +13,7 @@ from runner.network import (
     NetworkPolicy,
     bound,
     default_policy,
+    job_plan,
     parse_entry,
     parse_list,
     plan,
@@ -273,3 +274,16 @@ def test_a_plan_is_the_bounded_agent_policy_and_its_setup() -> None:
     assert not job.off
     assert plan(OFF, None).off
     assert str(plan(NetworkPolicy(), None).setup) == "any public host (all)"
+
+
+def test_a_job_without_network_gets_the_detected_ecosystems() -> None:
+    detected = job_plan(None, ["node"], None)
+    assert str(detected.agent) == "node (read)"
+    assert detected.setup.anywhere
+
+    asked = job_plan(policy_of(["github"]), ["node"], None)
+    assert str(asked.agent) == "github (read)"
+
+    bounded = job_plan(None, ["node", "python"], parse_list("python"))
+    assert str(bounded.agent) == "python (read)"
+    assert bounded.notes == ("the operator's NEO_NETWORK does not allow node",)
