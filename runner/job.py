@@ -29,6 +29,7 @@ from runner import git as host_git
 from runner.agent import Event, TurnFinished, TurnStarted
 from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
 from runner.budget import ran_out
+from runner.closing import inert_closing_keywords
 from runner.context import Environment
 from runner.context import project_context as read_project_context
 from runner.context.prompt import WORKFLOWS_DIR
@@ -653,9 +654,12 @@ async def _publish(
                 WORKFLOWS_DIR,
             )
     co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
+    # The message quotes others' text (an issue's title, the model's summary):
+    # none of it may close an issue when the commit reaches the default branch.
+    message = inert_closing_keywords(spec.commit_message or _default_message(spec, progress))
     commit = await commit_all(
         tree,
-        spec.commit_message or _default_message(spec, progress),
+        message,
         author_name=spec.bot_name,
         author_email=spec.bot_email,
         co_authors=co_authors,
