@@ -84,8 +84,8 @@ relay_to() {{
         wait "$relay" 2>/dev/null
         rm -f "$sock"
     fi
-    setsid socat UNIX-LISTEN:"$sock",fork,unlink-early,mode=0666,backlog=128 \\
-        TCP:127.0.0.1:"$1" &
+    setsid socat -b 262144 UNIX-LISTEN:"$sock",fork,unlink-early,mode=0666,backlog=128 \\
+        TCP:127.0.0.1:"$1",nodelay &
     relay=$!
     until [ -S "$sock" ]; do sleep 0.02; done
 }}

@@ -23,22 +23,39 @@ from docker.types import IPAMConfig, IPAMPool
 from runner.network.proxy import EGRESS_IMAGE
 from tests.runner.sandbox.conftest import BUILD_IMAGES, SANDBOX_IMAGE, docker_client
 
-__all__ = ["Servers", "docker_client", "egress_image", "servers"]
+__all__ = ["Servers", "docker_client", "egress_image", "pattern", "servers"]
 
 LABEL = "neo.test"
 
 # An HTTP/1.1 server on 80, 443, 8000 and 8443 (plain HTTP on all: CONNECT
-# only needs a port to tunnel to). It answers "<name> <method> <path>", and
-# /redirect?to=URL with a 302 to URL.
+# only needs a port to tunnel to). It answers "<name> <method> <path>";
+# /redirect?to=URL with a 302 to URL; /bytes/N with N bytes of `pattern(N)`;
+# a request with a body with the body's sha256 too.
 SERVER = r"""
-import http.server, sys, threading
+import hashlib, http.server, sys, threading
 name = sys.argv[1]
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def answer(self):
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
+        body = self.rfile.read(length) if length else b""
+        if self.path.startswith("/bytes/"):
+            size = int(self.path[7:])
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            block = bytes(range(256)) * 4096
+            while size:
+                self.wfile.write(block[:size])
+                size -= min(size, len(block))
+            return
+        if body:
+            body = hashlib.sha256(body).hexdigest().encode() + b"\n"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path.startswith("/redirect?to="):
             self.send_response(302)
             self.send_header("Location", self.path.split("=", 1)[1])
@@ -60,6 +77,11 @@ for port in (80, 443, 8000, 8443):
 print("serving", flush=True)
 threading.Event().wait()
 """
+
+
+def pattern(size: int) -> bytes:
+    """What /bytes/`size` answers."""
+    return (bytes(range(256)) * (size // 256 + 1))[:size]
 
 
 @dataclass(frozen=True)

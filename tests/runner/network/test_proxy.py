@@ -10,6 +10,7 @@ their own.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import signal
@@ -32,7 +33,7 @@ from runner.sandbox.factory import open_sandbox
 from runner.sandbox.preparing import open_prepared
 from runner.sandbox.requests import EnvironmentRequest
 from runner.sandbox.setup_plan import explicit_plan
-from tests.runner.network.conftest import Servers
+from tests.runner.network.conftest import Servers, pattern
 from tests.runner.sandbox.conftest import REPO, SANDBOX_IMAGE
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -203,6 +204,21 @@ async def test_nothing_is_reached_without_the_proxy(
 
 
 @in_module_loop
+async def test_large_and_concurrent_transfers_arrive_whole(shared: Shared) -> None:
+    size = 48 * 1024 * 1024
+    expected = hashlib.sha256(pattern(size)).hexdigest()
+
+    got = await sh(shared.sandbox, f"curl -sS http://web.test/bytes/{size} | sha256sum")
+    assert got.split()[0] == expected
+    # Through CONNECT too, as HTTPS would.
+    got = await sh(shared.sandbox, f"curl -sS -p http://web.test:443/bytes/{size} | sha256sum")
+    assert got.split()[0] == expected
+    many = "for i in $(seq 40); do curl -s -o /dev/null -w '%{http_code}\\n' http://web.test/$i &"
+    many += " done; wait"
+    assert (await sh(shared.sandbox, many)).split() == ["200"] * 40
+
+
+@in_module_loop
 async def test_commands_are_pointed_at_the_relay(shared: Shared) -> None:
     env = await sh(shared.sandbox, "env")
 
@@ -265,9 +281,12 @@ async def test_all_methods_let_post_through(
             tmp_path, image=SANDBOX_IMAGE, job_id="test-all", egress=proxy, client=docker_client
         ) as sandbox,
     ):
-        assert await sh(sandbox, "curl -sS -X POST -d x=1 http://web.test/form") == (
-            "web POST /form"
-        )
+        assert await sh(sandbox, "curl -sS -X POST http://web.test/form") == "web POST /form"
+        # A body of 8 MiB goes up whole: the server answers with its sha256.
+        upload = "head -c 8388608 /dev/urandom > up.bin; sha256sum up.bin | cut -c1-64;"
+        upload += " curl -sS -X PUT --data-binary @up.bin http://web.test/up"
+        first, second = (await sh(sandbox, upload)).splitlines()
+        assert first == second
         assert await sh(sandbox, f"{CURL} -X DELETE http://web.test/") == "200 000"
 
 
