@@ -1,4 +1,6 @@
-"""What a service that cannot be reached says, and settings no request can use (pure).
+"""What a service that cannot be reached says, and settings no request can use.
+
+Pure but for `proxy_for`, which reads the environment's proxy variables.
 
 Model providers (runner/llm) and GitHub (bot/github) alike: a connection
 failure is one line naming the host, the cause and what to check:
@@ -117,7 +119,7 @@ def request_url(error: BaseException) -> URL | None:
 
 def _where(url: URL | None) -> str:
     if url is None or not url.host:
-        return "the provider"
+        return "the server"
     port = url.port or (443 if url.scheme == "https" else 80)
     host = f"[{url.host}]" if ":" in url.host else url.host
     return f"{host}:{port}"
@@ -191,7 +193,7 @@ def describe(endpoint: Endpoint, error: BaseException, *, proxy: str | None = No
         return Failure(line, connect=False)
     cause = cause or "connection failed"
     if proxy is not None:
-        target = f"the proxy {_where(httpx2.URL(proxy))} for {_where(url)}"
+        target = f"the proxy {_proxy_where(proxy)} for {_where(url)}"
         advice = "check HTTPS_PROXY and the network"
     else:
         target = _where(url)
@@ -199,6 +201,13 @@ def describe(endpoint: Endpoint, error: BaseException, *, proxy: str | None = No
         if not endpoint.base_variable:
             advice = "check the network"
     return Failure(f"{name}: cannot connect to {target}: {cause} ({advice})", connect=True)
+
+
+def _proxy_where(proxy: str) -> str:
+    try:
+        return _where(httpx2.URL(proxy))
+    except (httpx2.InvalidURL, ValueError):
+        return shown_url(proxy)
 
 
 def _is_transport(error: BaseException) -> bool:
