@@ -9,7 +9,10 @@ directory, and times it from the start of the process to its exit:
 - bad URL: ANTHROPIC_BASE_URL='http://[::1' (exit 2 expected).
 
 Prints, per case, the median wall time over the runs, the exit status, the
-number of retry lines and the last line of the output. `--source DIR` runs
+number of retry lines and the last line of the output; then the offline and
+refused cases less the bad URL's time, which is Neo's start-up alone (it
+exits before any call), so that a loaded machine's slow imports do not hide
+what the network part costs. `--source DIR` runs
 the code of another checkout of Neo (with this one's environment), to
 compare before and after a change:
 
@@ -86,13 +89,20 @@ def main() -> None:
     else:
         print("offline: skipped (needs root and unshare)")
     print(f"neo run from {args.source}, {args.runs} runs each")
+    medians: dict[str, float] = {}
     for name, env, offline in cases:
         outcomes = [run_once(args.source, env, offline=offline) for _ in range(args.runs)]
-        median = statistics.median(o.seconds for o in outcomes)
+        medians[name] = statistics.median(o.seconds for o in outcomes)
         last = outcomes[-1]
         print(
-            f"{name:8} {median:6.1f} s  exit {last.status}  {last.retries} retry lines  {last.last}"
+            f"{name:8} {medians[name]:6.1f} s  exit {last.status}  {last.retries} retry lines"
+            f"  {last.last}"
         )
+    # The bad URL is refused before any call: its time is Neo's start-up.
+    start = medians["bad URL"]
+    for name in ("offline", "refused"):
+        if name in medians:
+            print(f"{name}: {medians[name] - start:.1f} s after start-up ({start:.1f} s)")
 
 
 if __name__ == "__main__":
