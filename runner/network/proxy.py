@@ -111,6 +111,7 @@ class EgressProxy:
         self._plan = plan
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
+        self._booting: asyncio.Task[None] | None = None
         self._said: dict[str, asyncio.Event] = {"ready": asyncio.Event(), "agent": asyncio.Event()}
         self._ended = asyncio.Event()
         self._stderr = bytearray()
@@ -128,10 +129,11 @@ class EgressProxy:
         networks: Sequence[str] = (EGRESS_NETWORK,),
         image: str = EGRESS_IMAGE,
     ) -> AsyncIterator[EgressProxy]:
-        """A running proxy for `plan`, in setup's phase; removed, with its
-        socket's volume, when the block ends. `networks` are the Docker
-        networks it reaches the outside from, the first created if it is
-        Neo's own and missing."""
+        """A proxy for `plan`, in setup's phase, started (squid still coming
+        up: `ready` waits for it, so the sandbox starts meanwhile); removed,
+        with its socket's volume, when the block ends. `networks` are the
+        Docker networks it reaches the outside from, the first created if it
+        is Neo's own and missing."""
         if plan.off or not networks:
             raise ValueError("an egress proxy needs a plan that is not off, and a network")
         config = squid_config(plan.agent, plan.setup)
@@ -152,8 +154,15 @@ class EgressProxy:
     def container(self) -> str:
         return self._name
 
+    async def ready(self) -> None:
+        """Wait until squid listens and the socket leads to it."""
+        if self._booting is not None:
+            await self._booting
+        await self._wait_for("ready", "the egress proxy did not start")
+
     async def agent_phase(self) -> None:
         """From now on the socket leads to the agent's policy; setup's connections end."""
+        await self.ready()
         if self._writer is None or self._ended.is_set():
             raise SandboxError(self._failure("the egress proxy stopped"))
         self._writer.write(b"agent\n")
@@ -169,6 +178,10 @@ class EgressProxy:
     async def aclose(self) -> None:
         """End stdin (squid stops, its last lines are read) and remove it all; safe twice."""
         try:
+            if self._booting is not None:
+                # The engine's start goes on in its thread whatever happens here.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(self._booting), _STOP_TIMEOUT)
             if self._writer is not None:
                 self._writer.close()
                 with contextlib.suppress(ConnectionError, OSError):
@@ -228,20 +241,28 @@ class EgressProxy:
             raise SandboxError(f"cannot create the egress proxy: {one_line(error)}") from None
 
     async def _open(self, config: str) -> None:
+        """Attach, then start it in the background: a container with a network
+        takes the engine most of a second to start, time the sandbox's own
+        start can use (`ready` waits for both)."""
         api = self._client.api
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         try:
             attached = await asyncio.to_thread(api.attach_socket, self._name, params=params)
             own = plain_socket(attached)
-            await asyncio.to_thread(api.start, self._name)
         except DockerException as error:
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
         reader, self._writer = await asyncio.open_connection(sock=own)
         self._reader_task = asyncio.create_task(self._read(reader))
+        self._booting = asyncio.create_task(self._boot(self._writer, config))
+
+    async def _boot(self, writer: asyncio.StreamWriter, config: str) -> None:
+        try:
+            await asyncio.to_thread(self._client.api.start, self._name)
+        except DockerException as error:
+            raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
         data = config.encode()
-        self._writer.write(b"%d\n" % len(data) + data)
-        await self._writer.drain()
-        await self._wait_for("ready", "the egress proxy did not start")
+        writer.write(b"%d\n" % len(data) + data)
+        await writer.drain()
 
     async def _wait_for(self, word: str, failure: str) -> None:
         said = asyncio.create_task(self._said[word].wait())

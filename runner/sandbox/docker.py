@@ -114,6 +114,8 @@ class Egress(Protocol):
     @property
     def volume(self) -> str: ...
 
+    async def ready(self) -> None: ...
+
     async def agent_phase(self) -> None: ...
 
 
@@ -482,6 +484,9 @@ class DockerSandbox:
                 proxy_env=proxy_env,
             )
             await sandbox._open(egress=egress is not None)
+            if egress is not None:
+                # Started before the sandbox, it came up meanwhile.
+                await egress.ready()
             if env_root:
                 await sandbox._give_env_root(loan.user)
             if egress is not None and phase == "agent":
