@@ -170,7 +170,7 @@ CMD ["bash"]
 # socat relays the unix socket the sandbox is given to squid's port. No Neo
 # code and no configuration live here: the runner sends squid.conf and the
 # script that starts both over the container's stdin. Before the service
-# stages, so that building `--target egress` never needs a build context.
+# stages, so that building `--target egress` needs only the sandbox's context.
 # ---------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS egress
 
