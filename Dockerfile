@@ -198,6 +198,22 @@ RUN apt-get update \
 # here takes its owner from the image.
 RUN install -d -o proxy -g proxy -m 0755 /run/neo-egress
 
+# What a refused request gets back, for the model reading a command's output
+# (runner/network/squid.py names them in deny_info); squid fills in %M, %U, %H.
+RUN cd /usr/share/squid-langpack/templates \
+    && printf '%s\n' \
+        "Neo's egress proxy refused %M %U: %H is not a host (or port) this job's network allows." \
+        "The job's report lists it; the repository's network.allow in .github/neo.yml can allow it." \
+        > ERR_NEO_HOST \
+    && printf '%s\n' \
+        "Neo's egress proxy refused %M %U: this job's network allows only GET, HEAD and OPTIONS" \
+        "in plain HTTP (network.methods: read). The job's report lists it." \
+        > ERR_NEO_METHOD \
+    && printf '%s\n' \
+        "Neo's egress proxy refused %M %U: %H is at a private or local address, which only" \
+        "the operator's NEO_NETWORK can open. The job's report lists it." \
+        > ERR_NEO_ADDRESS
+
 USER proxy
 
 # ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from runner.network.hosts import NEVER_RANGES, PLAIN_PORT, PRIVATE_RANGES, TLS_PORT, Host
 from runner.network.policy import READ_METHODS, NetworkPolicy
@@ -60,6 +61,8 @@ max_filedescriptors 4096
 read_ahead_gap 4 MB
 shutdown_lifetime 0 seconds
 logfile_rotate 0
+# English pages only, Neo's among them (ERR_NEO_*: the egress image writes them).
+error_directory /usr/share/squid/errors/templates
 
 # One line per request on stdout, which the runner parses; never shown raw.
 logformat neo %ts.%03tu %>a %rm %>rd %>rP %Ss %>Hs %{{phase}}note
@@ -77,6 +80,14 @@ acl read_method method {" ".join(READ_METHODS)}
 acl literal dstdom_regex -n -i ^[0-9.]+$ ^\\[?[0-9a-f.]*:[0-9a-f:.]*\\]?$
 acl never_address dst {" ".join(NEVER_RANGES)}
 acl private_address dst {" ".join(PRIVATE_RANGES)}
+# Each refusing rule ends on one of these, which always match: squid answers
+# a refusal with the deny_info page of the last ACL its rule checked.
+acl refuse_host src all
+acl refuse_method src all
+acl refuse_address src all
+deny_info ERR_NEO_HOST refuse_host
+deny_info ERR_NEO_METHOD refuse_method
+deny_info ERR_NEO_ADDRESS refuse_address
 """
 
 
@@ -84,37 +95,36 @@ def squid_config(agent: NetworkPolicy, setup: NetworkPolicy) -> str:
     """The whole squid.conf of a job whose agent has `agent` and setup `setup`."""
     if agent.off or setup.off:
         raise ValueError("no proxy runs for a policy that is off")
+    phases = [_phase("a", "agent_port", agent), _phase("s", "setup_port", setup)]
+    trusted = [name for phase in phases for name in phase.trusted]
     lines = [_BASE]
-    trusted: list[str] = []
-    rules: list[str] = []
-    for prefix, port_acl, policy in (("a", "agent_port", agent), ("s", "setup_port", setup)):
-        acls, phase_rules, phase_trusted = _phase(prefix, port_acl, policy)
-        lines.extend(acls)
-        rules.extend(phase_rules)
-        trusted.extend(phase_trusted)
+    for phase in phases:
+        lines.extend(phase.acls)
     if trusted:
         lines.append(f"acl trusted any-of {' '.join(trusted)}")
     lines.append("")
     lines.append("# Each phase admits its policy's hosts, ports and methods ...")
-    lines.extend(rules)
+    for phase in phases:
+        lines.extend(phase.rules)
     lines.append("# ... and neither reaches these addresses, whatever a name resolves to.")
-    lines.append("http_access deny never_address")
-    lines.append(
-        "http_access deny private_address !trusted"
-        if trusted
-        else "http_access deny private_address"
-    )
+    lines.append("http_access deny never_address refuse_address")
+    lines.append(f"http_access deny private_address{' !trusted' if trusted else ''} refuse_address")
     lines.append("http_access allow agent_port")
     lines.append("http_access allow setup_port")
-    lines.append("http_access deny all")
+    lines.append("http_access deny all refuse_host")
     lines.append("")
     return "\n".join(lines)
 
 
-def _phase(
-    prefix: str, port_acl: str, policy: NetworkPolicy
-) -> tuple[list[str], list[str], list[str]]:
-    """The ACLs of one phase, its http_access rules, and its trusted hosts' ACL names."""
+@dataclass(frozen=True, slots=True)
+class _Phase:
+    acls: list[str]
+    rules: list[str]
+    trusted: list[str]  # the ACLs of its hosts the operator listed
+
+
+def _phase(prefix: str, port_acl: str, policy: NetworkPolicy) -> _Phase:
+    """The ACLs and http_access rules of one phase."""
     acls: list[str] = []
     plain: list[str] = []
     tls: list[str] = []
@@ -135,13 +145,13 @@ def _phase(
     if plain:
         acls.append(f"acl {prefix}_plain any-of {' '.join(plain)}")
         acls.append(f"acl {prefix}_tls any-of {' '.join(tls)}")
-        rules.append(f"http_access deny {port_acl} CONNECT !{prefix}_tls")
-        rules.append(f"http_access deny {port_acl} !CONNECT !{prefix}_plain")
+        rules.append(f"http_access deny {port_acl} CONNECT !{prefix}_tls refuse_host")
+        rules.append(f"http_access deny {port_acl} !CONNECT !{prefix}_plain refuse_host")
     else:
-        rules.append(f"http_access deny {port_acl}")
+        rules.append(f"http_access deny {port_acl} refuse_host")
     if policy.methods == "read":
-        rules.append(f"http_access deny {port_acl} !CONNECT !read_method")
-    return acls, rules, trusted
+        rules.append(f"http_access deny {port_acl} !CONNECT !read_method refuse_method")
+    return _Phase(acls, rules, trusted)
 
 
 def _host_acls(name: str, host: Host) -> Iterator[str]:

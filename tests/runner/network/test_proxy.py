@@ -135,6 +135,28 @@ async def test_post_is_refused_under_read(shared: Shared) -> None:
 
 
 @in_module_loop
+async def test_a_refusal_says_why_to_the_command(shared: Shared) -> None:
+    # (After the POST test: the report keeps each host's first refusal.)
+    # The body a plain HTTP client prints: one line for the model, no squid page.
+    host = await sh(shared.sandbox, "curl -sS 'http://other.test/x?token=secret'")
+    method = await sh(shared.sandbox, "curl -sS -X DELETE http://web.test/x")
+    address = await sh(shared.sandbox, "curl -sS http://private.test/x")
+
+    assert host.startswith(
+        "Neo's egress proxy refused GET http://other.test/x?: other.test is not a host (or port)"
+        " this job's network allows."
+    )
+    assert "secret" not in host  # squid strips the query from what it shows and logs
+    assert method.startswith(
+        "Neo's egress proxy refused DELETE http://web.test/x: this job's network allows only GET,"
+    )
+    assert address.startswith(
+        "Neo's egress proxy refused GET http://private.test/x: private.test is at a private or"
+        " local address"
+    )
+
+
+@in_module_loop
 async def test_connect_to_a_port_other_than_443_is_refused(shared: Shared) -> None:
     for port in (8443, 80, 22):
         assert await sh(shared.sandbox, f"{CURL} -p http://web.test:{port}/") == "000 403"

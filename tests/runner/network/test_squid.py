@@ -34,14 +34,14 @@ def test_a_request_no_one_allowed_is_refused_before_any_address_is_looked_up() -
     first_dst = next(n for n, rule in enumerate(rules) if "_address" in rule)
     assert all("deny agent_port" in r or "deny setup_port" in r for r in rules[:first_dst])
     assert rules[-5:] == [
-        "http_access deny never_address",
-        "http_access deny private_address",
+        "http_access deny never_address refuse_address",
+        "http_access deny private_address refuse_address",
         "http_access allow agent_port",
         "http_access allow setup_port",
-        "http_access deny all",
+        "http_access deny all refuse_host",
     ]
-    assert "http_access deny agent_port !CONNECT !read_method" in rules
-    assert "http_access deny setup_port !CONNECT !read_method" not in rules
+    assert "http_access deny agent_port !CONNECT !read_method refuse_method" in rules
+    assert not any(r.startswith("http_access deny setup_port !CONNECT !read") for r in rules)
     # Names match as written, without a reverse lookup of an address.
     assert "acl a1_match dstdomain -n pypi.org" in config
     assert "acl a4_match dstdom_regex -n -i \\.example\\.com$" in config
@@ -52,14 +52,14 @@ def test_a_request_no_one_allowed_is_refused_before_any_address_is_looked_up() -
 def test_the_operators_hosts_may_reach_private_addresses() -> None:
     config = squid_config(*_phases("a ceiling with trusted hosts"))
 
-    assert "http_access deny private_address !trusted" in config
+    assert "http_access deny private_address !trusted refuse_address" in config
     assert "acl trusted any-of" in config
 
 
 def test_an_agent_allowed_nothing_is_refused_everything() -> None:
     config = squid_config(*_phases("nothing for the agent, anywhere for setup"))
 
-    assert "http_access deny agent_port" in _rules(config)
+    assert "http_access deny agent_port refuse_host" in _rules(config)
     assert "acl s_anywhere_tls port 443" in config
 
 
