@@ -483,6 +483,27 @@ async def test_a_missing_network_is_one_clear_error(
     assert _job_objects(docker_client, "test-no-net") == {"containers": [], "volumes": []}
 
 
+async def test_a_missing_proxy_image_is_one_clear_error(
+    docker_client: DockerClient, servers: Servers
+) -> None:
+    from runner.sandbox.base import SandboxError
+
+    with pytest.raises(SandboxError) as raised:
+        async with EgressProxy.start(
+            docker_client,
+            job_id="test-no-image",
+            plan=plan(NetworkPolicy(), None),
+            networks=servers.networks,
+            image="neo-no-such-egress:never",
+        ):
+            pass
+
+    assert str(raised.value) == (
+        "egress proxy image neo-no-such-egress:never not found (build it with scripts/build-images)"
+    )
+    assert _job_objects(docker_client, "test-no-image") == {"containers": [], "volumes": []}
+
+
 RUNNER = """
 import asyncio, json, sys
 from pathlib import Path
