@@ -136,7 +136,7 @@ def run_command(args: argparse.Namespace) -> int:
             resume=args.resume,
             network=_network(args),
             network_methods=args.network_methods,
-            network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE), args.sandbox),
+            network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE)),
             settings=RunSettings(
                 provider=args.provider,
                 model=args.model,
@@ -167,7 +167,8 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def _network(args: argparse.Namespace) -> NetworkPolicy | None:
-    if args.sandbox == "local" and (args.network or args.network_methods):
+    asked = args.network or args.network_methods or os.environ.get(NETWORK_VARIABLE)
+    if args.sandbox == "local" and asked:
         print(LOCAL_NETWORK, file=sys.stderr)
     if args.network is None:
         return None
@@ -178,11 +179,9 @@ def _network(args: argparse.Namespace) -> NetworkPolicy | None:
         raise ConfigError(f"--network: {error}") from None
 
 
-def _ceiling(text: str | None, sandbox: str) -> NetworkPolicy | None:
+def _ceiling(text: str | None) -> NetworkPolicy | None:
     if text is None:
         return None
-    if sandbox == "local":
-        print(LOCAL_NETWORK, file=sys.stderr)
     try:
         return parse_list(text)
     except BadEntry as error:

@@ -126,7 +126,7 @@ def test_the_local_sandbox_says_in_one_line_it_cannot_enforce_a_policy(
     assert err.strip().splitlines() == [LOCAL]
 
 
-def test_neo_network_with_the_local_sandbox_says_so_too(
+def test_neo_network_with_the_local_sandbox_says_so_too_once(
     fake_anthropic: FakeAnthropicAPI,
     env: dict[str, str],
     repo: Path,
@@ -136,7 +136,7 @@ def test_neo_network_with_the_local_sandbox_says_so_too(
     monkeypatch.setenv("NEO_NETWORK", "python")
     fake_anthropic.script(Reply([text("ok")]))
 
-    code, _, err = run_json(capsys, "--repo", str(repo), "go")
+    code, _, err = run_json(capsys, "--network", "python", "--repo", str(repo), "go")
 
     assert code == 0
     assert err.strip().splitlines() == [LOCAL]
