@@ -49,6 +49,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bot.jobs import JobKind, TriggerKind
+
 __all__ = ["main"]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,10 +300,11 @@ async def _one_job(scratch: Path, tracer: CallTracer | None) -> float:
             Reply([text("Said hello in README.md.")]),
         )
         request = JobRequest(
-            kind="run",
+            kind=JobKind.TASK,
             thread=Thread(REPO, number),
             installation_id=INSTALLATION,
             event="issue_comment.created",
+            trigger=TriggerKind("issue_comment.created"),
             trigger_id=comment,
             author="mona",
             author_association="COLLABORATOR",

@@ -27,16 +27,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.jobs import JobRequest, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 from bot.queue import JobQueue, SqliteQueue
 
 
 def request(delivery_id: str, n: int) -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository="octo/hello", number=n % 500),
         installation_id=42,
         event="issue_comment.created",
+        trigger=TriggerKind("issue_comment.created"),
         trigger_id=n,
         author="alice",
         author_association="OWNER",

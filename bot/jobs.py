@@ -19,19 +19,71 @@ __all__ = [
     "FINAL_STATES",
     "Conclusion",
     "Job",
-    "JobMode",
+    "JobKind",
     "JobOutcome",
     "JobRequest",
     "JobState",
-    "RequestKind",
+    "Lane",
     "Thread",
+    "TriggerKind",
     "conclusion_of",
 ]
 
-RequestKind = Literal["run", "cancel"]
-# What a run does: a task (work pushed to a branch), a pull request review, or
-# a repair of the red checks on a pull request Neo opened.
-JobMode = Literal["task", "review", "repair"]
+# The queue's two lanes: runs, one at a time per thread, and stops, which are
+# claimable while their thread's run goes on.
+Lane = Literal["run", "cancel"]
+
+
+class JobKind(StrEnum):
+    """What a job does; each kind is a module of the worker's."""
+
+    # Work pushed to a branch, and a pull request for it.
+    TASK = "task"
+    # A pull request reviewed: nothing pushed, one review submitted.
+    REVIEW = "review"
+    # The red checks on a pull request Neo opened, repaired on its branch.
+    CI_REPAIR = "repair"
+    # `@neo stop`: the thread's work stopped.
+    STOP = "stop"
+
+    @property
+    def lane(self) -> Lane:
+        return "cancel" if self is JobKind.STOP else "run"
+
+
+class TriggerKind(StrEnum):
+    """What started a job, as triage recorded it.
+
+    A webhook's event and action as GitHub names them, or Neo's own for a
+    schedule; the Action records a workflow's event by its name (any
+    comment's action is a COMMENT), and one Neo has no use for as OTHER.
+    """
+
+    COMMENT = "issue_comment.created"
+    ISSUE_OPENED = "issues.opened"
+    ISSUE_EDITED = "issues.edited"
+    ISSUE_LABELED = "issues.labeled"
+    ISSUE_ASSIGNED = "issues.assigned"
+    REVIEW_COMMENT = "pull_request_review_comment.created"
+    REVIEW = "pull_request_review.submitted"
+    PULL_REQUEST_LABELED = "pull_request.labeled"
+    REVIEW_REQUESTED = "pull_request.review_requested"
+    CHECK_RUN = "check_run.completed"
+    CHECK_SUITE = "check_suite.completed"
+    WORKFLOW_RUN = "workflow_run.completed"
+    # `.github/neo.yml`'s schedules, or a workflow's `schedule` event.
+    SCHEDULE = "schedule"
+    # A workflow started by hand.
+    DISPATCH = "workflow_dispatch"
+    OTHER = "other"
+
+    @property
+    def is_post(self) -> bool:
+        """A comment or review whose text is the request."""
+        return self in _POSTS
+
+
+_POSTS = frozenset({TriggerKind.COMMENT, TriggerKind.REVIEW_COMMENT, TriggerKind.REVIEW})
 
 
 class JobState(StrEnum):
@@ -198,13 +250,15 @@ class Thread:
 
 @dataclass(frozen=True, slots=True)
 class JobRequest:
-    """One piece of work a webhook delivery asks for."""
+    """One piece of work a webhook delivery (or a schedule, or a workflow) asks for."""
 
-    kind: RequestKind
+    kind: JobKind
     thread: Thread
     installation_id: int | None
-    # The event and action that triggered it, e.g. "issue_comment.created".
+    # The event and action that triggered it, e.g. "issue_comment.created", as
+    # shown to people; what the code reads is `trigger`.
     event: str
+    trigger: TriggerKind
     # The comment, review or issue whose text holds the instruction.
     trigger_id: int
     author: str
@@ -223,11 +277,12 @@ class JobRequest:
     # input), the task whatever the thread says, and not text the trigger's
     # author wrote. Rows queued before this field existed read as False.
     instruction_from_workflow: bool = False
-    # "review": `@neo review`, the review label or a review request; nothing
-    # is pushed, one review is submitted. Rows queued before it read "task".
-    mode: JobMode = "task"
     # A repair's: the commit whose checks failed. Rows queued before it read None.
     head_sha: str | None = None
+
+    @property
+    def lane(self) -> Lane:
+        return self.kind.lane
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -236,6 +291,16 @@ class JobRequest:
     def from_json(cls, data: dict[str, Any]) -> JobRequest:
         fields = dict(data)
         fields["thread"] = Thread(**fields["thread"])
+        # Rows queued before the job kinds had a kind (run, cancel) and a mode.
+        mode = fields.pop("mode", None) or "task"
+        kind = fields["kind"]
+        fields["kind"] = (
+            JobKind.STOP if kind == "cancel" else JobKind(mode if kind == "run" else kind)
+        )
+        # Rows queued before the trigger was recorded: their event is its value.
+        trigger = fields.get("trigger", fields["event"])
+        known = trigger in TriggerKind._value2member_map_
+        fields["trigger"] = TriggerKind(trigger) if known else TriggerKind.OTHER
         return cls(**fields)
 
 

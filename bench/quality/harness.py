@@ -24,7 +24,7 @@ from bench.quality.results import Grade, grade
 from bench.quality.taskset import Task
 from bench.quality.testrun import run_hidden_tests
 from bot.config import RepoConfig
-from bot.jobs import Job, JobRequest, JobState, Thread
+from bot.jobs import Job, JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.worker.prompt import Post
 from bot.worker.spec import Identity, ThreadContext, job_spec
 from runner.job import JobResult, JobSpec, run
@@ -107,10 +107,11 @@ def _spec_for(
 ) -> JobSpec:
     thread = Thread(f"{_OWNER}/{task.id}", 1)
     request = JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=thread,
         installation_id=None,
         event="issues.opened",
+        trigger=TriggerKind("issues.opened"),
         trigger_id=1,
         author="bench",
         author_association="OWNER",

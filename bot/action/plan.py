@@ -3,7 +3,7 @@
     decision = plan(context, inputs, payload, bot_login="github-actions[bot]")
 
 Triage as for a webhook, or the workflow's own prompt on any event
-(docs/architecture.md, "The Action").
+(`bot.intake.prompted`); docs/architecture.md, "The Action".
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from pathlib import PurePosixPath
 from typing import Any, Final
 
 from bot.action.inputs import ActionContext, ActionInputs
-from bot.intake.triggers import Ignore, Reason, Rules, triage
+from bot.intake.prompted import prompted
+from bot.intake.triggers import Ignore, Rules, triage
 from bot.intake.webhooks import Delivery
-from bot.jobs import JobRequest, Thread
+from bot.jobs import JobKind, JobRequest
 
 __all__ = ["ACTION_INSTALLATION", "Run", "Skip", "plan", "workflow_branch"]
 
@@ -67,14 +68,14 @@ def plan(
     found = triage(delivery, rules)
     if isinstance(found, Ignore):
         return Skip(f"{delivery.event_action}: {found.reason}")
-    runs = [request for request in found if request.kind == "run"]
+    runs = [request for request in found if request.kind is not JobKind.STOP]
     if not runs:
         return Skip(
             f"{delivery.event_action}: {inputs.trigger_phrase} stop has nothing to stop here "
             "(cancel the workflow run that is working instead)"
         )
     request = runs[0]
-    if request.mode == "repair":
+    if request.kind is JobKind.CI_REPAIR:
         # A repair continues a session `neo serve` keeps; a workflow's run has none.
         return Skip(f"{delivery.event_action}: CI repair runs under neo serve, not neo action")
     if request.thread.repository.lower() != context.repository.lower():
@@ -85,82 +86,21 @@ def plan(
 def _automation(
     context: ActionContext, inputs: ActionInputs, delivery: Delivery, rules: Rules, prompt: str
 ) -> Run | Skip:
-    payload = delivery.payload
-    event = delivery.event_action
-    sender = _login(payload.get("sender"))
-    blocked = _blocked(payload.get("sender"), rules)
-    if blocked is not None:
-        return Skip(f"{event}: {blocked}")
-    request = JobRequest(
-        kind="run",
-        thread=Thread(context.repository, 0),
-        installation_id=ACTION_INSTALLATION,
-        event=event,
-        trigger_id=0,
-        # A schedule is the workflow file's own doing: nobody to check. Anything
-        # else was started by someone (dispatch, push, ...), who must have access.
-        author="" if context.event_name == "schedule" else context.actor or sender,
-        author_association="NONE",
-        instruction=prompt,
+    found = prompted(
+        delivery,
+        rules,
+        repository=context.repository,
+        actor=context.actor,
+        prompt=prompt,
         dedupe_key=f"actions:{context.run_id}",
-        delivery_id=delivery.delivery_id,
-        instruction_from_workflow=True,
     )
-    thread = _thread_of(payload)
-    if thread is None:
+    if isinstance(found, Ignore):
+        return Skip(f"{delivery.event_action}: {found.reason}")
+    request = replace(found, installation_id=ACTION_INSTALLATION)
+    if request.thread.number == 0:
         branch = workflow_branch(inputs.branch_prefix, context.workflow, context.job)
-        return Run(replace(request, branch=branch))
-    number, is_pull_request, subject = thread
-    if subject.get("locked") is True:
-        return Skip(f"{event}: {Reason.LOCKED}")
-    # What the event points at: the comment or review for those events (the
-    # worker reacts to it and reads it), else the issue or pull request.
-    text = _mapping(payload.get("comment")) or _mapping(payload.get("review")) or subject
-    trigger_id = text.get("id")
-    association = text.get("author_association")
-    return Run(
-        replace(
-            request,
-            thread=Thread(context.repository, number, is_pull_request),
-            trigger_id=trigger_id if isinstance(trigger_id, int) else 0,
-            author=sender or context.actor,
-            author_association=association if isinstance(association, str) else "NONE",
-        )
-    )
-
-
-def _thread_of(payload: Mapping[str, Any]) -> tuple[int, bool, Mapping[str, Any]] | None:
-    """(number, is a pull request, the issue or PR object) the payload is about, if any."""
-    issue = _mapping(payload.get("issue"))
-    if isinstance(issue.get("number"), int):
-        return issue["number"], issue.get("pull_request") is not None, issue
-    pull = _mapping(payload.get("pull_request"))
-    if isinstance(pull.get("number"), int):
-        return pull["number"], True, pull
-    return None
-
-
-def _blocked(sender: object, rules: Rules) -> str | None:
-    """Why the sender may not trigger a run: Neo itself, or a bot not allowed."""
-    user = _mapping(sender)
-    login = _login(user)
-    if not login:
-        return None
-    if login.lower() == rules.app_bot_login.lower():
-        return Reason.SELF
-    is_bot = user.get("type") == "Bot" or login.lower().endswith("[bot]")
-    if is_bot and login.lower() not in {bot.lower() for bot in rules.allowed_bots}:
-        return Reason.BOT
-    return None
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _login(user: object) -> str:
-    login = _mapping(user).get("login")
-    return login if isinstance(login, str) else ""
+        request = replace(request, branch=branch)
+    return Run(request)
 
 
 def workflow_branch(prefix: str, workflow: str, job: str) -> str:

@@ -140,11 +140,11 @@ async def _retry(job_id: int, queue: JobQueue) -> int:
     job = await queue.get(job_id)
     if job is None:
         return _unknown(job_id)
-    if job.state in RETRYABLE and job.request.kind == "run" and await queue.retry(job_id):
+    if job.state in RETRYABLE and job.request.lane == "run" and await queue.retry(job_id):
         print(f"job {job_id} is queued again")
         return EXIT_OK
     job = await queue.get(job_id) or job
-    if job.request.kind != "run":
+    if job.request.lane != "run":
         reason = "it is a cancel request, not a run"
     else:
         reason = f"it is {job.state}; only a failed or cancelled job can be retried"
@@ -220,7 +220,7 @@ def _table(jobs: list[Job]) -> str:
                 state,
                 str(job.attempts),
                 _printable(f"{request.thread.repository}#{request.thread.number}"),
-                request.kind,
+                request.kind.value,
                 _printable(request.author),
                 _timestamp(job.created_at),
                 _printable(one_line(request.instruction, None), limit=60),
@@ -241,7 +241,7 @@ def _details(job: Job) -> str:
     thread = request.thread
     kind = "pull request" if thread.is_pull_request else "issue"
     fields = [
-        ("job", f"{job.id} ({request.kind})"),
+        ("job", f"{job.id} ({request.kind.value})"),
         ("state", job.state.value + (", cancellation requested" if job.cancel_requested else "")),
         ("attempts", str(job.attempts)),
         *([("conclusion", job.result.conclusion.value)] if job.result is not None else []),

@@ -12,19 +12,21 @@ Idempotency, retries, spacing, drafts: docs/architecture.md, "Talking to GitHub"
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from bot.github.caller import DEFAULT_RETRY
 from bot.github.checks import Checks
-from bot.github.comments import Comments, Reaction, TriggerKind
+from bot.github.comments import Comments, Reaction, ReactionSubject
 from bot.github.core import RetryPolicy
 from bot.github.downloads import LogKind, Logs
 from bot.github.errors import GitHubError
 from bot.github.markers import job_marker, reply_marker
-from bot.github.models import FileRead, PullRequestRef
+from bot.github.models import FileRead, PullRequestRef, ReadPlan, Review, Thread, TriggerRead
+from bot.github.models import ReviewComment as InlineComment
 from bot.github.pulls import DIFF_MEDIA_TYPE, Pulls
 from bot.github.reviews import Reviews
 from bot.github.spacing import DEFAULT_SPACERS, MutationSpacer, Spacers
@@ -44,30 +46,83 @@ __all__ = [
     "MutationSpacer",
     "PullRequestRef",
     "Reaction",
+    "ReactionSubject",
     "RepoClient",
     "RetryPolicy",
     "Spacers",
-    "TriggerKind",
     "job_marker",
     "reply_marker",
-    "trigger_kind",
 ]
 
 PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "none")
 
 
-def trigger_kind(event: str) -> TriggerKind:
-    """The reaction target for a trigger's webhook event ("issue_comment.created", ...)."""
-    name = event.partition(".")[0]
-    if name == "issue_comment":
-        return "issue_comment"
-    if name == "pull_request_review_comment":
-        return "review_comment"
-    return "issue"
-
-
 class RepoClient(Pulls, Reviews, Comments, Checks, Logs):
     """The effects of one job on one thread (`number`) of `repository` ("owner/name")."""
+
+    async def read_for(self, plan: ReadPlan) -> TriggerRead:
+        """This thread as a job's trigger needs it (`plan`): its reads made together.
+
+        A diff or a review GitHub does not give is said in the answer
+        (`diff_missing`, `review_missing`): context, not the work. Any other
+        failure is raised once every read has ended.
+        """
+
+        async def diff() -> tuple[str | None, str | None]:
+            if not plan.diff:
+                return None, None
+            try:
+                return await self.pull_request_diff(), None
+            except GitHubError as error:
+                return None, f"GitHub did not give it ({error})"
+
+        async def review() -> tuple[Review | None, str | None]:
+            if plan.review is None or not plan.review_body:
+                return None, None
+            try:
+                return await self.read_review(plan.review), None
+            except GitHubError as error:
+                return None, str(error)
+
+        async def earlier() -> tuple[InlineComment, ...]:
+            return await self.pull_review_comments() if plan.earlier else ()
+
+        async def review_comment() -> InlineComment | None:
+            if plan.review_comment is None:
+                return None
+            return await self.read_review_comment(plan.review_comment)
+
+        async def review_comments() -> tuple[InlineComment, ...]:
+            return () if plan.review is None else await self.read_review_comments(plan.review)
+
+        reads = await asyncio.gather(
+            self.read_thread(pull_request=plan.pull_request),
+            diff(),
+            earlier(),
+            review_comment(),
+            review(),
+            review_comments(),
+            return_exceptions=True,
+        )
+        for result in reads:
+            if isinstance(result, BaseException):
+                raise result
+        thread, (text, missing), before, inline, (found, review_missing), comments = cast(
+            "tuple[Thread, tuple[str | None, str | None], tuple[InlineComment, ...],"
+            " InlineComment | None, tuple[Review | None, str | None],"
+            " tuple[InlineComment, ...]]",
+            tuple(reads),
+        )
+        return TriggerRead(
+            thread=thread,
+            diff=text,
+            diff_missing=missing,
+            earlier=before,
+            review_comment=inline,
+            review=found,
+            review_missing=review_missing,
+            review_comments=comments,
+        )
 
     @classmethod
     async def for_installation(

@@ -16,22 +16,25 @@ from bot.github.repo_base import PAGE, RepoBase
 if TYPE_CHECKING:
     from githubkit.response import Response
 
-__all__ = ["Comments", "Reaction", "TriggerKind"]
+__all__ = ["Comments", "Reaction", "ReactionSubject"]
 
-TriggerKind = Literal["issue_comment", "review_comment", "issue"]
+# What a reaction goes on: a comment, a review comment, or an issue or pull request.
+ReactionSubject = Literal["comment", "review_comment", "issue"]
 Reaction = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 
 
 class Comments(RepoBase):
     """The comments of this repository's threads, and reactions."""
 
-    async def react(self, kind: TriggerKind, target_id: int, content: Reaction = "eyes") -> None:
+    async def react(
+        self, kind: ReactionSubject, target_id: int, content: Reaction = "eyes"
+    ) -> None:
         """React to the trigger: an issue comment, a review comment, or the issue itself."""
         rest = self._github.rest.reactions
         o, n = self.owner, self.name
         base = f"/repos/{self.repository}"
         call: Callable[[], Awaitable[Response[Any]]]
-        if kind == "issue_comment":
+        if kind == "comment":
             path = f"{base}/issues/comments/{target_id}/reactions"
 
             def call() -> Awaitable[Response[Any]]:

@@ -11,11 +11,13 @@ __all__ = [
     "Issue",
     "PullRequest",
     "PullRequestRef",
+    "ReadPlan",
     "Review",
     "ReviewComment",
     "ReviewThread",
     "SubmittedReview",
     "Thread",
+    "TriggerRead",
 ]
 
 
@@ -106,6 +108,40 @@ class ReviewThread:
     path: str
     line: int | None  # None once outdated
     comment_id: int | None = None  # the first comment's REST id (GraphQL's databaseId)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadPlan:
+    """What a job reads of its thread besides the issue and its comments."""
+
+    # The pull request itself: its head, its author.
+    pull_request: bool = False
+    # Its diff against the base.
+    diff: bool = False
+    # Every review comment on it so far (a review job's).
+    earlier: bool = False
+    # A review comment that started the job, and where it points.
+    review_comment: int | None = None
+    # A submitted review that started it: its inline comments; with
+    # `review_body`, the review itself too.
+    review: int | None = None
+    review_body: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerRead:
+    """A thread as a job's trigger needs it, read by `RepoClient.read_for(plan)`."""
+
+    thread: Thread
+    diff: str | None = None
+    # Why GitHub did not give the diff (context, not the work: the job goes on).
+    diff_missing: str | None = None
+    earlier: tuple[ReviewComment, ...] = ()
+    review_comment: ReviewComment | None = None
+    review: Review | None = None
+    # Why GitHub did not give the review asked for with `review_body`.
+    review_missing: str | None = None
+    review_comments: tuple[ReviewComment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

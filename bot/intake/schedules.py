@@ -13,7 +13,7 @@ from typing import Final
 from urllib.parse import quote
 
 from bot.config import Cron, RepoConfig
-from bot.jobs import JobRequest, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 
 __all__ = [
     "DEFAULT_MAX_JITTER",
@@ -34,7 +34,7 @@ __all__ = [
 # enough that nobody wonders why a 06:00 schedule ran at 06:04.
 DEFAULT_MAX_JITTER: Final = timedelta(minutes=5)
 # The event of a scheduled job's request, beside "issue_comment.created" & co.
-SCHEDULE_EVENT: Final = "schedule"
+SCHEDULE_EVENT: Final = TriggerKind.SCHEDULE.value
 
 _SECOND = timedelta(seconds=1)
 # Slots in dedupe keys: fixed width and no ':' (the keys' separator), so the
@@ -157,10 +157,11 @@ def scheduled_request(
     """
     key = dedupe_key(repository, schedule_id(config, index), slot)
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=repository, number=0),
         installation_id=installation_id,
         event=SCHEDULE_EVENT,
+        trigger=TriggerKind.SCHEDULE,
         trigger_id=int(slot.timestamp()),
         author=author,
         author_association="NONE",

@@ -37,9 +37,9 @@ from bot.intake.payloads import (
     WorkflowRunPayload,
 )
 from bot.intake.webhooks import Delivery
-from bot.jobs import JobMode, JobRequest, RequestKind, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 
-__all__ = ["ACTED_ON", "Ignore", "Reason", "Rules", "triage"]
+__all__ = ["ACTED_ON", "Ignore", "Reason", "Rules", "triage", "who_blocks"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +102,7 @@ def _is_bot(user: User) -> bool:
     return user.type == "Bot" or user.login.lower().endswith("[bot]")
 
 
-def _who_blocks(people: list[User | None], rules: Rules) -> Reason | None:
+def who_blocks(people: list[User | None], rules: Rules) -> Reason | None:
     """The App itself always blocks; other bots unless allow-listed."""
     allowed = {login.lower() for login in rules.allowed_bots}
     users = [user for user in people if user is not None]  # None: a deleted account
@@ -130,8 +130,7 @@ class _Trigger:
     author_association: str
     instruction: str
     dedupe_key: str
-    kind: RequestKind = "run"
-    mode: JobMode = "task"
+    kind: JobKind = JobKind.TASK
 
 
 def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
@@ -139,6 +138,8 @@ def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
     return [
         JobRequest(
             kind=trigger.kind,
+            # Every event and action triage acts on is a trigger kind of its name.
+            trigger=TriggerKind(delivery.event_action),
             thread=trigger.thread,
             installation_id=installation.id if installation is not None else None,
             event=delivery.event_action,
@@ -151,13 +152,12 @@ def _request(delivery: Delivery, trigger: _Trigger) -> list[JobRequest]:
             instruction=trigger.instruction,
             dedupe_key=trigger.dedupe_key,
             delivery_id=delivery.delivery_id,
-            mode=trigger.mode,
         )
     ]
 
 
 def _gate(trigger: _Trigger, users: list[User | None], rules: Rules) -> Ignore | None:
-    blocked = _who_blocks(users, rules)
+    blocked = who_blocks(users, rules)
     if blocked is not None:
         return Ignore(blocked)
     if trigger.locked:
@@ -176,9 +176,9 @@ def _mentioned(
     if not mention_count(reading, rules.handle):
         return Ignore(Reason.NO_MENTION)
     if is_stop(reading, rules.handle):
-        trigger = replace(trigger, kind="cancel")
+        trigger = replace(trigger, kind=JobKind.STOP)
     elif trigger.thread.is_pull_request and asks_review(reading, rules.handle):
-        trigger = replace(trigger, mode="review")
+        trigger = replace(trigger, kind=JobKind.REVIEW)
     return _request(delivery, trigger)
 
 
@@ -325,7 +325,7 @@ def _pull_request_trigger(
         author_association=pull.author_association or NO_ASSOCIATION,
         instruction=f"{pull.title}\n\n{pull.body or ''}".rstrip(),
         dedupe_key=dedupe_key,
-        mode="review",
+        kind=JobKind.REVIEW,
     )
 
 
@@ -392,7 +392,7 @@ def _ci_request(
     installation = p.installation
     return [
         JobRequest(
-            kind="run",
+            kind=JobKind.CI_REPAIR,
             thread=Thread(repository=repository, number=pull.number, is_pull_request=True),
             installation_id=installation.id if installation is not None else None,
             event=delivery.event_action,
@@ -405,7 +405,7 @@ def _ci_request(
             # workflows) makes one job.
             dedupe_key=f"ci-repair:{repository.lower()}:{head_sha}",
             delivery_id=delivery.delivery_id,
-            mode="repair",
+            trigger=TriggerKind(delivery.event_action),
             head_sha=head_sha,
         )
     ]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
+from bot.jobs import Job, JobOutcome, JobRequest, JobState, Lane
 
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -175,9 +175,7 @@ class JobQueue(Protocol):
         """
         ...
 
-    async def claim(
-        self, worker: str, lease: float, *, only: RequestKind | None = None
-    ) -> Job | None:
+    async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         """Take the oldest claimable queued job (of kind `only`, when given).
 
         A run is claimable when its thread has no running run; a cancel

@@ -27,7 +27,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
-from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, Lane
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
     CancelApplied,
@@ -60,12 +60,12 @@ __all__ = ["CHANNEL", "QUEUES", "STATUS_OF_STATE", "PostgresQueue"]
 Clock = Callable[[], float]
 Conn = AsyncConnection[TupleRow]
 
-# procrastinate's queue of each request kind. Runs carry their thread as the
+# procrastinate's queue of each lane. Runs carry their thread as the
 # lock: procrastinate's fetch takes a locked job only when it is the oldest
 # of its lock and none of its lock is running, and its unique index on a
 # running job's lock says no to a second whatever claims race. Stops carry
 # none: they are claimable while their thread's run holds it.
-QUEUES: dict[RequestKind, str] = {"run": "neo_run", "cancel": "neo_cancel"}
+QUEUES: dict[Lane, str] = {"run": "neo_run", "cancel": "neo_cancel"}
 _ALL_QUEUES = list(QUEUES.values())
 # procrastinate's insert trigger notifies these for every job it queues.
 _INSERTED = tuple(f"procrastinate_queue_v1#{queue}" for queue in _ALL_QUEUES)
@@ -410,9 +410,7 @@ class PostgresQueue:
                 result = EnqueueResult(duplicate=False, job_ids=(old,), existing=(old,))
             pending.future.set_result(result)
 
-    async def claim(
-        self, worker: str, lease: float, *, only: RequestKind | None = None
-    ) -> Job | None:
+    async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         queues = _ALL_QUEUES if only is None else [QUEUES[only]]
         # A lost race for a thread (procrastinate's unique index on running
         # locks said no) is retried: the next round sees the winner's run.
@@ -845,9 +843,7 @@ def _ids(found: Sequence[Sequence[Any]]) -> builtins.list[tuple[bool, int | None
 
 
 def _request_row(request: JobRequest) -> _Row:
-    if request.kind not in ("run", "cancel"):
-        raise ValueError(f"unknown job request kind {request.kind!r}")
-    return (request.kind, request.dedupe_key, request.thread.key, orjson.dumps(request).decode())
+    return (request.lane, request.dedupe_key, request.thread.key, orjson.dumps(request).decode())
 
 
 async def _end(conn: Conn, job_id: int, state: JobState, reason: str, now: float) -> None:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind
+from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, Lane
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
     CancelApplied,
@@ -251,9 +251,7 @@ class SqliteQueue:
 
         return await self._write(operation)
 
-    async def claim(
-        self, worker: str, lease: float, *, only: RequestKind | None = None
-    ) -> Job | None:
+    async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         sql = _CLAIM if only is None else _CLAIM_KIND
         kind: tuple[str, ...] = () if only is None else (only,)
 
@@ -594,10 +592,8 @@ class _RequestRow:
 
 
 def _request_row(request: JobRequest) -> _RequestRow:
-    if request.kind not in ("run", "cancel"):
-        raise ValueError(f"unknown job request kind {request.kind!r}")
     return _RequestRow(
-        kind=request.kind,
+        kind=request.lane,
         dedupe_key=request.dedupe_key,
         thread_key=request.thread.key,
         # orjson serialises the dataclass itself: the same object as

@@ -14,7 +14,7 @@ import asyncio
 import builtins
 from collections.abc import Sequence
 
-from bot.jobs import Job, JobOutcome, JobRequest, JobState, RequestKind
+from bot.jobs import Job, JobOutcome, JobRequest, JobState, Lane
 from bot.queue.base import (
     CancelApplied,
     EnqueueResult,
@@ -53,9 +53,7 @@ class WakingQueue:
             self.queued.set()
         return retried
 
-    async def claim(
-        self, worker: str, lease: float, *, only: RequestKind | None = None
-    ) -> Job | None:
+    async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         return await self.queue.claim(worker, lease, only=only)
 
     async def apply_cancel(self, request_id: int) -> CancelApplied:

@@ -20,7 +20,7 @@ from bot.github.app import CI_REPAIR_PERMISSIONS
 from bot.github.checks import Annotation, CheckRun, PullHead
 from bot.github.client import GitHubError, RepoClient
 from bot.github.downloads import LogTail, download_tail, download_zip_tails
-from bot.jobs import Conclusion, JobState
+from bot.jobs import Conclusion, JobKind, JobState, TriggerKind
 from bot.jobs import Thread as JobsThread
 from bot.queue import QueueError
 from bot.worker.context import Ended, JobContext, ProgressComment
@@ -217,7 +217,7 @@ async def _thread_busy(services: JobServices, thread: JobsThread, job_id: int) -
     return any(
         other.id != job_id
         and other.request.thread.key == thread.key
-        and other.request.kind == "run"
+        and other.request.kind is not JobKind.STOP
         and other.state in (JobState.QUEUED, JobState.RUNNING)
         for other in jobs
     )
@@ -231,7 +231,7 @@ async def _read_failures(
     Context, not the work: what GitHub does not give is logged and left out.
     """
     request, github, job_id = ctx.request, ctx.github, ctx.job.id
-    whole_run = request.event.startswith("workflow_run.")
+    whole_run = request.trigger is TriggerKind.WORKFLOW_RUN
     checks: list[FailedCheck] = []
     run_logs: tuple[LogTail, ...] = ()
     async with httpx.AsyncClient(timeout=_LOG_TIMEOUT, follow_redirects=True) as plain:

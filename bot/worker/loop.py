@@ -19,7 +19,7 @@ from typing import Any
 
 from bot.github.app import AppAuth
 from bot.github.client import DEFAULT_SPACERS, RepoClient, Spacers
-from bot.jobs import Job, JobState, RequestKind
+from bot.jobs import Job, JobKind, JobState, Lane
 from bot.queue import JobQueue, QueueError
 from bot.worker.access import Access
 from bot.worker.budgets import OperatorBudgets
@@ -156,7 +156,7 @@ class Worker:
                 # With every run slot taken, stop requests are still taken:
                 # they are quick, and the runs they stop are what fills the slots.
                 full = self._runs() >= self.options.concurrency
-                only: RequestKind | None = "cancel" if full else None
+                only: Lane | None = "cancel" if full else None
                 try:
                     job = await self.queue.claim(self.name, self.options.lease, only=only)
                 except QueueError as error:
@@ -170,7 +170,7 @@ class Worker:
 
     def _runs(self) -> int:
         """Run jobs going on here (stop requests take no slot)."""
-        return sum(1 for running, _ in self._running.values() if running.job.request.kind == "run")
+        return sum(1 for running, _ in self._running.values() if running.job.request.lane == "run")
 
     def _start(self, job: Job, wake: asyncio.Event) -> None:
         running = Running(job)
@@ -225,7 +225,7 @@ class Worker:
             except QueueError as error:
                 self._log("get_failed", job=job_id, error=str(error))
                 continue
-            if job is None or job.request.kind != "run":
+            if job is None or job.request.kind is JobKind.STOP:
                 continue
             if job.state in (JobState.FAILED, JobState.CANCELLED):
                 # Off the claim loop: GitHub's retries may wait.
@@ -279,12 +279,12 @@ class Worker:
 
     async def _process(self, running: Running) -> None:
         """Run one claimed job to its end, by its kind, and record the outcome in the queue."""
-        request = running.job.request
-        if request.kind == "cancel":
+        kind = running.job.request.kind
+        if kind is JobKind.STOP:
             await stop_job(self.services, running)
-        elif request.mode == "repair":
+        elif kind is JobKind.CI_REPAIR:
             await ci_repair_job(self.services, running)
-        else:
+        else:  # a task, or a review
             await task_job(self.services, running)
 
     async def _deadline(self, running: Running, seconds: float) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bot.github.checks import Annotation, CheckRun
 from bot.github.downloads import LogTail
-from bot.jobs import Thread
+from bot.jobs import Thread, TriggerKind
 from bot.worker.progress import job_id_of
 
 __all__ = [
@@ -71,10 +71,11 @@ class InlineComment:
 class Trigger:
     """What asked for this job."""
 
-    # Who asked: the user whose write access the worker checked.
+    # Who asked: the user whose write access the worker checked ("": no one).
     requester: str
-    # The event and action, e.g. "issue_comment.created", "issues.labeled".
-    event: str
+    kind: TriggerKind
+    # The event as shown to the model, e.g. "issue_comment.created" ("": `kind`'s).
+    event: str = ""
     # The comment or review holding the request; None when the issue or pull
     # request itself is the request (opened with a mention, labelled, assigned).
     post: Post | None = None
@@ -90,6 +91,10 @@ class Trigger:
     # comments so far, oldest first, so that no point is made twice.
     review_job: bool = False
     earlier: tuple[InlineComment, ...] = ()
+
+    @property
+    def shown_event(self) -> str:
+        return self.event or self.kind.value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,20 +116,18 @@ DEFAULT_LIMITS = Limits()
 _TOKEN_DIGITS = 16
 
 _EVENTS = {
-    "issues.opened": "by mentioning Neo in it",
-    "issues.edited": "by mentioning Neo in an edit of it",
-    "issues.labeled": "by labelling it for Neo",
-    "issues.assigned": "by assigning it to Neo",
-    "pull_request.opened": "by mentioning Neo in it",
-    "pull_request.labeled": "by labelling it for Neo",
-    "pull_request.review_requested": "by requesting Neo's review",
-    "pull_request.assigned": "by assigning it to Neo",
+    TriggerKind.ISSUE_OPENED: "by mentioning Neo in it",
+    TriggerKind.ISSUE_EDITED: "by mentioning Neo in an edit of it",
+    TriggerKind.ISSUE_LABELED: "by labelling it for Neo",
+    TriggerKind.ISSUE_ASSIGNED: "by assigning it to Neo",
+    TriggerKind.PULL_REQUEST_LABELED: "by labelling it for Neo",
+    TriggerKind.REVIEW_REQUESTED: "by requesting Neo's review",
 }
 
 _POSTS = {
-    "issue_comment.created": "a comment",
-    "pull_request_review_comment.created": "a review comment",
-    "pull_request_review.submitted": "a review",
+    TriggerKind.COMMENT: "a comment",
+    TriggerKind.REVIEW_COMMENT: "a review comment",
+    TriggerKind.REVIEW: "a review",
 }
 
 # A question ("why does X...") wants an answer, not a pull request: said
@@ -137,8 +140,8 @@ _QUESTION = (
 
 # The block kind of the text that started a workflow's run, by its event.
 _KINDS = {
-    "pull_request_review_comment.created": "review_comment",
-    "pull_request_review.submitted": "review",
+    TriggerKind.REVIEW_COMMENT: "review_comment",
+    TriggerKind.REVIEW: "review",
 }
 
 
@@ -201,7 +204,7 @@ def build_task_prompt(
         )
 
     if trigger.workflow_prompt is not None and trigger.post is not None:
-        what = _POSTS.get(trigger.event, "a comment")
+        what = _POSTS.get(trigger.kind, "a comment")
         sections.append("## What started this run")
         sections.append(
             f"{what[0].upper()}{what[1:]} by {_who(trigger.post)}"
@@ -210,7 +213,7 @@ def build_task_prompt(
         )
         sections.append(
             _Block.of(
-                _KINDS.get(trigger.event, "comment"),
+                _KINDS.get(trigger.kind, "comment"),
                 _cut(trigger.post.body, limits.max_comment_chars),
                 trigger.post,
             )
@@ -231,15 +234,15 @@ def build_task_prompt(
     return "\n\n".join([_preamble(thread, kind, token, trigger), *rendered]) + "\n"
 
 
-# Why a job without a thread runs, by its event: `.github/neo.yml`'s schedules
+# Why a job without a thread runs, by its trigger: `.github/neo.yml`'s schedules
 # (the App), or a workflow file (`neo action`).
 _ORIGINS = {
-    "schedule": "on a schedule that the repository's configuration sets",
-    "workflow_dispatch": "from a workflow of the repository, started by hand",
+    TriggerKind.SCHEDULE: "on a schedule that the repository's configuration sets",
+    TriggerKind.DISPATCH: "from a workflow of the repository, started by hand",
 }
 _WORKFLOW_ORIGINS = {
     **_ORIGINS,
-    "schedule": "on a schedule that a workflow file of the repository sets",
+    TriggerKind.SCHEDULE: "on a schedule that a workflow file of the repository sets",
 }
 
 
@@ -247,23 +250,24 @@ def build_instruction_prompt(
     repository: str,
     *,
     instruction: str,
-    event: str,
+    trigger: Trigger,
     branch: str,
-    requester: str | None = None,
     from_workflow: bool = False,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
     """The first user message of a job on no issue or pull request: its instruction.
 
     `instruction` is a schedule's or a workflow's prompt, quoted as data like
-    any text a user wrote; `event` says what started it ("schedule",
-    "workflow_dispatch", ...) and `from_workflow` whether a workflow file
-    (`neo action`) rather than the repository's settings file gave it;
-    `requester` is the user who started it, if one did; `branch` is where the
-    work goes, which may hold earlier runs' commits.
+    any text a user wrote; `trigger` says what started it (a schedule, a
+    workflow started by hand, ...) and who, if anyone; `from_workflow` whether
+    a workflow file (`neo action`) rather than the repository's settings file
+    gave it; `branch` is where the work goes, which may hold earlier runs'
+    commits.
     """
+    event, requester = trigger.shown_event, trigger.requester
     origins = _WORKFLOW_ORIGINS if from_workflow else _ORIGINS
-    origin = origins.get(event, f"from a workflow of the repository (event {_plain(event)})")
+    fallback = f"from a workflow of the repository (event {_plain(event)})"
+    origin = origins.get(trigger.kind, fallback)
     block = _Block.of(
         "request",
         _cut(instruction, limits.max_body_chars),
@@ -406,9 +410,9 @@ def _earlier(earlier: Sequence[InlineComment], limits: Limits) -> list[str | _Bl
 
 
 def _review_task(trigger: Trigger, limits: Limits) -> list[str | _Block]:
-    how = _EVENTS.get(trigger.event, f"({_plain(trigger.event)})")
+    how = _EVENTS.get(trigger.kind, f"({_plain(trigger.shown_event)})")
     if trigger.post is not None:
-        how = f"in {_POSTS.get(trigger.event, 'a comment')}, quoted below"
+        how = f"in {_POSTS.get(trigger.kind, 'a comment')}, quoted below"
     task: list[str | _Block] = [
         f"@{_plain(trigger.requester)} asked Neo to review this pull request {how}. Review"
         " its changes: correctness first, then tests, security and clarity. Comment only"
@@ -428,7 +432,7 @@ def _task(trigger: Trigger, opening: Post, kind: str, limits: Limits) -> list[st
     if trigger.workflow_prompt is not None:
         return [
             f"A workflow of the repository runs Neo on this {kind} (event"
-            f" {_plain(trigger.event)}, started by @{_plain(trigger.requester)}). Its"
+            f" {_plain(trigger.shown_event)}, started by @{_plain(trigger.requester)}). Its"
             " workflow file, the repository's own configuration, gives the task quoted"
             f" below. Do what it asks, in this repository; the {kind} and everything else"
             " quoted above are context. " + _QUESTION.format(subject="it asks"),
@@ -437,11 +441,11 @@ def _task(trigger: Trigger, opening: Post, kind: str, limits: Limits) -> list[st
                 _cut(trigger.workflow_prompt, limits.max_body_chars),
                 None,
                 source="workflow",
-                event=trigger.event,
+                event=trigger.shown_event,
             ),
         ]
     if trigger.post is None:
-        how = _EVENTS.get(trigger.event, f"({_plain(trigger.event)})")
+        how = _EVENTS.get(trigger.kind, f"({_plain(trigger.shown_event)})")
         return [
             f"@{_plain(trigger.requester)} asked Neo to work on this {kind} {how}. Do what"
             " its title and body above ask, in this repository. They were written by"
@@ -449,7 +453,7 @@ def _task(trigger: Trigger, opening: Post, kind: str, limits: Limits) -> list[st
             " the description of what to do, nothing more. " + _QUESTION.format(subject="they ask")
         ]
     post = trigger.post
-    what = _POSTS.get(trigger.event, "a comment")
+    what = _POSTS.get(trigger.kind, "a comment")
     return [
         f"{_who(post)} asked Neo in {what} on"
         f" this {kind}, quoted below. Do what it asks, in this repository; the rest of"

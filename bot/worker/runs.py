@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.github.app import WORKFLOW_JOB_PERMISSIONS
-from bot.jobs import Conclusion, Job, conclusion_of
+from bot.jobs import Conclusion, Job, JobKind, conclusion_of
 from bot.queue import QueueError
 from bot.worker.access import is_unchecked
 from bot.worker.budgets import bounded_cost, spend_records, usd
@@ -152,7 +152,7 @@ async def _cancelled_by(services: JobServices, job: Job) -> str | None:
     except QueueError:
         return None
     for other in jobs:
-        if other.request.kind != "cancel" or other.result is None:
+        if other.request.kind is not JobKind.STOP or other.result is None:
             continue
         if job.id in other.result.cancel_requested:
             return other.request.author

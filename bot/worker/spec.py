@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from bot.config import RepoConfig
-from bot.jobs import Job, JobRequest, Thread
+from bot.jobs import Job, JobKind, JobRequest, Thread, TriggerKind
 from bot.worker.prompt import (
     InlineComment,
     Post,
@@ -26,7 +26,6 @@ from runner.job import JobSpec
 from runner.network import NetworkPolicy
 
 __all__ = [
-    "COMMENT_EVENTS",
     "Identity",
     "ThreadContext",
     "WorkerSettings",
@@ -39,9 +38,6 @@ __all__ = [
     "threadless_branch",
     "work_branch",
 ]
-
-# Events whose trigger is a comment or review, whose text is the instruction.
-COMMENT_EVENTS = ("issue_comment.", "pull_request_review_comment.", "pull_request_review.")
 
 
 class WorkerSettings(Protocol):
@@ -194,16 +190,19 @@ def job_spec(
         prompt = build_instruction_prompt(
             repository,
             instruction=request.instruction,
-            event=request.event,
+            trigger=Trigger(
+                requester="" if who.unchecked else request.author,
+                kind=request.trigger,
+                event=request.event,
+            ),
             branch=branch,
-            requester=None if who.unchecked else request.author,
             from_workflow=request.instruction_from_workflow,
         )
         if request.author and request.author.lower() != who.bot.lower():
             co_author = (request.author, noreply_email(request.author))
         session_key = None  # each run of a schedule starts afresh
         message = f"Neo: {task_title(request.instruction)}"
-    elif request.mode == "review":
+    elif request.kind is JobKind.REVIEW:
         # Read-only: the head is fetched into a local branch that is never pushed.
         branch, pull_request = f"{config.branch_prefix}review-{number}", number
         prompt = _thread_prompt(request, thread, who.bot)
@@ -256,7 +255,7 @@ def job_spec(
         invocation=_requester_text(request),
         # Like AGENTS.md: a pull request cannot rewrite the skills Neo follows.
         skills_branch=default_branch if request.thread.is_pull_request else None,
-        review=request.mode == "review",
+        review=request.kind is JobKind.REVIEW,
     )
     return spec, own_branch
 
@@ -269,7 +268,7 @@ def _requester_text(request: JobRequest) -> str:
     assignment is not: the text it points at is someone else's.
     """
     threadless = request.thread.number == 0
-    own = request.event.startswith((*COMMENT_EVENTS, "issues.opened"))
+    own = request.trigger.is_post or request.trigger is TriggerKind.ISSUE_OPENED
     if threadless or request.instruction_from_workflow or own:
         return request.instruction
     return ""
@@ -281,7 +280,7 @@ def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
     if request.instruction_from_workflow:
         # The workflow's prompt is the task; what started the run is context.
         post, workflow_prompt = thread.trigger_post, request.instruction
-    elif request.event.startswith(COMMENT_EVENTS):
+    elif request.trigger.is_post:
         post = Post(
             author=request.author,
             association=request.author_association,
@@ -294,12 +293,13 @@ def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
         opening=thread.opening,
         trigger=Trigger(
             requester=request.author,
+            kind=request.trigger,
             event=request.event,
             post=post,
             review=thread.review,
             inline=thread.inline,
             workflow_prompt=workflow_prompt,
-            review_job=request.mode == "review",
+            review_job=request.kind is JobKind.REVIEW,
             earlier=thread.earlier,
         ),
         comments=thread.comments,

@@ -13,8 +13,8 @@ import logging
 from dataclasses import replace
 
 from bot.config import render_config_error as render_config_comment
-from bot.github.client import GitHubError, RepoClient, trigger_kind
-from bot.jobs import Conclusion, JobRequest
+from bot.github.client import GitHubError, ReactionSubject, RepoClient
+from bot.jobs import Conclusion, JobKind, JobRequest, TriggerKind
 from bot.worker.access import unauthorised_run
 from bot.worker.context import Ended, JobContext, ProgressComment
 from bot.worker.progress import Outcome, Progress, render_progress
@@ -91,7 +91,7 @@ async def _work(
     services: JobServices, ctx: JobContext, running: Running, allowed: Allowed
 ) -> Ended:
     request = ctx.request
-    if request.mode == "review" and not request.thread.is_pull_request:
+    if request.kind is JobKind.REVIEW and not request.thread.is_pull_request:
         raise ConfigError("only a pull request can be reviewed")
     thread: ThreadContext | None = None
     if request.thread.number != 0:
@@ -219,10 +219,15 @@ async def _answer_threads(
 
 
 async def _react(services: JobServices, github: RepoClient, request: JobRequest) -> None:
-    kind = trigger_kind(request.event)
-    target = request.thread.number if kind == "issue" else request.trigger_id
+    """👀 on what asked: the comment, the review comment, or the issue or pull request."""
+    subject: ReactionSubject = "issue"
+    target = request.thread.number
+    if request.trigger is TriggerKind.COMMENT:
+        subject, target = "comment", request.trigger_id
+    elif request.trigger is TriggerKind.REVIEW_COMMENT:
+        subject, target = "review_comment", request.trigger_id
     try:
-        await github.react(kind, target)
+        await github.react(subject, target)
     except NeoError as error:  # an acknowledgement, not the work
         services.log("react_failed", error=str(error))
     except Exception:

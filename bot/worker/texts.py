@@ -7,7 +7,7 @@ text is untrusted and goes through `neutralise` before it reaches GitHub.
 from __future__ import annotations
 
 from bot.github.markers import job_marker
-from bot.jobs import Job, JobOutcome, JobRequest, JobState, conclusion_of
+from bot.jobs import Job, JobOutcome, JobRequest, JobState, TriggerKind, conclusion_of
 from bot.worker.progress import Outcome, neutralise
 from runner.errors import NeoError
 from runner.git import DiffStat
@@ -132,9 +132,10 @@ def threadless_pr_body(result: JobResult, request: JobRequest) -> str:
 
     Each run of the same schedule rewrites it: it tells the latest run.
     """
-    if request.event == "schedule" and not request.instruction_from_workflow:
+    scheduled = request.trigger is TriggerKind.SCHEDULE
+    if scheduled and not request.instruction_from_workflow:
         why = "on a schedule in `.github/neo.yml`; each run updates this pull request"
-    elif request.event == "schedule":
+    elif scheduled:
         why = "on a workflow's schedule; each run updates this pull request"
     else:
         why = f"from a workflow run (`{_one_word(request.event)}`)"

@@ -1,50 +1,67 @@
 """What a task reads of its thread before the run, as the prompt needs it.
 
-The thread with all its comments, and what its trigger points at: the review
-comment and where it sits in the diff, a review's inline comments, a review
-job's earlier comments, the pull request's diff; on Neo's own pull request,
-the review threads the job answers.
+`read_plan` says, from the request's trigger, what to read besides the
+thread: the review comment and where it sits in the diff, a review's inline
+comments, a review job's earlier comments, the pull request's diff. One
+client call (`RepoClient.read_for`) reads it all; `thread_context` turns the
+answer into what the prompt needs, and on Neo's own pull request the review
+threads the job answers. Pure but for `read_thread`.
 """
 
 from __future__ import annotations
 
-from bot.github.client import GitHubError, RepoClient
-from bot.github.models import Comment, ReviewComment, Thread
-from bot.jobs import JobRequest
+from bot.github.client import RepoClient
+from bot.github.models import Comment, ReadPlan, ReviewComment, Thread, TriggerRead
+from bot.jobs import JobKind, JobRequest, TriggerKind
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.services import JobServices
 from bot.worker.spec import ThreadContext
 from bot.worker.threads import answered_threads
 
-__all__ = ["read_thread", "thread_context"]
-
-_REVIEW_COMMENT = "pull_request_review_comment."
-_REVIEW = "pull_request_review."
+__all__ = ["read_plan", "read_thread", "thread_context"]
 
 
 async def read_thread(
     services: JobServices, request: JobRequest, github: RepoClient
 ) -> ThreadContext:
-    read = await github.read_thread(pull_request=request.thread.is_pull_request)
-    thread = thread_context(read, request)
+    read = await github.read_for(read_plan(request))
+    if read.review_missing is not None:
+        # Context only (the workflow's prompt is the task): logged, not fatal.
+        services.log("review_read_failed", review=request.trigger_id, error=read.review_missing)
+    return thread_context(read, request, github.bot_login)
+
+
+def read_plan(request: JobRequest) -> ReadPlan:
+    """What `request`'s trigger needs read besides its thread."""
+    pull_request = request.thread.is_pull_request
+    reviewing = request.kind is JobKind.REVIEW
+    review = request.trigger is TriggerKind.REVIEW and pull_request
+    return ReadPlan(
+        pull_request=pull_request,
+        # A review job's diff comes from the host's git (the runner's); the threads from GitHub.
+        diff=pull_request and not reviewing,
+        earlier=reviewing,
+        review_comment=request.trigger_id
+        if request.trigger is TriggerKind.REVIEW_COMMENT
+        else None,
+        review=request.trigger_id if review else None,
+        # For a workflow's run: the review that started it, as context.
+        review_body=review and request.instruction_from_workflow,
+    )
+
+
+def thread_context(read: TriggerRead, request: JobRequest, bot: str) -> ThreadContext:
+    """What the prompt needs of a thread as GitHub gave it; `request` names the trigger."""
+    thread = _thread(read.thread, request)
     from_workflow = request.instruction_from_workflow
-    if from_workflow and request.event.startswith("issue_comment."):
+    if from_workflow and request.trigger is TriggerKind.COMMENT:
         thread.trigger_post = next((c for c in thread.comments if c.id == request.trigger_id), None)
-    if request.mode == "review":
-        # The diff comes from the host's git (the runner's); the threads from GitHub.
-        thread.earlier = tuple(
-            InlineComment(post=_post(c.comment), location=_location(c))
-            for c in await github.pull_review_comments()
-        )
-    elif thread.pr_url is not None:
-        try:
-            thread.diff = await github.pull_request_diff()
-        except GitHubError as error:
-            # Context, not the work: the model can still read the branch with git.
-            thread.diff_missing = f"GitHub did not give it ({error})"
-    own = read.pull is not None and (read.pull.author or "").lower() == github.bot_login.lower()
-    if request.event.startswith(_REVIEW_COMMENT):
-        inline = await github.read_review_comment(request.trigger_id)
+    thread.earlier = tuple(_inline_comment(c) for c in read.earlier)
+    thread.diff, thread.diff_missing = read.diff, read.diff_missing
+    pull = read.thread.pull
+    own = pull is not None and (pull.author or "").lower() == bot.lower()
+    inline = read.review_comment
+    if inline is not None:
         if own:
             thread.answer = answered_threads([inline])
         thread.review = _location(inline)
@@ -52,41 +69,23 @@ async def read_thread(
             thread.requester_id = inline.comment.author_id
         if from_workflow:
             thread.trigger_post = _post(inline.comment)
-    elif request.event.startswith(_REVIEW) and request.thread.is_pull_request:
-        if from_workflow:
-            thread.trigger_post = await _review_post(services, github, request)
-        comments = await github.read_review_comments(request.trigger_id)
-        thread.inline = tuple(
-            InlineComment(post=_post(c.comment), location=_location(c)) for c in comments
-        )
+    elif request.trigger is TriggerKind.REVIEW and request.thread.is_pull_request:
+        if read.review is not None:
+            review = read.review
+            thread.trigger_post = Post(
+                author=review.author,
+                association=review.association,
+                body=review.body,
+                created_at=review.submitted_at,
+                id=review.id,
+            )
+        thread.inline = tuple(_inline_comment(c) for c in read.review_comments)
         if own:
-            thread.answer = answered_threads(comments)
+            thread.answer = answered_threads(read.review_comments)
     return thread
 
 
-async def _review_post(
-    services: JobServices, github: RepoClient, request: JobRequest
-) -> Post | None:
-    """The review that started a workflow's run, or None when GitHub does not give it.
-
-    Context only (the workflow's prompt is the task), so a failure is logged, not fatal.
-    """
-    try:
-        review = await github.read_review(request.trigger_id)
-    except GitHubError as error:
-        services.log("review_read_failed", review=request.trigger_id, error=str(error))
-        return None
-    return Post(
-        author=review.author,
-        association=review.association,
-        body=review.body,
-        created_at=review.submitted_at,
-        id=review.id,
-    )
-
-
-def thread_context(read: Thread, request: JobRequest) -> ThreadContext:
-    """What the prompt needs of a thread as GitHub gave it; `request` names the trigger."""
+def _thread(read: Thread, request: JobRequest) -> ThreadContext:
     issue = read.issue
     opening = Post(
         author=issue.author,
@@ -103,6 +102,10 @@ def thread_context(read: Thread, request: JobRequest) -> ThreadContext:
         thread.same_repository = (head_repo or "").lower() == request.thread.repository.lower()
         thread.pr_url = read.pull.html_url
     return thread
+
+
+def _inline_comment(comment: ReviewComment) -> InlineComment:
+    return InlineComment(post=_post(comment.comment), location=_location(comment))
 
 
 def _post(comment: Comment) -> Post:

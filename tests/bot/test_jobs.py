@@ -9,7 +9,16 @@ from typing import Any
 
 import pytest
 
-from bot.jobs import Conclusion, JobOutcome, JobRequest, JobState, Thread, conclusion_of
+from bot.jobs import (
+    Conclusion,
+    JobKind,
+    JobOutcome,
+    JobRequest,
+    JobState,
+    Thread,
+    TriggerKind,
+    conclusion_of,
+)
 from runner.job import JobResult
 
 
@@ -136,10 +145,11 @@ def test_rows_written_as_dicts_read_as_outcomes(
 
 
 REQUEST = JobRequest(
-    kind="run",
+    kind=JobKind.TASK,
     thread=Thread("octo/hello", 3),
     installation_id=7,
     event="issue_comment.created",
+    trigger=TriggerKind("issue_comment.created"),
     trigger_id=30,
     author="mona",
     author_association="COLLABORATOR",
@@ -167,3 +177,49 @@ def test_requests_read_back_and_older_rows_get_the_defaults(
     for name in missing:
         del row[name]
     assert JobRequest.from_json(row) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "mode", "expected"),
+    [
+        ("run", None, JobKind.TASK),
+        ("run", "task", JobKind.TASK),
+        ("run", "review", JobKind.REVIEW),
+        ("run", "repair", JobKind.CI_REPAIR),
+        ("cancel", None, JobKind.STOP),
+    ],
+)
+def test_rows_queued_before_the_job_kinds_read_as_one(
+    kind: str, mode: str | None, expected: JobKind
+) -> None:
+    row = json.loads(json.dumps(REQUEST.to_json()))
+    row["kind"] = kind
+    if mode is not None:
+        row["mode"] = mode
+    assert JobRequest.from_json(row).kind is expected
+
+
+@pytest.mark.parametrize(
+    ("event", "expected"),
+    [
+        ("issue_comment.created", TriggerKind.COMMENT),
+        ("pull_request_review.submitted", TriggerKind.REVIEW),
+        ("workflow_run.completed", TriggerKind.WORKFLOW_RUN),
+        ("schedule", TriggerKind.SCHEDULE),
+        # A workflow's event Neo has no use for (`neo action`'s prompt on a push).
+        ("push", TriggerKind.OTHER),
+    ],
+)
+def test_rows_queued_before_the_trigger_was_recorded_read_it_from_their_event(
+    event: str, expected: TriggerKind
+) -> None:
+    row = json.loads(json.dumps(REQUEST.to_json()))
+    del row["trigger"]
+    row["event"] = event
+    request = JobRequest.from_json(row)
+    assert (request.trigger, request.event) == (expected, event)
+
+
+def test_a_stop_goes_in_the_queues_cancel_lane_and_every_other_kind_in_its_run_lane() -> None:
+    assert [kind.lane for kind in JobKind] == ["run", "run", "run", "cancel"]
+    assert replace(REQUEST, kind=JobKind.STOP).lane == "cancel"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from bot.github.markers import job_id_of
-from bot.jobs import JobRequest, JobState, Thread
+from bot.jobs import JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.queue import PostgresQueue
 from tests.bot.serving import AppGitServer, WorkerProcess, neo_worker, serve_env
 from tests.fakes import (
@@ -168,10 +168,11 @@ def continues_session(first: Mapping[str, Any], thread: int) -> bool:
 
 def request(thread: int, n: int, comment: int) -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=repository(thread), number=1),
         installation_id=FIRST_INSTALLATION + thread,
         event="issue_comment.created",
+        trigger=TriggerKind("issue_comment.created"),
         trigger_id=comment,
         author="mona",
         author_association="COLLABORATOR",

@@ -86,7 +86,7 @@ def triaged(event: str, payload: Payload) -> list[JobRequest] | Ignore:
 
 
 def makes_a_job(outcome: list[JobRequest] | Ignore) -> bool:
-    return isinstance(outcome, list) and len(outcome) == 1 and outcome[0].kind == "run"
+    return isinstance(outcome, list) and len(outcome) == 1 and outcome[0].lane == "run"
 
 
 # --- values no GitHub sends -----------------------------------------------------

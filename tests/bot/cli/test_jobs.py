@@ -141,7 +141,7 @@ def test_show(jobs: dict[str, int], capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["jobs", "show", str(job_id)]) == 0
     out = capsys.readouterr().out
-    assert f"{job_id} (run)" in out
+    assert f"{job_id} (task)" in out
     assert "octo/hello#1 (issue)" in out
     assert '"error": "boom"' in out
     assert "\x1b" not in out

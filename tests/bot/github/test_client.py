@@ -15,7 +15,6 @@ from bot.github.client import (
     Spacers,
     job_marker,
     reply_marker,
-    trigger_kind,
 )
 from tests.fakes import FakeGitHub
 from tests.fakes.github_api import Call
@@ -199,9 +198,9 @@ async def test_react_on_a_comment_a_review_comment_and_the_issue(
     comment = github.add_comment(REPO, issue, "@neo fix it")
     review = github.add_review_comment(REPO, issue, "@neo rename this")
 
-    await publisher.react(trigger_kind("issue_comment.created"), comment)
-    await publisher.react(trigger_kind("pull_request_review_comment.created"), review)
-    await publisher.react(trigger_kind("issues.opened"), issue)
+    await publisher.react("comment", comment)
+    await publisher.react("review_comment", review)
+    await publisher.react("issue", issue)
     await publisher.react("issue", issue)  # already there: GitHub answers 200
 
     reactions = [

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.intake.triggers import ACTED_ON, Ignore, Reason
+from bot.jobs import JobKind
 from tests.bot.intake.test_triggers import example, one, run
 from tests.bot.serving import CI_EVENTS, ci_object, make_it_red
 
@@ -25,8 +26,7 @@ def test_a_failed_completion_on_a_pull_requests_branch_is_one_repair_of_that_pul
     run_ = ci_object(event, p)
     request = one(run(event, p, delivery_id="d-9"))
     pull = run_["pull_requests"][0]
-    assert request.mode == "repair"
-    assert request.kind == "run"
+    assert request.kind is JobKind.CI_REPAIR
     assert request.event == f"{event}.completed"
     assert request.thread.number == pull["number"]
     assert request.thread.is_pull_request

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.intake.triggers import Ignore, Reason, Rules
+from bot.jobs import JobKind, TriggerKind
 from tests.bot.intake.test_triggers import RULES, example, issue_comment, one, run
 
 
@@ -29,14 +30,14 @@ def test_review_is_the_first_word_after_the_mention_on_a_pull_request(
     if mode is None:
         assert result == Ignore(Reason.NO_MENTION)
     else:
-        assert one(result).mode == mode
+        assert one(result).kind == mode
 
 
 def test_the_review_label_on_a_pull_request_asks_for_a_review() -> None:
     p = example("pull_request", "labeled")
     p["label"]["name"] = "Neo-Review"  # label names are case-insensitive
     request = one(run("pull_request", p, delivery_id="d-7"))
-    assert request.mode == "review"
+    assert request.kind is JobKind.REVIEW
     assert request.thread.is_pull_request
     assert request.thread.number == p["pull_request"]["number"]
     assert request.trigger_id == p["pull_request"]["id"]
@@ -55,7 +56,7 @@ def test_requesting_the_apps_review_asks_for_a_review_and_someone_elses_does_not
     assert run("pull_request", p) == Ignore(Reason.OTHER_ASSIGNEE)
     p["requested_reviewer"] = {**p["requested_reviewer"], "login": RULES.app_bot_login}
     request = one(run("pull_request", p))
-    assert (request.mode, request.event) == ("review", "pull_request.review_requested")
+    assert (request.kind, request.trigger) == (JobKind.REVIEW, TriggerKind.REVIEW_REQUESTED)
     # A team asked: no reviewer login, nothing for Neo.
     del p["requested_reviewer"]
     p["requested_team"] = {"name": "core"}

@@ -27,7 +27,7 @@ from bot.intake.schedules import (
     jitter_fraction,
     scheduled_request,
 )
-from bot.jobs import Job
+from bot.jobs import Job, TriggerKind
 from bot.queue import SqliteQueue
 from tests.bot.serving import NEO, neo_serve, serve_env
 from tests.fakes import FakeGitHub
@@ -136,7 +136,8 @@ async def test_a_schedule_is_queued_once_per_slot_when_it_falls_due(
         slot=at(9),
         author="neo[bot]",
     )
-    assert (request.kind, request.thread.number, request.branch) == ("run", 0, "neo/schedule-lint")
+    assert (request.kind, request.thread.number, request.branch) == ("task", 0, "neo/schedule-lint")
+    assert request.trigger is TriggerKind.SCHEDULE
     assert request.instruction == "Fix the lint."
 
 

@@ -24,7 +24,7 @@ from bot.intake.schedules import (
     scheduled_request,
     slot_of_key,
 )
-from bot.jobs import JobRequest, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 
 MINUTE = timedelta(minutes=1)
 TICK = timedelta(seconds=30)
@@ -300,10 +300,11 @@ def test_a_firing_becomes_a_run_request_on_the_schedules_branch() -> None:
     )
 
     assert request == JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread("Octo/Hello", 0),
         installation_id=7,
         event=SCHEDULE_EVENT,
+        trigger=TriggerKind(SCHEDULE_EVENT),
         trigger_id=int(at(0, 6).timestamp()),
         author="neo[bot]",
         author_association="NONE",

@@ -136,7 +136,7 @@ def test_every_corpus_payload_is_answered_2xx_and_queues_only_the_red_check(
     assert decisions["ping"] == sum(1 for event, _ in corpus() if event == "ping")
     assert repairs == 1
     # One repair, whichever form carried it first: the second is the same red commit.
-    assert [job["request"]["mode"] for job in jobs(server, "corpus-")] == ["repair"]
+    assert [job["request"]["kind"] for job in jobs(server, "corpus-")] == ["repair"]
     assert httpx.get(f"{server.url}/healthz").json() == {"ok": True}
 
 
@@ -175,7 +175,7 @@ def expected_repair(event: str, p: Payload, delivery: str) -> Payload:
         what = f'the workflow run "{run.get("name") or "unnamed"}"'
 
     return {
-        "kind": "run",
+        "kind": "repair",
         "thread": {
             "repository": p["repository"]["full_name"],
             "number": run["pull_requests"][0]["number"],
@@ -183,6 +183,7 @@ def expected_repair(event: str, p: Payload, delivery: str) -> Payload:
         },
         "installation_id": (p.get("installation") or {}).get("id"),
         "event": f"{event}.completed",
+        "trigger": f"{event}.completed",
         "trigger_id": run["id"],
         "author": p["sender"]["login"],
         "author_association": "NONE",
@@ -191,7 +192,6 @@ def expected_repair(event: str, p: Payload, delivery: str) -> Payload:
         "delivery_id": delivery,
         "branch": None,
         "instruction_from_workflow": False,
-        "mode": "repair",
         "head_sha": sha,
     }
 
@@ -240,10 +240,11 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
             "is_pull_request": True,
         }
     return {
-        "kind": "run",
+        "kind": "review" if event == "pull_request" else "task",
         "thread": thread,
         "installation_id": (p.get("installation") or {}).get("id"),
         "event": f"{event}.{action}",
+        "trigger": f"{event}.{action}",
         "trigger_id": trigger["id"],
         "author": p["sender"]["login"],
         "author_association": trigger["author_association"],
@@ -254,7 +255,6 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         "branch": None,
         # A webhook's instruction is its author's text, never a workflow's prompt.
         "instruction_from_workflow": False,
-        "mode": "review" if event == "pull_request" else "task",
         "head_sha": None,
     }
 
@@ -338,7 +338,7 @@ def test_stop_is_queued_for_a_worker_to_check_and_cancels_nothing_on_the_request
     listed = {job["request"]["delivery_id"]: job for job in jobs(server, "stop-")}
     # Whether its author may stop anything needs GitHub: a worker decides.
     assert listed["stop-run"]["state"] == "queued"
-    assert listed["stop-cancel"]["request"]["kind"] == "cancel"
+    assert listed["stop-cancel"]["request"]["kind"] == "stop"
     assert (
         listed["stop-cancel"]["request"]["dedupe_key"] == f"issue_comment:{stop['comment']['id']}"
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bot.intake.triggers import Ignore, Reason
+from bot.jobs import JobKind
 from tests.bot.intake.test_triggers import RULES, Payload, example, one, run
 
 
@@ -24,7 +25,7 @@ def test_changes_requested_on_the_apps_pull_request_makes_a_task(
 ) -> None:
     p = own_review(state, body)
     request = one(run("pull_request_review", p))
-    assert (request.mode, request.kind) == ("task", "run")
+    assert request.kind is JobKind.TASK
     assert request.event == "pull_request_review.submitted"
     assert request.thread.is_pull_request
     assert request.thread.number == p["pull_request"]["number"]
@@ -59,8 +60,8 @@ def test_changes_requested_by_the_app_or_another_bot_is_ignored() -> None:
 
 def test_changes_requested_that_mentions_the_app_reads_as_a_mention() -> None:
     # "@neo stop" in a changes-requested review still stops the work.
-    assert one(run("pull_request_review", own_review("changes_requested", "@neo stop"))).kind == (
-        "cancel"
+    assert one(run("pull_request_review", own_review("changes_requested", "@neo stop"))).kind is (
+        JobKind.STOP
     )
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from bot.intake.mentions import mentions
 from bot.intake.triggers import ACTED_ON, Ignore, Reason, Rules, triage
 from bot.intake.webhooks import Delivery
-from bot.jobs import JobRequest, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 from tests.bot.serving import CI_EVENTS, ci_object, make_it_act
 
 CORPUS = Path(__file__).parents[2] / "fixtures" / "octokit-webhooks-examples.json"
@@ -155,10 +155,11 @@ def test_issue_comment_on_an_issue() -> None:
     p = issue_comment("@neo fix the typo in the README")
     assert run("issue_comment", p, delivery_id="72d3162e") == [
         JobRequest(
-            kind="run",
+            kind=JobKind.TASK,
             thread=Thread(repository=REPO, number=1, is_pull_request=False),
             installation_id=1,
             event="issue_comment.created",
+            trigger=TriggerKind("issue_comment.created"),
             trigger_id=492700400,
             author="Codertocat",
             author_association="OWNER",
@@ -186,10 +187,11 @@ def test_issues_opened() -> None:
     request = one(run("issues", p))
     issue = p["issue"]
     assert request == JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=REPO, number=1),
         installation_id=None,
         event="issues.opened",
+        trigger=TriggerKind("issues.opened"),
         trigger_id=issue["id"],
         author="Codertocat",
         author_association="OWNER",
@@ -219,10 +221,11 @@ def test_issues_labeled() -> None:
     request = one(run("issues", p, delivery_id="abc"))
     issue = p["issue"]
     assert request == JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=REPO, number=1),
         installation_id=None,
         event="issues.labeled",
+        trigger=TriggerKind("issues.labeled"),
         trigger_id=issue["id"],
         author="Codertocat",
         author_association="OWNER",
@@ -246,7 +249,7 @@ def test_issues_assigned_to_the_app() -> None:
     p = issue_assigned("neo[bot]")
     request = one(run("issues", p, delivery_id="xyz"))
     assert request.event == "issues.assigned"
-    assert request.kind == "run"
+    assert request.kind is JobKind.TASK
     assert request.installation_id == 1
     # The human who assigned it is the author, whose access the worker checks.
     assert request.author == "Codertocat"
@@ -258,10 +261,11 @@ def test_review_comment_created() -> None:
     p = review_comment("@neo rename `x` to `count`")
     request = one(run("pull_request_review_comment", p))
     assert request == JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=REPO, number=2, is_pull_request=True),
         installation_id=1,
         event="pull_request_review_comment.created",
+        trigger=TriggerKind("pull_request_review_comment.created"),
         trigger_id=p["comment"]["id"],
         author="Codertocat",
         author_association="OWNER",
@@ -275,10 +279,11 @@ def test_review_submitted() -> None:
     p = review("Looks good, but @neo add a test.")
     request = one(run("pull_request_review", p))
     assert request == JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(repository=REPO, number=2, is_pull_request=True),
         installation_id=1,
         event="pull_request_review.submitted",
+        trigger=TriggerKind("pull_request_review.submitted"),
         trigger_id=p["review"]["id"],
         author="Codertocat",
         author_association="OWNER",
@@ -342,7 +347,7 @@ def test_mentions(text: str, mentioned: bool) -> None:
     assert (mentions(text, "@neo") > 0) is mentioned
     result = run("issue_comment", issue_comment(text))
     if mentioned:
-        assert one(result).kind == "run"
+        assert one(result).kind is JobKind.TASK
     else:
         assert result == Ignore(Reason.NO_MENTION)
 
@@ -385,7 +390,7 @@ def test_stop_cancels_the_thread(body: str, builder: str) -> None:
         "review": ("pull_request_review", review),
     }[builder]
     request = one(run(event, payload(body)))
-    assert request.kind == "cancel"
+    assert request.kind is JobKind.STOP
     assert request.instruction == body
 
 
@@ -401,7 +406,7 @@ def test_stop_cancels_the_thread(body: str, builder: str) -> None:
     ],
 )
 def test_stop_only_alone(body: str) -> None:
-    assert one(run("issue_comment", issue_comment(body))).kind == "run"
+    assert one(run("issue_comment", issue_comment(body))).kind is JobKind.TASK
 
 
 def test_stop_needs_a_real_mention() -> None:
@@ -588,7 +593,7 @@ def test_a_field_github_may_leave_out_still_makes_a_job(
 
     request = one(run(event, p))
 
-    assert request.kind == "run"
+    assert request.kind is JobKind.TASK
     expected = "NONE" if field == "author_association" else "OWNER"
     assert request.author_association == expected
 
@@ -733,6 +738,11 @@ def trigger_object(event: str, p: Payload) -> Payload:
     return p["comment"] if "comment" in p else p["issue"]  # type: ignore[no-any-return]
 
 
+def test_every_event_triage_acts_on_is_a_trigger_kind_of_its_name() -> None:
+    # Triage records the trigger as TriggerKind(event.action): none may be missing.
+    assert {kind.value for kind in TriggerKind} >= ACTED_ON
+
+
 def test_every_acted_on_corpus_payload_patched_to_act_makes_one_request() -> None:
     count = 0
     for index, (event, payload) in enumerate(acted_on_corpus()):
@@ -741,15 +751,16 @@ def test_every_acted_on_corpus_payload_patched_to_act_makes_one_request() -> Non
         count += 1
         if event in CI_EVENTS:
             run = ci_object(event, p)
-            assert (request.mode, request.trigger_id) == ("repair", run["id"])
+            assert (request.kind, request.trigger_id) == (JobKind.CI_REPAIR, run["id"])
             assert request.thread.number == run["pull_requests"][0]["number"]
             assert request.head_sha == run["head_sha"]
             assert request.author == p["sender"]["login"]
             continue
         trigger = trigger_object(event, p)
         thread = p.get("issue") or p["pull_request"]
-        assert request.kind == "run"
+        assert request.kind in (JobKind.TASK, JobKind.REVIEW)
         assert request.event == f"{event}.{p['action']}"
+        assert request.trigger is TriggerKind(request.event)
         assert request.thread.repository == p["repository"]["full_name"]
         assert request.thread.number == thread["number"]
         assert request.trigger_id == trigger["id"]

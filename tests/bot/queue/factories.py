@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.jobs import JobRequest, RequestKind, Thread
+from bot.jobs import JobKind, JobRequest, Thread, TriggerKind
 from bot.queue.base import JobQueue
 
 
@@ -11,7 +11,7 @@ def make_request(
     *,
     repository: str = "octo/hello",
     number: int = 1,
-    kind: RequestKind = "run",
+    kind: JobKind = JobKind.TASK,
     dedupe_key: str | None = None,
     author: str = "alice",
     instruction: str = "@neo fix the flaky date test",
@@ -21,6 +21,7 @@ def make_request(
         thread=Thread(repository=repository, number=number),
         installation_id=42,
         event="issue_comment.created",
+        trigger=TriggerKind("issue_comment.created"),
         trigger_id=1000,
         author=author,
         author_association="OWNER",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.jobs import Conclusion, JobOutcome, JobState
+from bot.jobs import Conclusion, JobKind, JobOutcome, JobState
 from bot.queue import (
     CancelApplied,
     EnqueueResult,
@@ -238,7 +238,7 @@ async def test_a_cancel_request_waits_for_its_worker_and_stops_its_thread_only(
     waiting = await enqueue_one(queue, "d2", number=1)
     elsewhere = await enqueue_one(queue, "d3", number=2)
 
-    stop = make_request("d4", number=1, kind="cancel", author="bob", instruction="@neo stop")
+    stop = make_request("d4", number=1, kind=JobKind.STOP, author="bob", instruction="@neo stop")
     (request_id,) = (await queue.enqueue("d4", [stop])).job_ids
     # Queued, not applied: whether bob may stop anything is the worker's check.
     recorded = await queue.get(request_id)
@@ -253,7 +253,7 @@ async def test_a_cancel_request_waits_for_its_worker_and_stops_its_thread_only(
     assert first.id == elsewhere
     claimed = await queue.claim("w2", LEASE)
     assert claimed is not None
-    assert (claimed.id, claimed.request.kind) == (request_id, "cancel")
+    assert (claimed.id, claimed.request.kind) == (request_id, JobKind.STOP)
 
     applied = await queue.apply_cancel(request_id)
     assert applied == CancelApplied(cancelled=(waiting,), cancel_requested=(running,))
@@ -282,14 +282,14 @@ async def test_a_cancel_request_waits_for_its_worker_and_stops_its_thread_only(
 
     # Redelivered under another delivery id, the same comment stops nothing twice.
     again = await queue.enqueue(
-        "d5", [make_request("d5", kind="cancel", dedupe_key=stop.dedupe_key)]
+        "d5", [make_request("d5", kind=JobKind.STOP, dedupe_key=stop.dedupe_key)]
     )
     assert again.existing == (request_id,)
 
 
 async def test_claim_only_cancel_requests_skips_runs(queue: JobQueue) -> None:
     await enqueue_one(queue, "d1", number=1)
-    stop = make_request("d2", number=2, kind="cancel", instruction="@neo stop")
+    stop = make_request("d2", number=2, kind=JobKind.STOP, instruction="@neo stop")
     (request_id,) = (await queue.enqueue("d2", [stop])).job_ids
 
     claimed = await queue.claim("w1", LEASE, only="cancel")
@@ -301,7 +301,7 @@ async def test_claim_only_cancel_requests_skips_runs(queue: JobQueue) -> None:
 async def test_a_running_cancel_request_does_not_hold_up_its_threads_runs(
     queue: JobQueue,
 ) -> None:
-    stop = make_request("d1", number=1, kind="cancel", instruction="@neo stop")
+    stop = make_request("d1", number=1, kind=JobKind.STOP, instruction="@neo stop")
     (request_id,) = (await queue.enqueue("d1", [stop])).job_ids
     run = await enqueue_one(queue, "d2", number=1)
     assert (await queue.claim("w1", LEASE)).id == request_id  # type: ignore[union-attr]

@@ -26,7 +26,17 @@ from bot.github.app import (
     GitHubApp,
     InstallationToken,
 )
-from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, RequestKind, Thread
+from bot.jobs import (
+    Conclusion,
+    Job,
+    JobKind,
+    JobOutcome,
+    JobRequest,
+    JobState,
+    Lane,
+    Thread,
+    TriggerKind,
+)
 from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.worker.config import OWNER_CONFIG_TTL, ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
@@ -146,10 +156,11 @@ async def app(github: FakeGitHub) -> AsyncIterator[GitHubApp]:
 
 def request(number: int, comment: int, *, author: str = "mona", delivery: str = "d1") -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(REPO, number),
         installation_id=INSTALLATION,
         event="issue_comment.created",
+        trigger=TriggerKind("issue_comment.created"),
         trigger_id=comment,
         author=author,
         author_association="COLLABORATOR",
@@ -646,7 +657,7 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
         if fake_anthropic.requests and not (await get(queue, job_id)).cancel_requested:
             cancel = replace(
                 request(number, stop_comment, delivery="d-stop"),
-                kind="cancel",
+                kind=JobKind.STOP,
                 instruction="@neo stop",
             )
             await queue.enqueue("d-stop", [cancel])
@@ -712,7 +723,7 @@ async def test_a_stop_request_from_someone_who_may_not_run_neo_is_refused_and_th
     stop_comment = github.add_comment(REPO, number, "@neo stop", user=stopper)
     stop = replace(
         request(number, stop_comment, author=stopper, delivery="d-stop"),
-        kind="cancel",
+        kind=JobKind.STOP,
         instruction="@neo stop",
         author_association="NONE",
     )
@@ -760,7 +771,7 @@ async def test_a_stop_request_is_decided_while_every_run_slot_is_taken(
     job_id = await enqueue(queue, request(number, comment))
     stop_comment = github.add_comment(REPO, number, "@neo stop", user="mona")
     stop = replace(
-        request(number, stop_comment, delivery="d-stop"), kind="cancel", instruction="@neo stop"
+        request(number, stop_comment, delivery="d-stop"), kind=JobKind.STOP, instruction="@neo stop"
     )
     queued_stop = False
 
@@ -895,6 +906,7 @@ async def test_a_review_comment_job_gets_the_diff_and_the_comments_file_lines_an
         request(number, comment),
         thread=Thread(REPO, number, is_pull_request=True),
         event="pull_request_review_comment.created",
+        trigger=TriggerKind("pull_request_review_comment.created"),
         instruction="@neo say goodbye instead",
     )
     job_id = await enqueue(queue, job_request)
@@ -946,6 +958,7 @@ async def test_a_review_job_gets_its_inline_comments_and_a_big_diff_is_capped(
         request(number, review),
         thread=Thread(REPO, number, is_pull_request=True),
         event="pull_request_review.submitted",
+        trigger=TriggerKind("pull_request_review.submitted"),
         instruction="@neo please address these",
     )
     job_id = await enqueue(queue, job_request)
@@ -1482,6 +1495,7 @@ async def test_a_threadless_job_that_names_a_user_checks_their_permission(
     dispatch = replace(
         scheduled(github, 0),
         event="workflow_dispatch",
+        trigger=TriggerKind("workflow_dispatch"),
         trigger_id=0,
         dedupe_key="dispatch:1",
         delivery_id="dispatch:1",
@@ -1655,9 +1669,7 @@ class _CountsClaims:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._queue, name)
 
-    async def claim(
-        self, worker: str, lease: float, *, only: RequestKind | None = None
-    ) -> Job | None:
+    async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         self.claims += 1
         return await self._queue.claim(worker, lease, only=only)
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.jobs import Thread
+from bot.jobs import Thread, TriggerKind
 from bot.worker.progress import job_marker
 from bot.worker.prompt import (
     DEFAULT_LIMITS,
@@ -64,6 +64,9 @@ def parse(prompt: str) -> tuple[list[Block], str]:
     return blocks, BLOCK.sub("<block>", prompt)
 
 
+SCHEDULED = Trigger(requester="", kind=TriggerKind.SCHEDULE)
+
+
 def post(author: str, body: str, association: str = "NONE", **kw: object) -> Post:
     return Post(author=author, association=association, body=body, **kw)  # type: ignore[arg-type]
 
@@ -71,7 +74,7 @@ def post(author: str, body: str, association: str = "NONE", **kw: object) -> Pos
 def comment_trigger(body: str = "@neo fix it", **kw: object) -> Trigger:
     return Trigger(
         requester="maint",
-        event="issue_comment.created",
+        kind=TriggerKind.COMMENT,
         post=post("maint", body, "OWNER", id=99, **kw),
     )
 
@@ -340,7 +343,7 @@ HUNK = (
 def test_review_comment_shows_file_line_and_hunk() -> None:
     trigger = Trigger(
         requester="maint",
-        event="pull_request_review_comment.created",
+        kind=TriggerKind.REVIEW_COMMENT,
         post=post("maint", "@neo handle Saturday too", "MEMBER", id=7),
         review=ReviewLocation(
             path="src/dates.py", line=13, start_line=12, side="RIGHT", diff_hunk=HUNK
@@ -362,7 +365,7 @@ def test_review_comment_shows_file_line_and_hunk() -> None:
 
 
 def test_label_trigger_makes_the_issue_the_request() -> None:
-    trigger = Trigger(requester="maint", event="issues.labeled")
+    trigger = Trigger(requester="maint", kind=TriggerKind.ISSUE_LABELED)
     blocks, outside = parse(build(trigger=trigger))
     assert [b.kind for b in blocks] == ["title", "body"]
     assert (
@@ -378,7 +381,7 @@ def test_a_workflows_prompt_is_the_task_and_the_comment_that_started_the_run_con
     started = post("maint", "@neo please rename it", "OWNER", id=99)
     trigger = Trigger(
         requester="maint",
-        event="issue_comment.created",
+        kind=TriggerKind.COMMENT,
         post=started,
         workflow_prompt="Label this issue.\n" + ESCAPES[1],
     )
@@ -421,7 +424,10 @@ def test_a_workflows_prompt_is_the_task_and_the_comment_that_started_the_run_con
 
 def test_a_workflows_prompt_on_an_opened_pull_request_leaves_its_text_context() -> None:
     trigger = Trigger(
-        requester="maint", event="pull_request.opened", workflow_prompt="Review the diff."
+        requester="maint",
+        kind=TriggerKind.OTHER,
+        event="pull_request.opened",
+        workflow_prompt="Review the diff.",
     )
     blocks, outside = parse(build(thread=PR, trigger=trigger, diff="+x\n"))
     assert [b.kind for b in blocks] == ["title", "body", "diff", "task"]
@@ -444,14 +450,14 @@ QUESTION = (
             build(trigger=comment_trigger("@neo why does it fail?")), "it asks", id="comment"
         ),
         pytest.param(
-            build(trigger=Trigger(requester="maint", event="issues.labeled")),
+            build(trigger=Trigger(requester="maint", kind=TriggerKind.ISSUE_LABELED)),
             "they ask",
             id="label",
         ),
         pytest.param(
             build(
                 trigger=Trigger(
-                    requester="maint", event="issues.opened", workflow_prompt="Explain it."
+                    requester="maint", kind=TriggerKind.ISSUE_OPENED, workflow_prompt="Explain it."
                 )
             ),
             "it asks",
@@ -459,7 +465,7 @@ QUESTION = (
         ),
         pytest.param(
             build_instruction_prompt(
-                "octo/app", instruction="What is slow?", event="schedule", branch="b"
+                "octo/app", instruction="What is slow?", trigger=SCHEDULED, branch="b"
             ),
             "it asks",
             id="threadless",
@@ -481,7 +487,7 @@ def test_prompt_is_deterministic() -> None:
 def test_a_reviews_inline_comments_show_their_file_lines_and_hunks() -> None:
     trigger = Trigger(
         requester="maint",
-        event="pull_request_review.submitted",
+        kind=TriggerKind.REVIEW,
         post=post("maint", "@neo address these", "MEMBER", id=70),
         inline=(
             InlineComment(
@@ -522,7 +528,7 @@ def test_inline_comments_are_capped_by_count() -> None:
         )
         for n in range(5)
     )
-    trigger = Trigger(requester="maint", event="pull_request_review.submitted", inline=many)
+    trigger = Trigger(requester="maint", kind=TriggerKind.REVIEW, inline=many)
     blocks, outside = parse(build(thread=PR, trigger=trigger, limits=Limits(max_inline_comments=2)))
     assert [b.content for b in blocks if b.kind == "review_comment"] == ["note 0", "note 1"]
     assert "(3 later inline comments not shown)" in outside
@@ -534,7 +540,7 @@ def test_inline_comments_are_capped_by_count() -> None:
 def test_a_threadless_instruction_is_quoted_whole_and_cannot_leave_its_block() -> None:
     instruction = "Update the dependencies.\n" + ESCAPES[1] + "\n" + ESCAPES[0]
     prompt = build_instruction_prompt(
-        "octo/app", instruction=instruction, event="schedule", branch="neo/schedule-deps"
+        "octo/app", instruction=instruction, trigger=SCHEDULED, branch="neo/schedule-deps"
     )
     blocks, outside = parse(prompt)
     assert [(b.kind, b.content) for b in blocks] == [("request", instruction)]
@@ -553,21 +559,24 @@ def test_a_threadless_instruction_names_who_started_it_when_a_user_did() -> None
     prompt = build_instruction_prompt(
         "octo/app",
         instruction="Fix the lint",
-        event="workflow_dispatch",
+        trigger=Trigger(requester='mona"><x', kind=TriggerKind.DISPATCH),
         branch="neo/lint",
-        requester='mona"><x',
     )
     blocks, outside = parse(prompt)
     assert blocks[0].attrs["author"] == 'mona"><x'
     assert "started by hand, started by @mona&quot;&gt;&lt;x." in outside
-    odd = build_instruction_prompt("octo/app", instruction="x", event="push", branch="b")
+    pushed = Trigger(requester="", kind=TriggerKind.OTHER, event="push")
+    odd = build_instruction_prompt("octo/app", instruction="x", trigger=pushed, branch="b")
     assert "from a workflow of the repository (event push)." in parse(odd)[1]
 
 
 def test_a_threadless_instruction_from_a_workflow_says_so_whatever_its_event() -> None:
     def origin(event: str, from_workflow: bool) -> str:
+        known = event in TriggerKind._value2member_map_
+        kind = TriggerKind(event) if known else TriggerKind.OTHER
+        trigger = Trigger(requester="", kind=kind, event=event)
         prompt = build_instruction_prompt(
-            "octo/app", instruction="x", event=event, branch="b", from_workflow=from_workflow
+            "octo/app", instruction="x", trigger=trigger, branch="b", from_workflow=from_workflow
         )
         return parse(prompt)[1]
 
@@ -583,7 +592,7 @@ def test_a_threadless_instruction_from_a_workflow_says_so_whatever_its_event() -
 def test_a_long_threadless_instruction_is_capped_with_a_note() -> None:
     instruction = "y" * (DEFAULT_LIMITS.max_body_chars + 10)
     blocks, _ = parse(
-        build_instruction_prompt("octo/app", instruction=instruction, event="schedule", branch="b")
+        build_instruction_prompt("octo/app", instruction=instruction, trigger=SCHEDULED, branch="b")
     )
     assert blocks[0].content == "y" * DEFAULT_LIMITS.max_body_chars
     assert blocks[0].attrs["truncated"].startswith("showing the first 30,000 of")
@@ -608,7 +617,7 @@ def test_a_missing_author_or_association_is_shown_as_github_shows_it(
 ) -> None:
     opening = post(author, "It fails on Sundays.", association)
     trigger = Trigger(
-        requester="maint", event="issue_comment.created", post=post(author, "@neo go", association)
+        requester="maint", kind=TriggerKind.COMMENT, post=post(author, "@neo go", association)
     )
 
     for prompt in (build(opening=opening), build(trigger=trigger)):
@@ -620,5 +629,5 @@ def test_a_missing_author_or_association_is_shown_as_github_shows_it(
         )
         assert "UNSET" not in prompt
         assert "None)" not in outside
-    by_label = Trigger(requester="maint", event="issues.labeled")
+    by_label = Trigger(requester="maint", kind=TriggerKind.ISSUE_LABELED)
     assert f"@{shown} ({shown_association})" in build(opening=opening, trigger=by_label)

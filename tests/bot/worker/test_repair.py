@@ -17,7 +17,7 @@ from bot.config.settings import Settings
 from bot.github.app import GitHubApp
 from bot.github.checks import CheckRun, HeadCommit, PullHead
 from bot.github.downloads import LogTail
-from bot.jobs import Conclusion, JobRequest, Thread
+from bot.jobs import Conclusion, JobKind, JobRequest, Thread, TriggerKind
 from bot.queue import SqliteQueue
 from bot.worker.prompt import FailedCheck, RedHead, build_repair_prompt
 from bot.worker.repair import (
@@ -95,17 +95,17 @@ def mirror_commit(github: FakeGitHub, origin: Path, sha: str) -> None:
 def repair_request(number: int, sha: str, trigger: int, event: str = "check_run") -> JobRequest:
     """What triage makes of a red check on pull request `number` (see test_ci_triggers)."""
     return JobRequest(
-        kind="run",
+        kind=JobKind.CI_REPAIR,
         thread=Thread(REPO, number, is_pull_request=True),
         installation_id=INSTALLATION,
         event=f"{event}.completed",
+        trigger=TriggerKind(f"{event}.completed"),
         trigger_id=trigger,
         author="github-actions[bot]",
         author_association="NONE",
         instruction=f'CI failed on {sha}: the check run "test" ended failure.',
         dedupe_key=f"ci-repair:{REPO}:{sha}",
         delivery_id=f"ci-{sha[:8]}",
-        mode="repair",
         head_sha=sha,
     )
 

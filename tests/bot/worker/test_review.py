@@ -18,7 +18,7 @@ from docker.errors import DockerException, ImageNotFound
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
 from bot.github.models import ReviewThread
-from bot.jobs import Conclusion, JobRequest, Thread
+from bot.jobs import Conclusion, JobKind, JobRequest, Thread, TriggerKind
 from bot.queue import SqliteQueue
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.review import all_folded, fixed_threads, review_payload, unrepeated
@@ -79,17 +79,17 @@ def open_pull(github: FakeGitHub, origin: Path, *, fork: bool) -> int:
 
 def review_request(number: int, comment: int) -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.REVIEW,
         thread=Thread(REPO, number, is_pull_request=True),
         installation_id=INSTALLATION,
         event="issue_comment.created",
+        trigger=TriggerKind("issue_comment.created"),
         trigger_id=comment,
         author="mona",
         author_association="COLLABORATOR",
         instruction="@neo review",
         dedupe_key=f"comment:{comment}",
         delivery_id="d1",
-        mode="review",
     )
 
 

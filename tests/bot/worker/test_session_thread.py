@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from bot.config import RepoConfig
-from bot.jobs import Thread
+from bot.jobs import JobKind, Thread
 from bot.worker.spec import Identity, job_spec, session_thread
 from tests.bot.worker.test_spec import BOT, REQUEST, THREAD, _Settings, job
 
@@ -67,7 +67,7 @@ def test_a_job_on_neos_pull_request_continues_its_threads_session(
 def test_a_review_job_keeps_a_conversation_of_its_own() -> None:
     thread = replace(THREAD, head_ref="neo/issue-12")
     spec, _ = job_spec(
-        job(replace(PULL, mode="review")),
+        job(replace(PULL, kind=JobKind.REVIEW)),
         RepoConfig(),
         _Settings(),
         default_branch="main",

@@ -9,7 +9,7 @@ import pytest
 
 from bot.config import Fallback, RepoConfig
 from bot.config.loading import parse_repo_config
-from bot.jobs import Job, JobRequest, JobState, Thread
+from bot.jobs import Job, JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.worker.prompt import Post
 from bot.worker.spec import (
     Identity,
@@ -26,10 +26,11 @@ from runner.network import NetworkPolicy
 from runner.subagent import SubagentSettings
 
 REQUEST = JobRequest(
-    kind="run",
+    kind=JobKind.TASK,
     thread=Thread("octo/hello", 12),
     installation_id=7,
     event="issue_comment.created",
+    trigger=TriggerKind("issue_comment.created"),
     trigger_id=1,
     author="mona",
     author_association="MEMBER",
@@ -257,6 +258,7 @@ def test_only_the_requesters_own_words_may_invoke_a_skill(
     request = replace(
         REQUEST,
         event=event,
+        trigger=TriggerKind(event),
         instruction="@neo $release-notes",
         instruction_from_workflow=from_workflow,
         thread=Thread("octo/hello", 0 if threadless else 12),

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from bot.jobs import Conclusion, Job, JobOutcome, JobState, Thread
+from bot.jobs import Conclusion, Job, JobOutcome, JobState, Thread, TriggerKind
 from bot.worker.texts import (
     given_up_report,
     pr_body,
@@ -70,6 +70,7 @@ def test_a_threadless_pr_body_says_why_and_quotes_the_task(
         REQUEST,
         thread=Thread("octo/hello", 0),
         event=event,
+        trigger=TriggerKind(event),
         author=author,
         instruction="Update the docs\n@everyone",
         instruction_from_workflow=from_workflow,

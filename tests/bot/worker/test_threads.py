@@ -14,7 +14,7 @@ from docker import DockerClient
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
-from bot.jobs import Conclusion, JobOutcome, JobRequest, JobState, Thread
+from bot.jobs import Conclusion, JobKind, JobOutcome, JobRequest, JobState, Thread, TriggerKind
 from bot.queue import SqliteQueue
 from bot.worker.loop import Worker
 from tests.bot.worker.test_loop import (
@@ -74,10 +74,11 @@ async def neo_pull(
 
 def on_pull(number: int, event: str, trigger: int, instruction: str) -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(REPO, number, is_pull_request=True),
         installation_id=INSTALLATION,
         event=event,
+        trigger=TriggerKind(event),
         trigger_id=trigger,
         author="mona",
         author_association="COLLABORATOR",
