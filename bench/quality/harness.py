@@ -24,6 +24,7 @@ from bench.quality.results import Grade, grade
 from bench.quality.taskset import Task
 from bench.quality.testrun import run_hidden_tests
 from bot.config import RepoConfig
+from bot.config.docs import DEFAULT_DOCS_URL
 from bot.jobs import Job, JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.worker.prompt import Post
 from bot.worker.spec import Identity, ThreadContext, job_spec
@@ -50,6 +51,7 @@ class BenchSettings:
     sandbox: str = "docker"
     allowed_bots: frozenset[str] = frozenset()
     network_ceiling: NetworkPolicy | None = None
+    docs_url: str = DEFAULT_DOCS_URL
 
 
 @dataclass(frozen=True, slots=True)

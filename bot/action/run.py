@@ -24,6 +24,7 @@ from typing import Any, Final
 from bot.action.inputs import ActionContext, ActionInputs, InputError, read_context, read_inputs
 from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
 from bot.action.plan import Run, Skip, plan
+from bot.config.docs import DEFAULT_DOCS_URL, action_docs_url
 from bot.config.settings import Settings
 from bot.github.token_auth import TokenAuth, TokenRefused
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
@@ -284,6 +285,8 @@ class _ActionSettings:
     git_url: str
     # NEO_NETWORK, as the service reads it.
     network_ceiling: NetworkPolicy | None = None
+    # Where Neo's documentation lives, for the links in what it posts.
+    docs_url: str = DEFAULT_DOCS_URL
 
 
 def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _ActionSettings:
@@ -294,6 +297,7 @@ def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _
         allowed_bots=inputs.allowed_bots,
         git_url=context.server_url,
         network_ceiling=_ceiling(os.environ.get("NEO_NETWORK")),
+        docs_url=action_docs_url(os.environ, context.server_url),
     )
 
 

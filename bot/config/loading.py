@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -18,9 +18,16 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from bot.config.model import RepoConfig
+from bot.config.yaml_lines import line_of, pairs, start_line, text_key
 from runner.errors import ConfigError
 
-__all__ = ["CONFIG_PATH", "MAX_CONFIG_BYTES", "RepoConfigError", "parse_repo_config"]
+__all__ = [
+    "CONFIG_PATH",
+    "MAX_CONFIG_BYTES",
+    "ConfigProblem",
+    "RepoConfigError",
+    "parse_repo_config",
+]
 
 CONFIG_PATH = ".github/neo.yml"
 # A settings file is a few hundred bytes; the cap bounds parsing time and memory.
@@ -32,8 +39,21 @@ _MAX_DEPTH = 32
 _MAX_VALUES = 100_000
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigProblem:
+    """One thing wrong in the file: where (the setting, the line) and what."""
+
+    problem: str
+    field: str | None = None  # dotted path, e.g. "schedules[0].cron"; None for the whole file
+    line: int | None = None  # 1-based, when the file's text shows where
+
+
 class RepoConfigError(ConfigError):
-    """An unusable `.github/neo.yml`; `str()` is one line: file, field or line, problem."""
+    """An unusable `.github/neo.yml`; `str()` is one line: file, field or line, problem.
+
+    `problems` holds every problem found, in the file's order; `field`, `line`
+    and `problem` are those of the one `str()` names, with how many more there are.
+    """
 
     def __init__(
         self,
@@ -43,12 +63,19 @@ class RepoConfigError(ConfigError):
         problem: str,
         field: str | None = None,
         line: int | None = None,
+        problems: Sequence[ConfigProblem] = (),
     ) -> None:
+        named = ConfigProblem(problem, field, line)
+        listed = tuple(problems) or (named,)
+        more = len(listed) - 1
+        if more:
+            message += f" (and {more} more problem{'s' if more != 1 else ''})"
         super().__init__(message)
         self.source = source
         self.problem = problem
-        self.field = field  # dotted path, e.g. "schedules[0].cron"; None for the whole file
-        self.line = line  # 1-based, when the problem is in the YAML itself
+        self.field = field
+        self.line = line
+        self.problems = listed
 
 
 def _yaml_line(error: yaml.YAMLError) -> int | None:
@@ -205,12 +232,15 @@ _Loader.add_constructor(
 )
 
 
-def _load_yaml(text: str, source: str) -> object:
+def _load_yaml(text: str, source: str) -> tuple[object, yaml.Node | None]:
+    """The document's value, and its composed nodes (None for an empty file)."""
     try:
         _check_shape(text, source)
         loader = _Loader(text)
         try:
-            return loader.get_single_data()
+            # As get_single_data, keeping the nodes: they know where each setting is.
+            node = loader.get_single_node()
+            return (None if node is None else loader.construct_document(node)), node
         finally:
             loader.dispose()
     except yaml.YAMLError as error:
@@ -263,31 +293,46 @@ def _model_in(annotation: object) -> type[BaseModel] | None:
     return None
 
 
-def _from_validation(error: ValidationError, source: str) -> RepoConfigError:
-    errors = error.errors()
-    # A misspelt key is the likeliest cause of any other error beside it.
-    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = [part for part in first["loc"] if isinstance(part, int | str)]
-    field = _path(loc) or None
-    if first["type"] == "extra_forbidden":
-        close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        problem = f"unknown field{hint}"
-        return RepoConfigError(
-            f"{source}: unknown field {field!r}{hint}", source=source, problem=problem, field=field
-        )
-    message = str(first["msg"]).removeprefix("Value error, ")
-    # Lists are tuples inside (the model is frozen); say what the user wrote.
-    message = message.replace("a valid tuple", "a list").replace("Tuple should", "List should")
-    if first["type"] == "model_type":
-        message = "Input should be a mapping"
-    if first["type"] == "string_pattern_mismatch" and loc:
-        message = _PATTERN_MEANING.get(str(loc[0]), message)
-    if field is None:
-        return RepoConfigError(f"{source}: {message}", source=source, problem=message)
-    return RepoConfigError(
-        f"{source}: {field}: {message}", source=source, problem=message, field=field
-    )
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A problem, and the one line that names it after the file's name."""
+
+    problem: ConfigProblem
+    text: str
+    unknown: bool = False  # an unknown field: the likeliest cause of the rest
+
+
+def _from_validation(
+    error: ValidationError, root: yaml.Node | None, seen: set[str | None]
+) -> list[_Found]:
+    """Every problem pydantic found, but those at a field `seen` already names."""
+    found: list[_Found] = []
+    for each in error.errors():
+        if each["type"] == "invalid_key":
+            continue  # a key that is not text: `_check_values` names it as written
+        loc = [part for part in each["loc"] if isinstance(part, int | str)]
+        field = _path(loc) or None
+        if field in seen:
+            continue
+        seen.add(field)
+        # A missing setting has no line of its own: the line of what lacks it.
+        line = line_of(root, loc[:-1] if each["type"] == "missing" else loc)
+        if each["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problem = ConfigProblem(f"unknown field{hint}", field, line)
+            found.append(_Found(problem, f"unknown field {field!r}{hint}", unknown=True))
+            continue
+        message = str(each["msg"]).removeprefix("Value error, ")
+        # Lists are tuples inside (the model is frozen); say what the user wrote.
+        message = message.replace("a valid tuple", "a list").replace("Tuple should", "List should")
+        if each["type"] == "model_type":
+            message = "Input should be a mapping"
+        if each["type"] == "string_pattern_mismatch" and loc:
+            message = _PATTERN_MEANING.get(str(loc[0]), message)
+        text = message if field is None else f"{field}: {message}"
+        found.append(_Found(ConfigProblem(message, field, line), text))
+    return found
 
 
 # What each patterned setting's pattern means, instead of the pattern itself.
@@ -311,43 +356,68 @@ def _key_text(key: object) -> str:
     return repr(key)
 
 
-def _check_values(data: object, source: str, loc: tuple[int | str, ...] = ()) -> None:
-    """Reject a key that is not text, e.g. YAML 1.1 reading `on:` as True, and any
-    `_Unreadable` value, each at its field.
+def _check_values(
+    data: object, node: yaml.Node | None, loc: tuple[int | str, ...] = ()
+) -> Iterator[_Found]:
+    """A key that is not text, e.g. YAML 1.1 reading `on:` as True, and any
+    `_Unreadable` value, each at its field and line.
 
     Pydantic would report such a key coerced (True as 1), which misleads.
     The walk is bounded: `_check_shape` capped the expanded size and depth.
     """
+    line = None if node is None or not loc else start_line(node)
     if isinstance(data, _Unreadable):
         field = _path(loc) or None
         where = f"{field}: " if field else ""
-        raise RepoConfigError(
-            f"{source}: {where}{data.problem}", source=source, problem=data.problem, field=field
-        )
-    if isinstance(data, list):
+        yield _Found(ConfigProblem(data.problem, field, line), f"{where}{data.problem}")
+    elif isinstance(data, list):
+        items = node.value if isinstance(node, yaml.SequenceNode) else []
         for index, item in enumerate(data):
-            _check_values(item, source, (*loc, index))
+            yield from _check_values(
+                item, items[index] if index < len(items) else None, (*loc, index)
+            )
     elif isinstance(data, dict):
+        keys = dict(pairs(node)) if isinstance(node, yaml.MappingNode) else {}
+        values = {text_key(k): v for k, v in keys.items()}
+        odd = [k for k in keys if text_key(k) is None]
         for key, value in data.items():
-            if not isinstance(key, str):
-                field = _path((*loc, _key_text(key)))
-                hint = ""
-                if isinstance(key, bool):
-                    hint = " (unquoted yes, no, on, off are booleans in YAML)"
-                raise RepoConfigError(
-                    f"{source}: unknown field {field}{hint}",
-                    source=source,
-                    problem=f"unknown field{hint}",
-                    field=field,
-                )
-            _check_values(value, source, (*loc, key))
+            if isinstance(key, str):
+                yield from _check_values(value, values.get(key), (*loc, key))
+                continue
+            field = _path((*loc, _key_text(key)))
+            hint = ""
+            if isinstance(key, bool):
+                hint = " (unquoted yes, no, on, off are booleans in YAML)"
+            # The keys that are not text, in the file's order, as the dict has them.
+            at = odd.pop(0) if odd else None
+            key_line = None if at is None else start_line(at)
+            problem = ConfigProblem(f"unknown field{hint}", field, key_line)
+            yield _Found(problem, f"unknown field {field}{hint}", unknown=True)
+
+
+def _error(source: str, found: Sequence[_Found]) -> RepoConfigError:
+    """One error for every problem, in the file's order; its line names an unknown
+    field first, the likeliest cause of any other problem beside it."""
+    ordered = sorted(found, key=lambda f: (f.problem.line is None, f.problem.line or 0))
+    first = next((f for f in ordered if f.unknown), ordered[0])
+    head = first.problem
+    return RepoConfigError(
+        f"{source}: {first.text}",
+        source=source,
+        problem=head.problem,
+        field=head.field,
+        line=head.line,
+        problems=[f.problem for f in ordered],
+    )
 
 
 def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoConfig:
     """Validate the contents of `.github/neo.yml`; an empty file means every default.
 
-    Pure: no I/O. Raises RepoConfigError with one line naming `source`, and the
-    field or YAML line, for anything that is not a valid config.
+    Pure: no I/O. Raises RepoConfigError naming `source`, and the field or YAML
+    line, for anything that is not a valid config: one line, which names the
+    first problem; the error's `problems` holds every one pydantic and the
+    checks before it found.
     """
 
     def fail(problem: str) -> RepoConfigError:
@@ -361,14 +431,17 @@ def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoCo
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise fail("file is not valid UTF-8") from None
-    data = _load_yaml(text, source)
+    data, root = _load_yaml(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
         raise fail(f"the top level must be a mapping of settings, not {kind}")
-    _check_values(data, source)
+    found = list(_check_values(data, root))
     try:
-        return RepoConfig.model_validate(data)
+        config = RepoConfig.model_validate(data)
     except ValidationError as error:
-        raise _from_validation(error, source) from None
+        found += _from_validation(error, root, {f.problem.field for f in found})
+    if found:
+        raise _error(source, found)
+    return config

@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from bot.config.docs import DEFAULT_DOCS_URL, docs_url_problem
 from bot.config.handle import handle_problem
 from bot.config.prepared import PreparedSettings
 from bot.queue import data_dir as default_data_dir
@@ -77,6 +78,9 @@ class Settings(PreparedSettings, BaseSettings):
     network: str | None = None
     handle: str = "@neo"
     trigger_label: str = "neo"
+    # Where Neo's documentation lives (docs/ of its repository), for the links
+    # in what Neo posts; a fork of Neo with documentation of its own sets it.
+    docs_url: str = DEFAULT_DOCS_URL
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
     # NoDecode: the environment's comma-separated form reaches `_bots` as it
     # is, instead of pydantic-settings decoding it as JSON first.
@@ -99,6 +103,14 @@ class Settings(PreparedSettings, BaseSettings):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @field_validator("docs_url")
+    @classmethod
+    def _docs_url(cls, value: str) -> str:
+        problem = docs_url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.rstrip("/")
 
     @field_validator("sandbox_image")
     @classmethod

@@ -63,7 +63,7 @@ async def task_job(services: JobServices, running: Running) -> None:
         elif config is None:
             assert config_error is not None
             if reply_to is not None:
-                text = render_config_comment(config_error)
+                text = render_config_comment(config_error, docs_url=services.settings.docs_url)
                 await github.reply_once(reply_to, "config-error", text)
                 services.chore(_react(services, github, request))
             ended = Ended(Outcome(conclusion=Conclusion.FAILED, error=str(config_error)))

@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 import yaml
 
-from bot.config.loading import MAX_CONFIG_BYTES, RepoConfigError, parse_repo_config
+from bot.config.loading import MAX_CONFIG_BYTES, ConfigProblem, RepoConfigError, parse_repo_config
 from bot.config.model import RepoConfig
 from runner.errors import ConfigError
 
@@ -67,8 +67,11 @@ def test_the_error_is_a_config_error_with_field_and_problem() -> None:
     assert isinstance(error, ConfigError)
     assert error.kind == "config_error"
     assert str(error) == ".github/neo.yml: max_turns: Input should be less than or equal to 500"
-    assert (error.source, error.field, error.line) == (".github/neo.yml", "max_turns", None)
+    assert (error.source, error.field, error.line) == (".github/neo.yml", "max_turns", 1)
     assert error.problem == "Input should be less than or equal to 500"
+    assert error.problems == (
+        ConfigProblem("Input should be less than or equal to 500", "max_turns", 1),
+    )
 
 
 def test_the_source_names_the_file() -> None:
@@ -87,7 +90,7 @@ def test_the_source_names_the_file() -> None:
         ("colour: blue", "unknown field 'colour'", "colour"),
         (
             "schedules: [{cron: '0 0 * * *', promt: x}]",
-            "unknown field 'schedules[0].promt' (did you mean 'prompt'?)",
+            "unknown field 'schedules[0].promt' (did you mean 'prompt'?) (and 1 more problem)",
             "schedules[0].promt",
         ),
         ("on: true", "unknown field True (unquoted yes, no, on, off are booleans in YAML)", "True"),
@@ -323,7 +326,8 @@ def test_an_alias_bomb_is_rejected_without_expanding_it() -> None:
 def test_modest_aliases_are_fine() -> None:
     # 10**3 values: under the cap, so only validation can object.
     error = error_of(billion_laughs(3))
-    assert str(error) == ".github/neo.yml: unknown field 'a0'"
+    # Three unknown fields, and each of setup's ten items is a list, not text.
+    assert str(error) == ".github/neo.yml: unknown field 'a0' (and 12 more problems)"
 
 
 @pytest.mark.parametrize(
@@ -340,3 +344,66 @@ def test_deep_nesting_is_rejected_without_recursing(text: str) -> None:
 
     assert error.problem == "nested more than 32 levels deep"
     assert error.line is not None
+
+
+# --- every problem of a file -------------------------------------------------
+
+
+def test_every_problem_in_the_file_is_listed_in_its_order_with_its_line() -> None:
+    text = """\
+max_turns: 501
+modle: claude
+schedules:
+  - name: nightly
+    cron: "0 0 * *"
+    prompt: tidy up
+  - name: weekly
+    prompt: update the dependencies
+ci_repair: {attempts: 99}
+"""
+    error = error_of(text)
+
+    assert error.problems == (
+        ConfigProblem("Input should be less than or equal to 500", "max_turns", 1),
+        ConfigProblem("unknown field (did you mean 'model'?)", "modle", 2),
+        ConfigProblem(
+            "must have 5 fields (minute hour day-of-month month day-of-week), not 4",
+            "schedules[0].cron",
+            5,
+        ),
+        # Missing: the line of the schedule that lacks it.
+        ConfigProblem("Field required", "schedules[1].cron", 7),
+        ConfigProblem("Input should be less than or equal to 10", "ci_repair.attempts", 9),
+    )
+    # One line still, naming the misspelt key first: the likeliest cause of the rest.
+    assert str(error) == (
+        ".github/neo.yml: unknown field 'modle' (did you mean 'model'?) (and 4 more problems)"
+    )
+    assert (error.field, error.line) == ("modle", 2)
+
+
+def test_keys_that_are_not_text_and_unreadable_values_are_listed_beside_the_rest() -> None:
+    text = "on: push\nmax_turns: 1" + "0" * 5000 + "\ndraft: maybe\n"
+    error = error_of(text)
+
+    assert error.problems == (
+        ConfigProblem("unknown field (unquoted yes, no, on, off are booleans in YAML)", "True", 1),
+        ConfigProblem("the number is too large (5001 digits)", "max_turns", 2),
+        ConfigProblem("Input should be a valid boolean", "draft", 3),
+    )
+
+
+def test_a_merged_setting_is_found_at_its_line() -> None:
+    text = """\
+base: &base {cron: "0 0 * * *", prompt: x}
+schedules:
+  - <<: *base
+    name: nightly
+    branch: "bad branch"
+"""
+    error = error_of(text)
+
+    assert [(p.field, p.line) for p in error.problems] == [
+        ("base", 1),
+        ("schedules[0].branch", 5),
+    ]

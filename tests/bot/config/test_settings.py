@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.docs import DEFAULT_DOCS_URL
 from bot.config.settings import load_settings
 from runner.errors import ConfigError
 
@@ -26,6 +27,7 @@ def test_defaults_follow_the_contract(tmp_path: Path) -> None:
     assert settings.workers == 2
     assert settings.worker_lease == 60
     assert settings.network_ceiling is None  # no bound
+    assert settings.docs_url == DEFAULT_DOCS_URL
     assert settings.webhook_secret.get_secret_value() == "s3cret"
     assert "s3cret" not in repr(settings)
 
@@ -41,6 +43,7 @@ def test_values_are_read_and_normalised() -> None:
             "NEO_WORKERS": "0",
             "NEO_WORKER_LEASE": "2",
             "NEO_NETWORK": "python, artifactory.corp.example:8443",
+            "NEO_DOCS_URL": "https://git.corp.example/tools/neo/blob/v2/docs/",
             "UNRELATED": "ignored",
         }
     )
@@ -51,6 +54,7 @@ def test_values_are_read_and_normalised() -> None:
     assert settings.handle == "@helper"
     assert settings.workers == 0  # receive and queue only
     assert settings.worker_lease == 2
+    assert settings.docs_url == "https://git.corp.example/tools/neo/blob/v2/docs"
     ceiling = settings.network_ceiling
     assert ceiling is not None
     assert [str(item) for item in ceiling.items] == ["python", "artifactory.corp.example:8443"]
@@ -75,6 +79,8 @@ def test_values_are_read_and_normalised() -> None:
         ({"NEO_HANDLE": "neo"}, "NEO_HANDLE: must be @ followed by a GitHub login"),
         ({"NEO_SANDBOX": "vm"}, "NEO_SANDBOX: Input should be 'docker' or 'local'"),
         ({"NEO_GITHUB_API_URL": "ftp://x"}, "NEO_GITHUB_API_URL: must be an http(s) URL"),
+        ({"NEO_DOCS_URL": "docs/"}, "NEO_DOCS_URL: must be an absolute http(s) URL"),
+        ({"NEO_DOCS_URL": "https://x.example/a b"}, "NEO_DOCS_URL: must not contain spaces"),
         ({"NEO_WORKERS": "-1"}, "NEO_WORKERS: Input should be greater than or equal to 0"),
         ({"NEO_WORKER_LEASE": "0"}, "NEO_WORKER_LEASE: Input should be greater than or equal to 1"),
         (

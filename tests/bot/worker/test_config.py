@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from bot.config import RepoConfig, RepoConfigError, parse_repo_config, render_config_error
+from bot.config.docs import DEFAULT_DOCS_URL
 from bot.worker.config import ConfigSource, overridden
 from runner.errors import ConfigError
 
@@ -91,9 +92,9 @@ def test_an_invalid_file_is_answered_by_one_comment_naming_it_and_the_field(
     with pytest.raises(RepoConfigError) as raised:
         parse_repo_config(text, source="ci/neo.yml")
     assert str(raised.value) == f"ci/neo.yml: {field}: {problem}"
-    comment = render_config_error(raised.value)
+    comment = render_config_error(raised.value, docs_url=DEFAULT_DOCS_URL)
     assert "**Neo did not run:** `ci/neo.yml` on the default branch is invalid." in comment
-    assert f"- **Setting:** `{field}`" in comment
+    assert f"- Line 1, `{field}`: " in comment
     assert "internal error" not in comment
 
 

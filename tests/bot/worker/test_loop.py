@@ -477,7 +477,8 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
 ) -> None:
     # Which files are invalid, and the words: tests/bot/worker/test_config.py.
     field = "max_turns"
-    github.put_file(REPO, ".github/neo.yml", "max_turns: lots\n")
+    github.put_file(REPO, ".github/neo.yml", "max_turns: lots\nmodel: [a]\n")
+    settings = settings.model_copy(update={"docs_url": "https://docs.example/neo/docs"})
     number = github.add_issue(REPO, "Do something")
     comment = github.add_comment(REPO, number, "@neo do it", user="mona")
     job_id = await enqueue(queue, request(number, comment))
@@ -489,11 +490,15 @@ async def test_an_invalid_config_gets_one_comment_naming_the_field_and_nothing_r
     assert job.result is not None
     error = str(job.result.error)
     assert error.startswith(f".github/neo.yml: {field}: ")
+    assert error.endswith(" (and 1 more problem)")
     assert "\n" not in error
     assert "internal error" not in error
     [mine] = bot_comments(github, number)
     assert "Neo did not run" in mine["body"]
-    assert f"`{field}`" in mine["body"]
+    # Every problem, and the reference at the operator's absolute URL.
+    assert f"- Line 1, `{field}`: " in mine["body"]
+    assert "- Line 2, `model`: " in mine["body"]
+    assert "(https://docs.example/neo/docs/configuration.md)" in mine["body"]
     assert "internal error" not in mine["body"]
     assert fake_anthropic.requests == []
     assert github.pulls(REPO) == []

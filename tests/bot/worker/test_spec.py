@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Fallback, RepoConfig
+from bot.config.docs import DEFAULT_DOCS_URL
 from bot.config.loading import parse_repo_config
 from bot.jobs import Job, JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.worker.prompt import Post
@@ -50,6 +51,7 @@ class _Settings:
     allowed_bots: frozenset[str] = field(default_factory=frozenset)
     git_url: str = "https://github.com"
     network_ceiling: NetworkPolicy | None = None
+    docs_url: str = DEFAULT_DOCS_URL
 
 
 def job(request: JobRequest = REQUEST) -> Job:
