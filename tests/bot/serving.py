@@ -145,6 +145,14 @@ class AppGitServer(FakeGitServer):
             return not push or issued.permissions.get("contents") == "write"
         return False
 
+    def may_push_workflows(self, authorization: str | None, path: str) -> bool:
+        """GitHub's rule: only a token with `workflows: write` touches workflow files."""
+        return any(
+            authorization == basic_auth(issued.token)
+            and issued.permissions.get("workflows") == "write"
+            for issued in self._github.tokens
+        )
+
 
 @dataclass
 class WorkerProcess:

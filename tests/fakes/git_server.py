@@ -15,6 +15,15 @@ other gets 401 with `WWW-Authenticate: Basic`. Each request is recorded
 (method, path, service, whether credentials were present and right, status,
 bytes in and out) in `server.requests`.
 
+GitHub's rule for workflow files holds: a push by a token without the
+`workflows` permission (`may_push_workflows` says, per request) that adds,
+changes or removes a file under `.github/workflows/` is refused whole, as
+GitHub refuses it ("refusing to allow a GitHub App to create or update
+workflow `.github/workflows/x.yml` without `workflows` permission"). What
+counts is every commit the push makes reachable from a branch or tag for
+the first time, against its first parent: a commit only a pull request's
+ref (`refs/pull/N/head`) held counts, as a fork's does on GitHub.
+
 The repository helpers build history with `git fast-import`, so a repository
 of thousands of files takes a fraction of a second.
 """
@@ -26,6 +35,7 @@ import contextlib
 import hashlib
 import os
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -57,6 +67,30 @@ _SERVER_CONFIG = (
     ("uploadpack.allowAnySHA1InWant", "true"),
     ("safe.directory", "*"),
 )
+
+# The pre-receive hook that stands for GitHub's check of workflow files. It
+# runs only for a push whose token lacks the permission (the server sets
+# FAKE_GIT_NO_WORKFLOWS); receive-pack gives it the pushed objects in
+# quarantine, and `--branches --tags` are the refs before the push.
+_WORKFLOWS_HOOK = r"""#!/bin/sh
+[ -n "$FAKE_GIT_NO_WORKFLOWS" ] || exit 0
+zero=0000000000000000000000000000000000000000
+refused=""
+while read -r old new ref; do
+    [ "$new" = "$zero" ] && continue
+    for commit in $(git rev-list "$new" --not --branches --tags); do
+        paths=$(git diff-tree -r --no-commit-id --name-only --root -m --first-parent \
+            "$commit" -- .github/workflows/)
+        refused="$refused $paths"
+    done
+done
+for path in $refused; do
+    echo "refusing to allow a GitHub App to create or update workflow \`$path\`" \
+        "without \`workflows\` permission" >&2
+    exit 1
+done
+exit 0
+"""
 
 
 def git_env(**extra: str) -> dict[str, str]:
@@ -246,7 +280,8 @@ class _Handler(BaseHTTPRequestHandler):
         service = next(
             (name for name in ("git-upload-pack", "git-receive-pack") if name in self.path), None
         )
-        authenticated = fake.accepts(header, path, push=service == "git-receive-pack")
+        push = service == "git-receive-pack"
+        authenticated = fake.accepts(header, path, push=push)
 
         def record(status: int, sent: int) -> None:
             fake.record(
@@ -274,10 +309,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(message)
             record(401, len(message))
             return
-        status, sent = self._backend(path, query, body)
+        workflows = not push or fake.may_push_workflows(header, path)
+        status, sent = self._backend(path, query, body, workflows=workflows)
         record(status, sent)
 
-    def _backend(self, path: str, query: str, body: bytes) -> tuple[int, int]:
+    def _backend(self, path: str, query: str, body: bytes, *, workflows: bool) -> tuple[int, int]:
         fake = self.server.fake
         env = git_env(
             GIT_PROJECT_ROOT=str(fake.root),
@@ -290,11 +326,14 @@ class _Handler(BaseHTTPRequestHandler):
             CONTENT_LENGTH=str(len(body)),
             REMOTE_USER="x-access-token",
             REMOTE_ADDR=self.client_address[0],
-            GIT_CONFIG_COUNT=str(len(_SERVER_CONFIG)),
         )
-        for i, (key, value) in enumerate(_SERVER_CONFIG):
+        config = (*_SERVER_CONFIG, ("core.hooksPath", str(fake.hooks)))
+        env["GIT_CONFIG_COUNT"] = str(len(config))
+        for i, (key, value) in enumerate(config):
             env[f"GIT_CONFIG_KEY_{i}"] = key
             env[f"GIT_CONFIG_VALUE_{i}"] = value
+        if not workflows:
+            env["FAKE_GIT_NO_WORKFLOWS"] = "1"
         if encoding := self.headers.get("Content-Encoding"):
             env["HTTP_CONTENT_ENCODING"] = encoding
         if protocol := self.headers.get("Git-Protocol"):
@@ -361,9 +400,16 @@ class FakeGitServer:
         """Whether the `Authorization` header may fetch (or `push` to) `path`."""
         return authorization == basic_auth(self.token)
 
-    def __init__(self, root: Path, *, token: str = "test-token") -> None:
+    def may_push_workflows(self, authorization: str | None, path: str) -> bool:
+        """Whether a push with the `Authorization` header may touch workflow files."""
+        return self.workflows
+
+    def __init__(self, root: Path, *, token: str = "test-token", workflows: bool = True) -> None:
         self.root = root
         self.token = token
+        # The one token's `workflows` permission (a subclass may decide per token).
+        self.workflows = workflows
+        self._hooks: tempfile.TemporaryDirectory[str] | None = None
         self._requests: list[GitRequest] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
@@ -400,7 +446,18 @@ class FakeGitServer:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    @property
+    def hooks(self) -> Path:
+        """The server's hooks directory (its receive-pack's `core.hooksPath`)."""
+        if self._hooks is None:
+            raise RuntimeError("the fake git server is not running")
+        return Path(self._hooks.name)
+
     def start(self) -> None:
+        self._hooks = tempfile.TemporaryDirectory(prefix="fake-git-hooks-")
+        hook = self.hooks / "pre-receive"
+        hook.write_text(_WORKFLOWS_HOOK)
+        hook.chmod(0o755)
         self._server = _Server(self)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -415,3 +472,6 @@ class FakeGitServer:
         self._thread.join(10)
         self._server = None
         self._thread = None
+        if self._hooks is not None:
+            self._hooks.cleanup()
+            self._hooks = None

@@ -51,6 +51,7 @@ from tests.fakes import (
     Reply,
     Stall,
     add_commit,
+    basic_auth,
     git_env,
     make_repo,
     text,
@@ -92,6 +93,14 @@ class _GitServer(FakeGitServer):
     @token.setter
     def token(self, value: str) -> None:
         pass
+
+    def may_push_workflows(self, authorization: str | None, path: str) -> bool:
+        """GitHub's rule: only a token with `workflows: write` touches workflow files."""
+        return any(
+            authorization == basic_auth(issued.token)
+            and issued.permissions.get("workflows") == "write"
+            for issued in self._github.tokens
+        )
 
 
 @pytest.fixture(autouse=True)
