@@ -7,23 +7,36 @@ import itertools
 
 from runner.review.positions import changed_files
 
-__all__ = ["MAX_DIFF_CHARS", "review_message"]
+__all__ = ["MAX_DIFF_CHARS", "MAX_FILES_LISTED", "review_message"]
 
 # The diff goes whole into the first message up to this size; past it the
 # model reads the rest with git in the tree, which holds the head.
 MAX_DIFF_CHARS = 200_000
+# The changed files listed by name; past it, one line counts the rest. With
+# the diff's cap this bounds the message, whatever the pull request holds.
+MAX_FILES_LISTED = 500
 
 
-def review_message(diff: str) -> str:
-    """The part of a review job's first message that holds the diff and how to comment."""
+def review_message(diff: str, *, total_chars: int | None = None) -> str:
+    """The part of a review job's first message that holds the diff and how to comment.
+
+    `total_chars`: how long the whole diff is when `diff` is only its start.
+    """
+    total = max(len(diff), total_chars or 0)
     files = changed_files(diff)
-    listed = "\n".join(f"- `{path}`" for path in files) or "- (none: the diff is empty)"
+    listed = "\n".join(f"- `{path}`" for path in files[:MAX_FILES_LISTED])
+    if len(files) > MAX_FILES_LISTED:
+        listed += (
+            f"\n[{len(files) - MAX_FILES_LISTED:,} more files in the diff shown are not listed:"
+            " `git diff --stat` against the base in the tree lists them all]"
+        )
+    listed = listed or "- (none: the diff is empty)"
     shown = diff
     cut = ""
-    if len(diff) > MAX_DIFF_CHARS:
+    if total > MAX_DIFF_CHARS:
         shown = diff[:MAX_DIFF_CHARS]
         cut = (
-            f"\n[the diff is {len(diff)} characters; only the first {MAX_DIFF_CHARS} are"
+            f"\n[the diff is {total:,} characters; only the first {MAX_DIFF_CHARS:,} are"
             " shown: read the rest with `git diff` against the base in the tree]"
         )
     token = _boundary(shown)
