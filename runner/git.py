@@ -55,6 +55,8 @@ __all__ = [
     "clone_branch",
     "commit_all",
     "diffstat",
+    "fetch_blobs",
+    "fetch_pull_head",
     "fetch_pull_request",
     "push",
     "run_local",
@@ -687,12 +689,22 @@ async def _resolve(mirror: Path, ref: str, auth: _Auth, timeout: float) -> tuple
     return (await _git(args, what="rev-parse", git_dir=mirror)).text, None
 
 
-async def _fetch_blobs(mirror: Path, commit: str, auth: _Auth, timeout: float) -> int:
-    """Fetch the blobs of `commit` and its recent history the mirror lacks; how many."""
+async def _fetch_blobs(
+    git_dir: Path,
+    commit: str,
+    auth: _Auth,
+    timeout: float,
+    *,
+    depth: int = RECENT_COMMITS,
+    config: Sequence[tuple[str, str]] = _KEEP_PACKS,
+) -> int:
+    """Fetch the blobs of `commit` and the `depth - 1` commits before it that `git_dir`
+    lacks, in one request; how many."""
     listed = await _git(
-        ["rev-list", "--objects", "--missing=print", f"--max-count={RECENT_COMMITS}", commit],
+        ["rev-list", "--objects", "--missing=print", f"--max-count={depth}", commit, "--"],
         what="rev-list",
-        git_dir=mirror,
+        git_dir=git_dir,
+        timeout=timeout,
     )
     missing = [line[1:] for line in listed.text.splitlines() if line.startswith("?")]
     if missing:
@@ -709,8 +721,8 @@ async def _fetch_blobs(mirror: Path, commit: str, auth: _Auth, timeout: float) -
                 "origin",
             ],
             what="fetch",
-            git_dir=mirror,
-            config=[*_KEEP_PACKS, ("fetch.negotiationAlgorithm", "noop")],
+            git_dir=git_dir,
+            config=[*config, ("fetch.negotiationAlgorithm", "noop")],
             auth=auth,
             stdin="".join(f"{oid}\n" for oid in missing).encode(),
             timeout=timeout,
@@ -1070,7 +1082,9 @@ async def fetch_pull_request(
     return (await _git(["rev-parse", "HEAD"], what="rev-parse", git_dir=git_dir)).text
 
 
-async def run_local(tree: Path, *args: str, check: bool = True) -> bytes:
+async def run_local(
+    tree: Path, *args: str, check: bool = True, stdin: bytes | None = None
+) -> bytes:
     """Run an offline git command in `tree` under the same protections as
     every operation here (sanitised config, no hooks, no lazy fetch); its stdout.
 
@@ -1083,9 +1097,58 @@ async def run_local(tree: Path, *args: str, check: bool = True) -> bytes:
         git_dir=git_dir,
         work_tree=tree,
         config=_OFFLINE,
+        stdin=stdin,
         check=check,
     )
     return result.stdout
+
+
+async def fetch_pull_head(
+    tree: Path, number: int, *, url: str, token: str, timeout: float = NETWORK_TIMEOUT
+) -> str:
+    """Fetch `refs/pull/<number>/head` from `url` into `tree`, its commits and trees only
+    (no blob, no checkout); the head commit, also at `refs/remotes/origin/pull/<number>`.
+
+    `url` is passed in rather than read from the tree, whose configuration the
+    sandbox may have changed: the token goes only where the caller says.
+    """
+    if number < 1:
+        raise GitError(f"not a pull request number: {number}")
+    url = _check_url(url)
+    git_dir = await _sanitize(tree, origin=url)
+    remote_ref = f"refs/remotes/origin/pull/{number}"
+    await _git(
+        [
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "origin",
+            f"+refs/pull/{number}/head:{remote_ref}",
+        ],
+        what="fetch",
+        git_dir=git_dir,
+        work_tree=tree,
+        auth=_Auth(url, token),
+        timeout=timeout,
+    )
+    return (await _git(["rev-parse", remote_ref], what="rev-parse", git_dir=git_dir)).text
+
+
+async def fetch_blobs(
+    tree: Path,
+    commit: str,
+    *,
+    url: str,
+    token: str,
+    depth: int = 1,
+    timeout: float = NETWORK_TIMEOUT,
+) -> int:
+    """Fetch, in one request, the blobs `tree` lacks for `commit` and the `depth - 1`
+    commits before it; how many. After it, their checkout needs no network."""
+    url = _check_url(url)
+    git_dir = await _sanitize(tree, origin=url)
+    return await _fetch_blobs(git_dir, commit, _Auth(url, token), timeout, depth=depth, config=())
 
 
 @contextlib.contextmanager

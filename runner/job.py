@@ -34,6 +34,16 @@ from runner.context import Environment
 from runner.context import project_context as read_project_context
 from runner.context.prompt import WORKFLOWS_DIR
 from runner.errors import ConfigError, NeoError
+from runner.fork import (
+    PROPOSING,
+    Fork,
+    ForkResult,
+    ForkStart,
+    checkout_fork_head,
+    fork_note,
+    proposed,
+    start_on_fork,
+)
 from runner.git import (
     DiffStat,
     GitError,
@@ -81,6 +91,9 @@ SETUP_TIMEOUT = 600.0
 # A job's run, unless its spec says otherwise: thirty minutes, thinking.
 JOB_SETTINGS = RunSettings(time_limit=30 * 60.0, effort="medium")
 
+# The most of a review's diff a job holds (see `_prepare_and_run_agent`).
+_HELD_DIFF_CHARS = 5_000_000
+
 _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 log = logging.getLogger("neo.job")
@@ -103,9 +116,12 @@ class JobSpec:
     # The task text, built by the caller.
     prompt: str
     data_dir: Path
-    # A fork's pull request: its head (refs/pull/N/head) is where a new work
-    # branch starts.
+    # The pull request whose head (refs/pull/N/head) a review checks out, or
+    # whose fork's code a task works on (with `fork`).
     pull_request: int | None = None
+    # A fork's pull request: what of its code may reach the base repository,
+    # and how much of it is checked out (runner/fork.py).
+    fork: Fork | None = None
     system_extra: str = ""
     # The model, its limits (the time limit covers everything up to the end
     # of the agent's run), skills left out, subagents.
@@ -174,6 +190,9 @@ class JobResult:
     session_id: str | None = None
     # A review job's review, with its comments placed on the diff.
     review: ReviewDraft | None = None
+    # A job on a fork's pull request: the fork's head it worked from, what of the
+    # fork was left out of the push, or the change it proposes instead of pushing.
+    fork: ForkResult | None = None
 
     @property
     def changed(self) -> bool:
@@ -199,10 +218,12 @@ class _Progress:
     started: float  # time.monotonic() when the job started
     session_id: str | None = None
     start: str | None = None  # the commit the work branch was at before the agent
+    fork: ForkStart | None = None  # a fork's head the work started from
     error: NeoError | None = None  # how the agent's turn failed
     run: AgentRun | None = None  # the agent's run, once it started
     # A review job's: the diff under review, and the comments drafted on it.
     diff: str = ""
+    diff_chars: int = 0  # the whole diff's length, of which `diff` is at most the start
     review: ReviewCollector | None = None
     # What the egress proxy refused, once the sandbox is gone; the network's notes.
     egress: EgressReport = field(default_factory=EgressReport)
@@ -246,6 +267,10 @@ async def run(
     """
     progress = _Progress(started=time.monotonic())
     _check(spec)
+    if spec.pull_request is not None and not spec.review and spec.fork is None:
+        # Work from a pull request's head is work on a fork's code: nothing of it
+        # is pushed unless the caller says so (`Fork.push`).
+        spec = replace(spec, fork=Fork())
     workspace = spec.data_dir / "workspaces" / spec.job_id
     async with open_run(spec.settings, provider_factory) as kit:
         try:
@@ -311,6 +336,8 @@ def _check(spec: JobSpec) -> None:
         raise ConfigError(f"not a pull request number: {spec.pull_request}")
     if spec.review and spec.pull_request is None:
         raise ConfigError("a review job needs the pull request to review")
+    if spec.fork is not None and spec.pull_request is None:
+        raise ConfigError("a job on a fork needs the pull request it comes from")
     if not spec.prompt.strip():
         raise ConfigError("the job has no prompt")
 
@@ -335,8 +362,24 @@ async def _prepare_and_run_agent(
     on_event: Callable[[Event], None] | None,
 ) -> None:
     if spec.review:
-        progress.start, progress.diff = await _checkout_review(spec, tree, mirrors)
+        progress.start, diff = await _checkout_review(spec, tree, mirrors)
+        # What the model is shown and the lines it may comment on; a comment
+        # past it goes into the summary. Memory stays bounded by it.
+        progress.diff, progress.diff_chars = diff[:_HELD_DIFF_CHARS], len(diff)
         progress.review = ReviewCollector(commentable(progress.diff))
+    elif spec.fork is not None:
+        assert spec.pull_request is not None
+        progress.start, progress.fork = await start_on_fork(
+            tree,
+            spec.pull_request,
+            spec.fork,
+            url=spec.repo_url,
+            token=spec.token,
+            cache=mirrors,
+            base_branch=spec.base_branch,
+            work_branch=spec.work_branch,
+            author=(spec.bot_name, spec.bot_email),
+        )
     else:
         progress.start = await _checkout(spec, tree, mirrors)
     _mark(spec, "checkout_done")
@@ -385,7 +428,8 @@ def _mark(spec: JobSpec, event: str, **fields: object) -> None:
 async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
     """Clone and put the work branch in `tree`; the commit it starts from."""
     # An existing work branch (a follow-up, a pull request's own branch, a
-    # schedule's) is continued; otherwise it starts from the base.
+    # schedule's) is continued; otherwise it starts from the base. (A fork's
+    # pull request: `_checkout_fork`.)
     start, continued = await clone_branch(
         spec.repo_url,
         tree,
@@ -396,17 +440,13 @@ async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
     )
     if continued:
         return start
-    if spec.pull_request is not None:
-        return await fetch_pull_request(
-            tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
-        )
     await checkout_branch(tree, spec.work_branch)
     return start
 
 
 async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> tuple[str, str]:
-    """The pull request's head in `tree`, fetched on the host (a fork's too), and
-    its diff from where it left the base (what GitHub shows as the PR's diff)."""
+    """The pull request's head in `tree`, fetched on the host (a fork's within its
+    limits), and its diff from where it left the base (what GitHub shows as the PR's diff)."""
     assert spec.pull_request is not None
     await clone_branch(
         spec.repo_url,
@@ -416,10 +456,21 @@ async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> t
         branch=spec.base_branch,
         base=spec.base_branch,
     )
-    head = await fetch_pull_request(
-        tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
-    )
     base = f"refs/remotes/origin/{spec.base_branch}"
+    if spec.fork is not None:
+        head = await checkout_fork_head(
+            tree,
+            spec.pull_request,
+            fork=spec.fork,
+            base=base,
+            branch=spec.work_branch,
+            url=spec.repo_url,
+            token=spec.token,
+        )
+    else:
+        head = await fetch_pull_request(
+            tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
+        )
     fork_point = (await host_git.run_local(tree, "merge-base", base, head)).decode().strip()
     diff = await host_git.run_local(
         tree, "diff", "--no-color", "--no-ext-diff", "--no-renames", fork_point, head, "--"
@@ -497,7 +548,10 @@ async def _run_agent(
     try:
         prompt = spec.prompt
         if spec.review:
-            prompt = f"{prompt}\n\n{review_message(progress.diff)}"
+            diff = review_message(progress.diff, total_chars=progress.diff_chars)
+            prompt = f"{prompt}\n\n{diff}"
+        elif spec.fork is not None and not spec.fork.push:
+            prompt = f"{prompt}\n\n{PROPOSING}"
         progress.error = await agent_run.send(briefing.skills.first_message(prompt))
     finally:
         agent_run.save()
@@ -581,6 +635,8 @@ def _outcome_note(result: JobResult) -> str | None:
         reason = f"{result.error_kind}: {result.error_message}"
         return f"[Neo: this job failed ({reason}). {discarded}]"
     notes = []
+    if result.fork is not None and (note := fork_note(result.fork, result.branch)):
+        notes.append(note)
     if result.blocked_paths:
         paths = ", ".join(result.blocked_paths)
         notes.append(
@@ -606,6 +662,7 @@ class _Committed:
     blocked: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
     generated: tuple[tuple[str, int], ...] = ()
+    fork: ForkResult | None = None
 
 
 async def _publish(
@@ -668,19 +725,33 @@ async def _publish(
     if commit is None:
         conclusion: Conclusion = "no_changes" if error is None else "failed"
         return _result(spec, kit, progress, error=error, conclusion=conclusion, done=committed)
+    if spec.fork is not None and not spec.fork.push:
+        # A fork's code never reaches the base repository unasked: the change is
+        # proposed against the fork's head, and nothing is pushed.
+        assert progress.fork is not None
+        fork = await proposed(tree, progress.fork.head, commit)
+        stat = await _diffstat(tree, progress.start)
+        committed = replace(committed, stat=stat, fork=fork)
+        return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
     base = (
         (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
         .decode()
         .strip()
     )
-    stat: DiffStat | None
-    try:
-        stat = await diffstat(tree, base or progress.start)
-    except GitError:
-        stat = None  # the summary loses its numbers; the change is still good
+    stat = await _diffstat(tree, base or progress.start)
     await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
     committed = replace(committed, commit=commit, stat=stat)
+    if progress.fork is not None:
+        fork = ForkResult(progress.fork.head, pushed=True, left_out=progress.fork.left_out)
+        committed = replace(committed, fork=fork)
     return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
+
+
+async def _diffstat(tree: Path, base: str) -> DiffStat | None:
+    try:
+        return await diffstat(tree, base)
+    except GitError:
+        return None  # the summary loses its numbers; the change is still good
 
 
 def _review_result(
@@ -736,6 +807,7 @@ def _result(
         num_turns=progress.turns,
         duration_ms=elapsed_ms(progress.started),
         session_id=progress.session_id,
+        fork=done.fork,
     )
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Budgets",
     "CiRepair",
     "Fallback",
+    "ForkWork",
     "Network",
     "Permission",
     "Provider",
@@ -42,6 +43,7 @@ _MAX_SCHEDULES = 20
 
 Provider = Literal["anthropic", "openai", "chat-completions", "openrouter", "google"]
 OpenAIAuth = Literal["api_key", "subscription"]
+ForkWork = Literal["propose", "push"]
 Permission = Literal["admin", "maintain", "write", "triage", "read"]
 
 
@@ -511,6 +513,19 @@ class RepoConfig(_Strict):
         description=(
             "Whether Neo may push changes to `.github/workflows/`. When false, such "
             "changes are left out and the report says why."
+        ),
+    )
+    fork_work: ForkWork = Field(
+        default="propose",
+        description=(
+            "What Neo does with work asked of it on a pull request from a fork, whose code"
+            " is an outsider's. `propose`: nothing is pushed; the report holds Neo's change"
+            " as a patch against the fork's head, for its author to apply. `push`: Neo"
+            " pushes a branch of this repository holding the fork's changes (bar CI"
+            " configuration such as `.github/workflows/`, which the report names) and its"
+            " own, and opens a pull request from it; this repository's workflows then run"
+            " the fork's code with their secrets. See [Pull requests from"
+            " forks](github-app.md#pull-requests-from-forks)."
         ),
     )
     disabled_skills: tuple[_SkillName, ...] = Field(

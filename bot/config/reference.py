@@ -55,6 +55,7 @@ allowed_bots: ["renovate[bot]"]
 branch_prefix: neo/
 draft: true
 allow_workflow_edits: false
+fork_work: propose  # or push; see docs/github-app.md
 disabled_skills: [review-pull-request]  # by name; see docs/skills.md
 schedules:
   - name: weekly dependency update

@@ -53,6 +53,7 @@ class PullRequest:
     head_repository: str | None  # "owner/name"; None when the fork is gone
     html_url: str
     author: str | None = None  # who opened it; None for a deleted account
+    head_sha: str | None = None  # the head commit as read
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,6 +61,7 @@ class Pulls(RepoBase):
                 head_repository=data.head.repo.full_name if data.head.repo else None,
                 html_url=data.html_url,
                 author=data.user.login if data.user else None,
+                head_sha=data.head.sha,
             )
         opening = Issue(
             number=issue.number,

@@ -17,6 +17,7 @@ from markdown_it import MarkdownIt
 
 from bot.github.markers import job_id_of, job_marker
 from bot.jobs import Conclusion
+from bot.worker.fork_report import PROPOSED, fork_pushed_line, patch_section
 from bot.worker.network_report import blocked_lines
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.agent.events import (
@@ -29,6 +30,7 @@ from runner.agent.events import (
     TurnFinished,
     TurnStarted,
 )
+from runner.fork import ForkResult
 from runner.headless import RunResult
 from runner.llm.types import Usage
 from runner.network import Blocked
@@ -592,6 +594,8 @@ class Outcome:
     # Hosts the egress proxy refused, with the commands that tried; where the config is.
     blocked_hosts: tuple[Blocked, ...] = ()
     config_path: str = ".github/neo.yml"
+    # A fork's pull request: the change proposed as a patch, or what the push left out.
+    fork: ForkResult | None = None
 
     @classmethod
     def from_run(
@@ -637,16 +641,21 @@ def _pull_request_link(url: str) -> str:
 
 
 def _heading(outcome: Outcome, duration: float | None) -> str:
+    proposed = outcome.fork is not None and outcome.fork.proposed
     if outcome.conclusion is Conclusion.SUCCESS:
         line = "✅ **Done**"
         if outcome.pr_url:
             line += f" — pull request: {_pull_request_link(outcome.pr_url)}"
+        elif proposed:
+            line += f" — {PROPOSED}"
     elif outcome.conclusion is Conclusion.NO_CHANGES:
         line = "✅ **Done** — no changes to the repository, so no pull request"
     elif outcome.conclusion is Conclusion.INCOMPLETE:
         line = "⚠️ **Incomplete**"
         if outcome.pr_url:
             line += f" — the work so far: {_pull_request_link(outcome.pr_url)}"
+        elif proposed:
+            line += f" — the work so far: {PROPOSED}"
     elif outcome.conclusion in (Conclusion.FAILED, Conclusion.UNAUTHORISED):
         line = "❌ **Failed**"
     elif outcome.conclusion is Conclusion.STOPPED:
@@ -745,6 +754,8 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
     elif outcome.conclusion is Conclusion.INCOMPLETE:
         stopped = _code(one_line(outcome.error or "a budget ran out", 1_000))
         kind = "pull request" if outcome.draft_refused else "draft pull request"
+        if outcome.fork is not None and outcome.fork.proposed:
+            kind = "patch below"
         sections.append(
             f"**Stopped before the end:** {stopped}. The {kind} holds the work"
             " so far; the summary says what is left. Mention Neo on it to go on."
@@ -763,6 +774,8 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             f" {_code(rest[-1])} did the rest of the work."
         )
     sections.extend(f"ℹ️ {note}" for note in outcome.notes)
+    if outcome.fork is not None and (pushed := fork_pushed_line(outcome.fork, code=_code)):
+        sections.append(f"ℹ️ {pushed}")
     if outcome.blocked_hosts:
         blocked = blocked_lines(outcome.blocked_hosts, config_path=outcome.config_path, code=_code)
         sections.append("\n".join(blocked))
@@ -778,6 +791,10 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         total = len(original)
         part = _Part(summary, lambda limit: _cut_summary(summary, limit, total))
         sections.append(part)
+    if outcome.fork is not None and outcome.fork.proposed:
+        patch, short = patch_section(outcome.fork, config_path=outcome.config_path, code=_code)
+        # Whole or not at all: a patch cut short would not apply.
+        sections.append(_Part(patch, lambda limit: short))
     if outcome.left_out or outcome.generated:
         lines = [
             f"- Left out: {_code(path.rstrip('/') + '/')} (a git repository of its own)"

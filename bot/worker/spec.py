@@ -22,6 +22,7 @@ from bot.worker.prompt import (
 )
 from runner.assembly import RunSettings
 from runner.errors import ConfigError
+from runner.fork import Fork
 from runner.job import JobSpec
 from runner.network import NetworkPolicy
 
@@ -67,9 +68,11 @@ class ThreadContext:
     opening: Post
     comments: tuple[Post, ...]
     requester_id: int | None
-    # A pull request's head: its branch, and whether it lives in the repository.
+    # A pull request's head: its branch, whether it lives in the repository, its
+    # commit as read (with the diff the prompt shows).
     head_ref: str | None = None
     same_repository: bool = True
+    head_sha: str | None = None
     pr_url: str | None = None
     # A pull request's diff against its base, or why it is missing.
     diff: str | None = None
@@ -186,6 +189,7 @@ def job_spec(
     number = request.thread.number
     own_branch = False
     pull_request: int | None = None
+    fork: Fork | None = None
     co_author: tuple[str, str] | None = None
     if thread is None:
         branch = threadless_branch(request, default_branch)
@@ -207,12 +211,18 @@ def job_spec(
     elif request.kind is JobKind.REVIEW:
         # Read-only: the head is fetched into a local branch that is never pushed.
         branch, pull_request = f"{config.branch_prefix}review-{number}", number
+        if thread is not None and not thread.same_repository:
+            fork = Fork()  # read, never pushed: only its checkout's limits apply
         prompt = _thread_prompt(request, thread, who.bot)
         # A conversation of its own: a review's turns are not the task's.
         session_key = f"{request.thread.key}:review"
         message = None
     else:
         branch, own_branch, pull_request = work_branch(request, thread, config.branch_prefix)
+        if pull_request is not None:
+            # A fork's code: pushed here only when the default branch's config says so,
+            # and then as of the head the prompt's diff was read with.
+            fork = Fork(head=thread.head_sha, push=config.fork_work == "push")
         prompt = _thread_prompt(request, thread, who.bot)
         co_author = (request.author, noreply_email(request.author, thread.requester_id))
         # A pull request of Neo's continues the session of the thread it was opened for.
@@ -229,6 +239,7 @@ def job_spec(
         prompt=prompt,
         data_dir=settings.data_dir,
         pull_request=pull_request,
+        fork=fork,
         settings=RunSettings(
             provider=config.provider,
             model=config.model,

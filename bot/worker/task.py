@@ -115,7 +115,9 @@ async def _conclude(
         return await _submit_review(services, ctx, ran, thread)
     pr_url: str | None = None
     draft_refused = False
-    if result.changed:
+    # A fork's change that was not pushed is proposed in the report: no pull request.
+    pushed = result.fork is None or result.fork.pushed
+    if result.changed and pushed:
         ctx.progress.note("opening the pull request")
         if ran.planned.own_branch:
             assert thread is not None

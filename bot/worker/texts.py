@@ -62,6 +62,7 @@ def run_outcome(
         notes=result.network_notes,
         blocked_hosts=result.network_blocked,
         config_path=config_path,
+        fork=result.fork,
     )
 
 
@@ -120,7 +121,9 @@ def pr_body(result: JobResult, request: JobRequest) -> str:
     if request.instruction_from_workflow:
         asked = f"in a workflow run on #{number}, started by @{request.author}"
     parts = [f"Neo made this change {asked}.", *_what_was_done(result)]
-    if request.thread.is_pull_request:
+    if request.thread.is_pull_request and result.fork is not None:
+        parts.append(_fork_basis(result, number))
+    elif request.thread.is_pull_request:
         parts.append(f"Based on #{number}.")
     else:
         parts.append(f"Fixes #{number}")
@@ -160,6 +163,22 @@ def _what_was_done(result: JobResult) -> list[str]:
     if result.blocked_paths:
         parts.append("Changes to .github/workflows/ were left out: `allow_workflow_edits` is off.")
     return parts
+
+
+def _fork_basis(result: JobResult, number: int) -> str:
+    """What of fork pull request `number` this branch holds."""
+    assert result.fork is not None
+    basis = f"Based on #{number}, from a fork: its changes at `{result.fork.head[:12]}`"
+    left_out = result.fork.left_out
+    if not left_out:
+        return f"{basis}."
+    # The fork named these paths: the whole line is neutralised, code spans and all.
+    named = ", ".join(f"`{path}`" for path in left_out[:20])
+    more = f" and {len(left_out) - 20:,} more" if len(left_out) > 20 else ""
+    return neutralise(
+        f"{basis}, without its changes to CI configuration ({named}{more}), which never"
+        " come into this repository from a fork."
+    )
 
 
 def _one_word(text: str) -> str:

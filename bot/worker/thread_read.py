@@ -99,6 +99,7 @@ def _thread(read: Thread, request: JobRequest) -> ThreadContext:
     if read.pull is not None:
         head_repo = read.pull.head_repository
         thread.head_ref = read.pull.head_ref
+        thread.head_sha = read.pull.head_sha
         thread.same_repository = (head_repo or "").lower() == request.thread.repository.lower()
         thread.pr_url = read.pull.html_url
     return thread

@@ -30,6 +30,7 @@ from tests.fakes.git_server import (
     file_content,
     file_path,
     git_env,
+    make_bomb,
     make_pull_request,
     make_repo,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "file_content",
     "file_path",
     "git_env",
+    "make_bomb",
     "make_pull_request",
     "make_repo",
     "openapi",

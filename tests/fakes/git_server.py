@@ -53,6 +53,7 @@ __all__ = [
     "file_content",
     "file_path",
     "git_env",
+    "make_bomb",
     "make_pull_request",
     "make_repo",
 ]
@@ -235,6 +236,31 @@ def make_pull_request(
     ref = f"refs/pull/{number}/head"
     stream = _commit_stream(ref, f"refs/heads/{base}^0", files, message, int(time.time()))
     _fast_import(repo, stream)
+    return _git("--git-dir", str(repo), "rev-parse", ref)
+
+
+def make_bomb(
+    repo: Path, number: int, *, files: int, file_size: int, base: str = "main", per_dir: int = 1000
+) -> str:
+    """A pull request head (`refs/pull/<number>/head`, on top of `base`) adding `files`
+    copies of one blob of `file_size` bytes, `per_dir` to a directory: a "git bomb",
+    a few hundred kilobytes packed (one blob, one directory tree), `files * file_size`
+    bytes checked out. Its sha."""
+    ref = f"refs/pull/{number}/head"
+    data = file_content(0, 0, file_size)
+    parts = [b"blob\nmark :1\n", _blob(data)]
+    parts += [
+        f"commit {ref}\n".encode(),
+        f"author {_IDENTITY} {int(time.time())} +0000\n".encode(),
+        f"committer {_IDENTITY} {int(time.time())} +0000\n".encode(),
+        _blob(b"A few small fixes"),
+        f"from refs/heads/{base}^0\n".encode(),
+    ]
+    parts += [
+        f"M 100644 :1 bomb/d{i // per_dir:04d}/f{i % per_dir:05d}.txt\n".encode()
+        for i in range(files)
+    ]
+    _fast_import(repo, b"".join([*parts, b"\n"]))
     return _git("--git-dir", str(repo), "rev-parse", ref)
 
 

@@ -39,7 +39,6 @@ from tests.fakes import (
     Stall,
     add_commit,
     git_env,
-    make_pull_request,
     make_repo,
     text,
     tool_use,
@@ -501,24 +500,6 @@ async def test_a_follow_up_continues_the_session_on_the_same_branch(
     assert first.session_id is not None
     session = SessionStore(data_dir).load(first.session_id)
     assert "Documented it." in json.dumps([repr(m) for m in session.messages])
-
-
-async def test_a_fork_pull_request_starts_its_branch_from_the_pull_request_head(
-    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
-) -> None:
-    head = make_pull_request(origin, 7, {"feature.txt": b"from a fork\n"})
-    fake_anthropic.script(
-        Reply([tool_use("t1", "bash", {"command": "cat feature.txt >> README.md"})], "tool_use"),
-        Reply([text("Merged the feature note into README.md.")]),
-    )
-
-    result = await run(make_spec(work_branch="neo/pr-7", pull_request=7))
-
-    assert result.conclusion == "changed", result
-    assert result.commit == branch_head(origin, "neo/pr-7")
-    assert git(origin, "rev-parse", f"{result.commit}^") == head
-    assert result.diffstat is not None
-    assert sorted(f.path for f in result.diffstat.files) == ["README.md", "feature.txt"]
 
 
 # --- a job whose process died, and retries

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -23,6 +24,7 @@ from bot.worker.spec import (
     work_branch,
 )
 from runner.errors import ConfigError
+from runner.fork import Fork
 from runner.network import NetworkPolicy
 from runner.subagent import SubagentSettings
 
@@ -297,3 +299,34 @@ def test_a_pull_request_job_reads_its_skills_from_the_default_branch() -> None:
     )
 
     assert spec.skills_branch == "trunk"
+
+
+@pytest.mark.parametrize(
+    ("config", "mode", "same", "fork"),
+    [
+        # A fork's code: as of the head read with the thread, pushed only when asked.
+        (RepoConfig(), "task", False, Fork(head="abc123")),
+        (RepoConfig(fork_work="push"), "task", False, Fork(head="abc123", push=True)),
+        # A review is read-only: only the checkout's bounds apply.
+        (RepoConfig(fork_work="push"), "review", False, Fork()),
+        (RepoConfig(), "task", True, None),
+        (RepoConfig(), "review", True, None),
+    ],
+    ids=["fork-propose", "fork-push", "fork-review", "own-branch", "own-review"],
+)
+def test_a_forks_pull_request_gets_the_fork_rule(
+    config: RepoConfig, mode: Literal["task", "review"], same: bool, fork: Fork | None
+) -> None:
+    request = replace(REQUEST, thread=Thread("octo/hello", 12, is_pull_request=True), mode=mode)
+    thread = replace(THREAD, head_ref="feature", same_repository=same, head_sha="abc123")
+
+    spec, _ = job_spec(
+        job(request),
+        config,
+        _Settings(),
+        default_branch="main",
+        thread=thread,
+        who=Identity(BOT, "t"),
+    )
+
+    assert spec.fork == fork
