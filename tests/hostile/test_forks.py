@@ -35,7 +35,7 @@ import pytest
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
-from bot.jobs import JobRequest, JobState, Thread
+from bot.jobs import JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.queue import SqliteQueue
 from tests.bot.worker.test_loop import (  # noqa: F401 (fixtures)
     INSTALLATION,
@@ -94,10 +94,11 @@ def fork_pull(github: FakeGitHub, origin: Path, files: Mapping[str, bytes | None
 
 def fix_request(number: int, comment: int) -> JobRequest:
     return JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread(REPO, number, is_pull_request=True),
         installation_id=INSTALLATION,
         event="issue_comment.created",
+        trigger=TriggerKind.COMMENT,
         trigger_id=comment,
         author="mona",
         author_association="COLLABORATOR",
@@ -267,7 +268,7 @@ async def test_a_forks_git_bomb_is_not_checked_out_and_the_report_says_why(
     comment = github.add_comment(REPO, number, "@neo look", user="mona")
     request = fix_request(number, comment)
     if review:
-        request = replace(request, instruction="@neo review", mode="review")
+        request = replace(request, instruction="@neo review", kind=JobKind.REVIEW)
     job_id = await enqueue(queue, request)
 
     await run_until(worker(queue, app, settings), finished(queue, job_id))
@@ -295,7 +296,7 @@ async def test_a_review_of_a_fork_within_its_bounds_still_gets_a_bounded_prompt(
     # Under the checkout's bounds, and a diff of more than a megabyte in 9,000 files.
     github.set_pull_head(REPO, number, make_bomb(origin, number, files=9_000, file_size=64))
     comment = github.add_comment(REPO, number, "@neo review", user="mona")
-    request = replace(fix_request(number, comment), instruction="@neo review", mode="review")
+    request = replace(fix_request(number, comment), instruction="@neo review", kind=JobKind.REVIEW)
     fake_anthropic.script(Reply([text("Nine thousand copies of one file.")]))
     job_id = await enqueue(queue, request)
 

@@ -3,7 +3,7 @@ not at all, what a pushed branch left out, and nothing a fork wrote that GitHub 
 
 from __future__ import annotations
 
-from bot.jobs import Conclusion, JobRequest, Thread
+from bot.jobs import Conclusion, JobKind, JobRequest, Thread, TriggerKind
 from bot.worker.progress import MAX_COMMENT_CHARS, render_report
 from bot.worker.texts import pr_body
 from runner.fork import ForkResult
@@ -113,10 +113,11 @@ def test_a_pushed_branch_names_what_of_the_fork_it_left_out() -> None:
 
 def test_the_pull_request_of_a_forks_branch_says_what_it_holds() -> None:
     request = JobRequest(
-        kind="run",
+        kind=JobKind.TASK,
         thread=Thread("octo/app", 7, is_pull_request=True),
         installation_id=1,
         event="issue_comment.created",
+        trigger=TriggerKind.COMMENT,
         trigger_id=1,
         author="mona",
         author_association="MEMBER",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 import pytest
 
@@ -302,22 +301,22 @@ def test_a_pull_request_job_reads_its_skills_from_the_default_branch() -> None:
 
 
 @pytest.mark.parametrize(
-    ("config", "mode", "same", "fork"),
+    ("config", "kind", "same", "fork"),
     [
         # A fork's code: as of the head read with the thread, pushed only when asked.
-        (RepoConfig(), "task", False, Fork(head="abc123")),
-        (RepoConfig(fork_work="push"), "task", False, Fork(head="abc123", push=True)),
+        (RepoConfig(), JobKind.TASK, False, Fork(head="abc123")),
+        (RepoConfig(fork_work="push"), JobKind.TASK, False, Fork(head="abc123", push=True)),
         # A review is read-only: only the checkout's bounds apply.
-        (RepoConfig(fork_work="push"), "review", False, Fork()),
-        (RepoConfig(), "task", True, None),
-        (RepoConfig(), "review", True, None),
+        (RepoConfig(fork_work="push"), JobKind.REVIEW, False, Fork()),
+        (RepoConfig(), JobKind.TASK, True, None),
+        (RepoConfig(), JobKind.REVIEW, True, None),
     ],
     ids=["fork-propose", "fork-push", "fork-review", "own-branch", "own-review"],
 )
 def test_a_forks_pull_request_gets_the_fork_rule(
-    config: RepoConfig, mode: Literal["task", "review"], same: bool, fork: Fork | None
+    config: RepoConfig, kind: JobKind, same: bool, fork: Fork | None
 ) -> None:
-    request = replace(REQUEST, thread=Thread("octo/hello", 12, is_pull_request=True), mode=mode)
+    request = replace(REQUEST, thread=Thread("octo/hello", 12, is_pull_request=True), kind=kind)
     thread = replace(THREAD, head_ref="feature", same_repository=same, head_sha="abc123")
 
     spec, _ = job_spec(
