@@ -73,6 +73,7 @@ from runner.session import (
     utc_timestamp,
 )
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
+from runner.subject import CommitText
 from runner.text import one_line
 
 __all__ = [
@@ -145,7 +146,9 @@ class JobSpec:
     bot_email: str = "neo[bot]@users.noreply.github.com"
     # The thread (e.g. "owner/repo#12") whose conversation this job continues.
     session_key: str | None = None
-    commit_message: str | None = None
+    # The commit's subject is the model's summary line (`runner.subject`);
+    # this says what follows it, and what stands in when there is none.
+    commit: CommitText = field(default_factory=CommitText)
     # The requester's own words inside `prompt` (a trigger comment, a
     # schedule's prompt): only there do `$name` and `/name` invoke a skill.
     invocation: str = ""
@@ -163,6 +166,8 @@ class JobResult:
     conclusion: Conclusion
     branch: str
     commit: str | None = None
+    # The commit's subject: what the change does, in a line (the pull request's title).
+    subject: str | None = None
     diffstat: DiffStat | None = None
     # Paths under .github/workflows/ the agent changed and the host reverted.
     blocked_paths: tuple[str, ...] = ()
@@ -658,6 +663,7 @@ class _Committed:
 
     commit: str | None = None
     stat: DiffStat | None = None
+    subject: str | None = None
     # Under WORKFLOWS_DIR, reverted; embedded repositories; generated files by kind.
     blocked: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()
@@ -711,9 +717,13 @@ async def _publish(
                 WORKFLOWS_DIR,
             )
     co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
-    # The message quotes others' text (an issue's title, the model's summary):
+    summary = progress.finished.text if progress.finished else ""
+    changed = await git("diff", "--cached", "--name-only", "-z", "--no-renames", progress.start)
+    paths = [p for p in changed.decode(errors="replace").split("\0") if p]
+    subject, message = spec.commit.message(summary, paths)
+    # The message quotes the model's summary, which an issue's text can steer:
     # none of it may close an issue when the commit reaches the default branch.
-    message = inert_closing_keywords(spec.commit_message or _default_message(spec, progress))
+    subject, message = inert_closing_keywords(subject), inert_closing_keywords(message)
     commit = await commit_all(
         tree,
         message,
@@ -731,7 +741,7 @@ async def _publish(
         assert progress.fork is not None
         fork = await proposed(tree, progress.fork.head, commit)
         stat = await _diffstat(tree, progress.start)
-        committed = replace(committed, stat=stat, fork=fork)
+        committed = replace(committed, stat=stat, fork=fork, subject=subject)
         return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
     base = (
         (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
@@ -740,7 +750,7 @@ async def _publish(
     )
     stat = await _diffstat(tree, base or progress.start)
     await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
-    committed = replace(committed, commit=commit, stat=stat)
+    committed = replace(committed, commit=commit, stat=stat, subject=subject)
     if progress.fork is not None:
         fork = ForkResult(progress.fork.head, pushed=True, left_out=progress.fork.left_out)
         committed = replace(committed, fork=fork)
@@ -766,13 +776,6 @@ def _review_result(
     return replace(done, review=review)
 
 
-def _default_message(spec: JobSpec, progress: _Progress) -> str:
-    summary = progress.finished.text.strip() if progress.finished else ""
-    subject = f"Neo: {spec.session_key}" if spec.session_key else f"Neo: job {spec.job_id}"
-    body = summary[:4000]
-    return f"{subject}\n\n{body}" if body else subject
-
-
 def _result(
     spec: JobSpec,
     kit: RunKit,
@@ -791,6 +794,7 @@ def _result(
         conclusion=conclusion,
         branch=spec.work_branch,
         commit=done.commit,
+        subject=done.subject,
         diffstat=done.stat,
         blocked_paths=done.blocked,
         left_out=done.left_out,

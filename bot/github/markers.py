@@ -5,10 +5,24 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["CONFIG_ERROR_MARKER", "job_id_of", "job_marker", "reply_marker"]
+__all__ = [
+    "CONFIG_ERROR_MARKER",
+    "STATUS_END",
+    "STATUS_START",
+    "job_id_of",
+    "job_marker",
+    "repair_section_end",
+    "repair_section_start",
+    "reply_marker",
+]
 
 # The comment that says a repository's `.github/neo.yml` is invalid.
 CONFIG_ERROR_MARKER: Final = "<!-- neo:config-error -->"
+
+# Around the status line of the body of a pull request Neo opened: a CI
+# repair rewrites what is between them, and nothing else of the body.
+STATUS_START: Final = "<!-- neo:status -->"
+STATUS_END: Final = "<!-- /neo:status -->"
 
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 _JOB_MARKER = re.compile(r"<!-- neo:job=([A-Za-z0-9][A-Za-z0-9._:-]{0,99}) -->")
@@ -35,3 +49,12 @@ def job_id_of(body: str) -> str | None:
 def reply_marker(key: str) -> str:
     """The hidden marker that identifies a one-off reply on a thread."""
     return f"<!-- neo:reply={key} -->"
+
+
+def repair_section_start(job_id: int | str) -> str:
+    """Where a CI repair's section of a report starts; the repair finds it again by it."""
+    return job_marker(job_id).replace("neo:job=", "neo:repair=")
+
+
+def repair_section_end(job_id: int | str) -> str:
+    return job_marker(job_id).replace("neo:job=", "/neo:repair=")

@@ -33,7 +33,7 @@ from bot.worker.repair import (
     limit_text,
     made_by,
     owning_thread,
-    repair_message,
+    repair_commit,
     repairs_so_far,
     skip_reason,
 )
@@ -182,7 +182,7 @@ async def _run_repair(
             spec,
             prompt=prompt,
             session_key=owner.thread.key,
-            commit_message=repair_message(pull.title, owner.thread.number, red.red.attempt),
+            commit=repair_commit(owner.thread.number, red.red.attempt, red.failed),
             # No one asked: the commit is Neo's alone, which is what the next red head checks.
             co_author=None,
         )

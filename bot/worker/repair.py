@@ -17,6 +17,7 @@ from typing import Final
 from bot.github.checks import CheckRun, HeadCommit, PullHead
 from bot.jobs import Thread
 from bot.worker.spec import branch_thread, noreply_email
+from runner.subject import CommitText
 
 __all__ = [
     "TRAILER",
@@ -25,7 +26,7 @@ __all__ = [
     "limit_text",
     "made_by",
     "owning_thread",
-    "repair_message",
+    "repair_commit",
     "repairs_so_far",
     "skip_reason",
 ]
@@ -90,10 +91,12 @@ def repairs_so_far(message: str) -> int:
     return 0
 
 
-def repair_message(title: str, number: int, attempt: int) -> str:
-    """The repair commit's message, its trailer counting the attempt."""
-    subject = " ".join(title.split())[:50] or f"#{number}"
-    return f"Neo: make CI pass for {subject} (#{number})\n\n{TRAILER}: {attempt}"
+def repair_commit(number: int, attempt: int, failed: Sequence[CheckRun]) -> CommitText:
+    """The repair commit's text: the fix as the model says it, the thread it was for,
+    and the trailer counting the attempt (the last paragraph, as trailers are)."""
+    names = list(dict.fromkeys(" ".join(run.name.split()) for run in failed))
+    fallback = f"Make the {names[0]} check pass" if len(names) == 1 else "Make the checks pass"
+    return CommitText(body=f"Refs #{number}\n\n{TRAILER}: {attempt}", fallback=fallback)
 
 
 @dataclass(frozen=True, slots=True)

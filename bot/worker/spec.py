@@ -25,17 +25,18 @@ from runner.errors import ConfigError
 from runner.fork import Fork
 from runner.job import JobSpec
 from runner.network import NetworkPolicy
+from runner.subject import CommitText
 
 __all__ = [
     "Identity",
     "ThreadContext",
     "WorkerSettings",
     "branch_thread",
-    "commit_message",
     "job_spec",
     "noreply_email",
     "session_thread",
     "task_title",
+    "thread_commit",
     "threadless_branch",
     "work_branch",
 ]
@@ -166,9 +167,10 @@ def task_title(instruction: str) -> str:
     return line if len(line) <= 72 else line[:71].rstrip() + "…"
 
 
-def commit_message(title: str, number: int) -> str:
-    subject = " ".join(title.split())[:60] or f"issue #{number}"
-    return f"Neo: {subject} (#{number})"
+def thread_commit(title: str, number: int) -> CommitText:
+    """A thread's commit: the change as the model's summary says it (never the
+    thread's title again, which says what was asked), then the thread it was for."""
+    return CommitText(body=f"Refs #{number}", avoid=title)
 
 
 def job_spec(
@@ -207,7 +209,7 @@ def job_spec(
         if request.author and request.author.lower() != who.bot.lower():
             co_author = (request.author, noreply_email(request.author))
         session_key = None  # each run of a schedule starts afresh
-        message = f"Neo: {task_title(request.instruction)}"
+        commit = CommitText(fallback=task_title(request.instruction))
     elif request.kind is JobKind.REVIEW:
         # Read-only: the head is fetched into a local branch that is never pushed.
         branch, pull_request = f"{config.branch_prefix}review-{number}", number
@@ -216,7 +218,7 @@ def job_spec(
         prompt = _thread_prompt(request, thread, who.bot)
         # A conversation of its own: a review's turns are not the task's.
         session_key = f"{request.thread.key}:review"
-        message = None
+        commit = CommitText()
     else:
         branch, own_branch, pull_request = work_branch(request, thread, config.branch_prefix)
         if pull_request is not None:
@@ -228,7 +230,7 @@ def job_spec(
         # A pull request of Neo's continues the session of the thread it was opened for.
         continued = session_thread(branch, config.branch_prefix, repository) if own_branch else None
         session_key = continued or request.thread.key
-        message = commit_message(thread.title, number)
+        commit = thread_commit(thread.title, number)
     docker = settings.sandbox == "docker"
     spec = JobSpec(
         job_id=f"job-{job.id}",
@@ -264,7 +266,7 @@ def job_spec(
         bot_name=who.bot,
         bot_email=noreply_email(who.bot),
         session_key=session_key,
-        commit_message=message,
+        commit=commit,
         invocation=_requester_text(request),
         # Like AGENTS.md: a pull request cannot rewrite the skills Neo follows.
         skills_branch=default_branch if request.thread.is_pull_request else None,

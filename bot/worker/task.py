@@ -18,14 +18,15 @@ from bot.jobs import Conclusion, JobKind, JobRequest, TriggerKind
 from bot.worker.access import unauthorised_run
 from bot.worker.context import Ended, JobContext, ProgressComment
 from bot.worker.progress import Outcome, Progress, render_progress
+from bot.worker.pull_request import RunFacts, comment_url, pr_body, pr_title, threadless_pr_body
 from bot.worker.refusals import Allowed, may_ask, may_start
 from bot.worker.reporting import failed_outcome, report
 from bot.worker.review import all_folded, fixed_threads, review_outcome, review_payload, unrepeated
 from bot.worker.running import Running, Stopped, together
 from bot.worker.runs import Ran, plan_run, run_planned
 from bot.worker.services import JobServices
-from bot.worker.spec import ThreadContext, task_title
-from bot.worker.texts import pr_body, run_outcome, threadless_pr_body
+from bot.worker.spec import ThreadContext
+from bot.worker.texts import run_outcome
 from bot.worker.thread_read import read_thread
 from bot.worker.threads import reply_key, thread_answer, threads_to_resolve
 from runner.errors import ConfigError, NeoError
@@ -123,11 +124,25 @@ async def _conclude(
             assert thread is not None
             pr_url = thread.pr_url
         else:
+            state = ctx.progress.state
+            report = None
+            if ctx.comment is not None:
+                report = comment_url(
+                    services.settings.git_url,
+                    request.thread.repository,
+                    request.thread.number,
+                    ctx.comment.id,
+                )
+            facts = RunFacts(state.commands, state.checklist, report)
             pr = await ctx.github.open_or_update_pr(
                 head=spec.work_branch,
                 base=ctx.default_branch,
-                title=thread.title if thread else task_title(request.instruction),
-                body=pr_body(result, request) if thread else threadless_pr_body(result, request),
+                title=pr_title(result),
+                body=(
+                    pr_body(result, request, facts)
+                    if thread
+                    else threadless_pr_body(result, request, facts)
+                ),
                 # Work a budget cut short is never ready for review.
                 draft=ctx.config.draft or result.incomplete,
             )

@@ -158,7 +158,11 @@ def _environment(facts: Environment) -> str:
     if facts.pull_request:
         lines.append(
             "Your final message becomes the summary of your work on GitHub, in the pull"
-            " request's description and in Neo's report: write it for a reviewer."
+            " request's description and in Neo's report: write it for a reviewer. Open it"
+            " with one line saying what the change does, as a commit subject would"
+            " (imperative, at most 72 characters, no heading or prefix, e.g. `Parse dates"
+            " in UTC in parse_date`): it becomes the commit's subject and the pull"
+            " request's title."
         )
     if facts.allow_workflow_edits is False:
         lines.append(

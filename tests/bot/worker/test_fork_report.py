@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.jobs import Conclusion, JobKind, JobRequest, Thread, TriggerKind
 from bot.worker.progress import MAX_COMMENT_CHARS, render_report
-from bot.worker.texts import pr_body
+from bot.worker.pull_request import RunFacts, pr_body
 from runner.fork import ForkResult
 from runner.job import JobResult
 from tests.bot.worker.test_progress import (
@@ -132,7 +132,7 @@ def test_the_pull_request_of_a_forks_branch_says_what_it_holds() -> None:
         fork=ForkResult(HEAD, pushed=True, left_out=(".github/workflows/@evil.yml",)),
     )
 
-    body = pr_body(result, request)
+    body = pr_body(result, request, RunFacts())
 
     assert (
         "Based on #7, from a fork: its changes at `0123456789ab`, without its changes to CI" in body

@@ -329,7 +329,8 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     assert pull["head"]["ref"] == f"neo/issue-{number}"
     assert pull["base"]["ref"] == "main"
     assert pull["draft"] is True
-    assert pull["title"] == "Say hello in the README"
+    # The change as the model's summary line says it, not the issue's title.
+    assert pull["title"] == "Added a line to README.md; grep finds it once"
     assert f"Fixes #{number}" in pull["body"]
     assert "README.md" in pull["body"]
     assert job.result.pr_url == pull["html_url"]
@@ -427,8 +428,11 @@ async def test_out_of_turns_with_work_done_it_opens_an_incomplete_draft_pr(
     assert job.result.conclusion == "incomplete"
     (pull,) = github.pulls(REPO)
     assert pull["draft"] is True
-    assert "**Incomplete.**" in pull["body"]
-    assert "max_turns" in pull["body"]
+    assert "⚠️ Incomplete: Neo stopped before it finished (`max_turns" in pull["body"]
+    # What is left leads; merging it would not close the issue.
+    assert "## What is left\n\n- [ ] left: check it with grep" in pull["body"]
+    assert f"Refs #{number}" in pull["body"]
+    assert f"Fixes #{number}" not in pull["body"]
     assert git(origin, "show", f"refs/heads/neo/issue-{number}:README.md") == (
         "# fixture\n\nEdited by Neo."
     )
@@ -1473,7 +1477,8 @@ async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
     assert pull["head"]["ref"] == "neo/schedule-docs"
     assert pull["base"]["ref"] == "main"
     assert pull["draft"] is True
-    assert pull["title"] == "Add a line to the README."
+    # The first run's change named it; the second keeps the title it has.
+    assert pull["title"] == "README now ends with 'Week one.'"
     assert "Fixes" not in pull["body"]
     assert "on a schedule" in pull["body"]
     assert "> Add a line to the README." in pull["body"]
@@ -1483,7 +1488,7 @@ async def test_two_runs_of_a_schedule_share_its_branch_and_its_one_draft_pr(
     assert git(origin, "rev-list", "--count", f"main..{branch}") == "2"
     assert git(origin, "show", f"{branch}:README.md") == "# fixture\n\nWeek one.\nWeek two."
     message = git(origin, "log", "-1", "--format=%B", branch)
-    assert message.startswith("Neo: Add a line to the README.")
+    assert message.strip() == "README now ends with 'Week two.'"
     assert "Co-authored-by" not in message  # nobody but Neo asked
     # No thread: no comment, no reaction, no permission asked of anyone.
     assert github.comments(REPO) == []

@@ -25,7 +25,7 @@ from bot.worker.repair import (
     limit_text,
     made_by,
     owning_thread,
-    repair_message,
+    repair_commit,
     repairs_so_far,
     skip_reason,
 )
@@ -217,7 +217,7 @@ async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment
     fixed = git(origin, "rev-parse", f"refs/heads/{branch}")
     assert git(origin, "rev-parse", f"{fixed}^") == head
     message = git(origin, "log", "-1", "--format=%B", fixed)
-    assert message.startswith(f"Neo: make CI pass for Say hello in the README (#{issue})")
+    assert message.startswith(f"Fixed the README title the test expects\n\nRefs #{issue}\n")
     assert message.strip().endswith("Neo-CI-Repair: 1")
     assert "Co-authored-by" not in message
     bot = github.bot_login
@@ -471,10 +471,17 @@ def test_the_attempts_so_far_are_the_head_commits_trailer(message: str, attempts
     assert repairs_so_far(message) == attempts
 
 
-def test_the_repair_message_carries_the_next_attempt_and_reads_back() -> None:
-    message = repair_message("Say  hello\nin the README", 3, 2)
-    assert message == "Neo: make CI pass for Say hello in the README (#3)\n\nNeo-CI-Repair: 2"
+def test_the_repair_commit_says_the_fix_and_carries_the_next_attempt() -> None:
+    failed = [check_run("test")]
+    _, message = repair_commit(3, 2, failed).message(
+        "Escape the title in the README test", ["README.md"]
+    )
+    assert message == "Escape the title in the README test\n\nRefs #3\n\nNeo-CI-Repair: 2"
     assert repairs_so_far(message) == 2
+    # No summary line: which check it makes pass.
+    assert repair_commit(3, 1, failed).message("", ["README.md"])[0] == ("Make the test check pass")
+    both = [check_run("test"), check_run("lint")]
+    assert repair_commit(3, 1, both).message("", ["x"])[0] == "Make the checks pass"
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ from bot.worker.prompt import Post
 from bot.worker.spec import (
     Identity,
     ThreadContext,
-    commit_message,
     job_spec,
     noreply_email,
     task_title,
+    thread_commit,
     threadless_branch,
     work_branch,
 )
@@ -108,16 +108,18 @@ def test_a_task_title_is_the_first_line_cut_short(instruction: str, title: str) 
     assert task_title(instruction) == title
 
 
-@pytest.mark.parametrize(
-    ("title", "message"),
-    [
-        ("Fix  the\nbug", "Neo: Fix the bug (#12)"),
-        ("", "Neo: issue #12 (#12)"),
-        ("y" * 70, f"Neo: {'y' * 60} (#12)"),
-    ],
-)
-def test_a_commit_message_names_the_thread(title: str, message: str) -> None:
-    assert commit_message(title, 12) == message
+def test_a_threads_commit_says_the_change_and_refers_to_the_thread() -> None:
+    commit = thread_commit("Dates are wrong", 12)
+    summary = "Parse dates in UTC in parse_date\n\nThe test failed east of UTC."
+    assert commit.message(summary, ["src/dates.py"]) == (
+        "Parse dates in UTC in parse_date",
+        "Parse dates in UTC in parse_date\n\nRefs #12",
+    )
+    # A summary line that only repeats the issue's title says what was asked, not done.
+    assert commit.message("Dates are wrong.\n\nFixed.", ["src/dates.py"]) == (
+        "Change src/dates.py",
+        "Change src/dates.py\n\nRefs #12",
+    )
 
 
 @pytest.mark.parametrize(

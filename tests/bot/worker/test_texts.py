@@ -1,4 +1,4 @@
-"""Pull request bodies, the given-up report and the run's outcome, from tables."""
+"""The given-up report and the run's outcome, from tables (pull requests: test_pull_request)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from bot.jobs import Conclusion, Job, JobOutcome, JobState, Thread, TriggerKind
-from bot.worker.texts import (
-    given_up_report,
-    pr_body,
-    run_outcome,
-    stored_outcome,
-    threadless_pr_body,
-)
+from bot.jobs import Conclusion, Job, JobOutcome, JobState
+from bot.worker.texts import given_up_report, run_outcome, stored_outcome
 from runner.git import DiffStat, FileStat
 from runner.job import JobResult
 from tests.bot.worker.test_spec import REQUEST
@@ -24,67 +18,6 @@ CHANGED = JobResult(
     summary="Fixed it, @octocat. fixes #3",
     diffstat=DiffStat((FileStat("README.md", 2, 1),)),
 )
-
-
-@pytest.mark.parametrize(
-    ("is_pull", "from_workflow", "first", "last"),
-    [
-        (False, False, "Neo made this change at the request of @mona in #12.", "Fixes #12"),
-        (True, False, "Neo made this change at the request of @mona in #12.", "Based on #12."),
-        (
-            False,
-            True,
-            "Neo made this change in a workflow run on #12, started by @mona.",
-            "Fixes #12",
-        ),
-    ],
-)
-def test_a_threads_pr_body(is_pull: bool, from_workflow: bool, first: str, last: str) -> None:
-    request = replace(
-        REQUEST,
-        thread=Thread("octo/hello", 12, is_pull_request=is_pull),
-        instruction_from_workflow=from_workflow,
-    )
-    parts = pr_body(CHANGED, request).split("\n\n")
-    assert (parts[0], parts[-1]) == (first, last)
-    # The model's summary mentions and closes nothing.
-    assert "@octocat" not in parts[2]
-    assert "fixes #3" not in parts[2]
-    assert "README.md | +2 -1" in parts[4]
-
-
-@pytest.mark.parametrize(
-    ("event", "from_workflow", "author", "why"),
-    [
-        ("schedule", False, "", "on a schedule in `.github/neo.yml`; each run updates"),
-        ("schedule", True, "", "on a workflow's schedule; each run updates this pull request"),
-        ("workflow_dispatch", True, "mona", "(`workflow_dispatch`), at the request of @mona"),
-        ("workflow_dispatch", False, "mona", "(`workflow_dispatch`), at the request of @mona"),
-        ("workflow_dispatch", True, "ci[bot]", "from a workflow run (`workflow_dispatch`)."),
-    ],
-)
-def test_a_threadless_pr_body_says_why_and_quotes_the_task(
-    event: str, from_workflow: bool, author: str, why: str
-) -> None:
-    request = replace(
-        REQUEST,
-        thread=Thread("octo/hello", 0),
-        event=event,
-        trigger=TriggerKind(event),
-        author=author,
-        instruction="Update the docs\n@everyone",
-        instruction_from_workflow=from_workflow,
-    )
-    body = threadless_pr_body(CHANGED, request)
-    assert why in body.split("\n\n")[0]
-    assert "> Update the docs\n> @\u200beveryone" in body
-
-
-def test_an_incomplete_body_warns_first() -> None:
-    incomplete = replace(CHANGED, error_kind="max_turns", error_message="out of turns")
-    assert "**Incomplete.** Neo stopped before it finished (`max_turns: out of turns`)" in (
-        pr_body(incomplete, REQUEST)
-    )
 
 
 @pytest.mark.parametrize(

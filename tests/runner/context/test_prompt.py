@@ -85,6 +85,9 @@ JOB: dict[str, Any] = {
                 "Budget: at most 100 model turns and 30 minutes for the whole run.",
                 "Your final message becomes the summary of your work on GitHub, in the"
                 " pull request's description and in Neo's report: write it for a reviewer.",
+                "Open it with one line saying what the change does, as a commit subject would"
+                " (imperative, at most 72 characters,",
+                "it becomes the commit's subject and the pull request's title.",
                 "Changes under .github/workflows/ are reverted before the commit"
                 " (`allow_workflow_edits` is off in .github/neo.yml)",
             ],
