@@ -38,6 +38,8 @@ class PullHead:
     head_ref: str
     head_sha: str
     head_repository: str | None  # None: the fork was deleted
+    # The description as it is now (a maintainer may have edited it).
+    body: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,8 @@ class CheckRun:
     summary: str
     text: str
     annotations_count: int
+    # The check run's page on GitHub; "" when GitHub gave none.
+    html_url: str = ""
 
     @property
     def failed(self) -> bool:
@@ -137,6 +141,7 @@ class Checks(RepoBase):
                     summary=text_of(output.summary),
                     text=text_of(output.text),
                     annotations_count=int(output.annotations_count),
+                    html_url=text_of(run.html_url),
                 )
             )
         return tuple(runs)

@@ -163,12 +163,15 @@ class Comments(RepoBase):
                     self._bodies[int(comment.id)] = text
                     yield int(comment.id), text
 
-    async def latest_progress_comment(self, number: int) -> int | None:
-        """The bot's newest job comment (progress, then report) on thread `number`."""
-        found: int | None = None
+    async def latest_progress_comment(
+        self, number: int, *, unless: str | None = None
+    ) -> tuple[int, str] | None:
+        """The bot's newest job comment (progress, then report) on thread `number`, and
+        its body; none that holds `unless` (a marker) counts."""
+        found: tuple[int, str] | None = None
         bot = self._bot_comments(number)
         async with contextlib.aclosing(bot):
             async for comment_id, text in bot:
-                if job_id_of(text) is not None:
-                    found = comment_id
+                if job_id_of(text) is not None and (unless is None or unless not in text):
+                    found = (comment_id, text)
         return found

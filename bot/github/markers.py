@@ -7,6 +7,7 @@ from typing import Final
 
 __all__ = [
     "CONFIG_ERROR_MARKER",
+    "REPAIR_ROUND_MARKER",
     "STATUS_END",
     "STATUS_START",
     "job_id_of",
@@ -23,6 +24,10 @@ CONFIG_ERROR_MARKER: Final = "<!-- neo:config-error -->"
 # repair rewrites what is between them, and nothing else of the body.
 STATUS_START: Final = "<!-- neo:status -->"
 STATUS_END: Final = "<!-- /neo:status -->"
+
+# In the comment of a CI repair's round, on the pull request: not the story
+# of a thread, which a later repair appends its section to.
+REPAIR_ROUND_MARKER: Final = "<!-- neo:repair-round -->"
 
 _JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 _JOB_MARKER = re.compile(r"<!-- neo:job=([A-Za-z0-9][A-Za-z0-9._:-]{0,99}) -->")

@@ -111,6 +111,19 @@ class Pulls(RepoBase):
             head_ref=data.head.ref,
             head_sha=data.head.sha,
             head_repository=data.head.repo.full_name if data.head.repo else None,
+            body=data.body or "",
+        )
+
+    async def update_pull_body(self, number: int, body: str) -> None:
+        """Set pull request `number`'s description to `body` (its title is left alone)."""
+        await self._retrying(
+            lambda: self._call(
+                "PATCH",
+                f"/repos/{self.repository}/pulls/{number}",
+                lambda: self._github.rest.pulls.async_update(
+                    self.owner, self.name, number, body=body
+                ),
+            )
         )
 
     async def open_or_update_pr(

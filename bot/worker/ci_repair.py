@@ -2,10 +2,12 @@
 session that made it.
 
 Nothing shows on GitHub when it is not Neo's to repair (`repair.skip_reason`
-and the rest, pure); else the progress comment of the thread that made the
-pull request is edited (one on the pull request when none is found), or,
-when the repairs in a row are spent, one comment says so. The run goes on
-the pull request's own branch, in the owning thread's session.
+and the rest, pure); else the round gets a comment of its own on the pull
+request, edited while it runs, then its report, and a section of its own in
+the report of the work that made the pull request, whose earlier record
+stays whole; the body's status line follows it (`repair_record`). When the
+repairs in a row are spent, one comment says so. The run goes on the pull
+request's own branch, in the owning thread's session.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from bot.jobs import Conclusion, JobKind, JobState, TriggerKind
 from bot.jobs import Thread as JobsThread
 from bot.queue import QueueError
 from bot.worker.context import Ended, JobContext, ProgressComment
-from bot.worker.progress import Outcome, Progress, render_progress
+from bot.worker.progress import Outcome, Progress
 from bot.worker.prompt import FailedCheck, Post, RedHead, build_repair_prompt
+from bot.worker.pull_request import with_status
 from bot.worker.refusals import Allowed, may_start
 from bot.worker.repair import (
     Owner,
@@ -37,6 +40,8 @@ from bot.worker.repair import (
     repairs_so_far,
     skip_reason,
 )
+from bot.worker.repair_record import RepairRecord
+from bot.worker.repair_report import CheckLink, RepairRound, status_limit
 from bot.worker.reporting import failed_outcome, report
 from bot.worker.running import Running, Stopped
 from bot.worker.runs import Ran, plan_run, run_planned
@@ -61,20 +66,27 @@ async def ci_repair_job(services: JobServices, running: Running) -> None:
     progress.start()
     services.log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
     comment: ProgressComment | None = None
+    record: RepairRecord | None = None
     try:
         github = await services.repo_client(request, CI_REPAIR_PERMISSIONS)
-        ended, comment = await _repair(services, running, github, progress)
+        ended, comment, record = await _repair(services, running, github, progress)
     except Stopped:
         raise
     except Exception as error:
         ended = Ended(failed_outcome(job, error))
-    await report(services, running, progress, ended, comment)
+
+    async def recorded(outcome: Outcome) -> None:
+        assert record is not None
+        await record.finish(outcome, progress.state.commands)
+
+    await report(services, running, progress, ended, comment, then=recorded if record else None)
 
 
 async def _repair(
     services: JobServices, running: Running, github: RepoClient, progress: Progress
-) -> tuple[Ended, ProgressComment | None]:
-    """How the job ended, and the comment the report goes to (None: nothing to report)."""
+) -> tuple[Ended, ProgressComment | None, RepairRecord | None]:
+    """How the job ended, the comment the report goes to (None: nothing to report), and
+    the record the round keeps elsewhere."""
     job = running.job
     request = job.request
     default_branch, (config, _) = await asyncio.gather(
@@ -82,23 +94,23 @@ async def _repair(
     )
     # An invalid file: its comment comes with the next mention, not with CI.
     if config is None or not config.ci_repair.enabled:
-        return _skipped(services, job.id, Skip.DISABLED), None
+        return _skipped(services, job.id, Skip.DISABLED), None, None
     pull = await github.pull_head()
     bot = github.bot_login
     repository = request.thread.repository
     reason = skip_reason(pull, red_sha=request.head_sha, bot=bot, repository=repository)
     if reason is not None:
-        return _skipped(services, job.id, reason), None
+        return _skipped(services, job.id, reason), None, None
     commit = await github.head_commit(pull.head_sha)
     if not made_by(commit, bot):
-        return _skipped(services, job.id, Skip.NOT_NEOS_PUSH), None
+        return _skipped(services, job.id, Skip.NOT_NEOS_PUSH), None, None
     failed = tuple(run for run in await github.check_runs(pull.head_sha) if run.failed)
     if not failed:
-        return _skipped(services, job.id, Skip.GREEN), None
+        return _skipped(services, job.id, Skip.GREEN), None, None
     owner = owning_thread(pull.head_ref, config.branch_prefix, pull.number, repository)
     if await _thread_busy(services, owner.thread, job.id):
         # Its push starts CI again; two runs must not share one session and branch.
-        return _skipped(services, job.id, Skip.BUSY), None
+        return _skipped(services, job.id, Skip.BUSY), None, None
     done = repairs_so_far(commit.message)
     limit = config.ci_repair.attempts
     if done >= limit:
@@ -106,13 +118,30 @@ async def _repair(
         handle = str(getattr(services.settings, "handle", "@neo"))
         key = f"ci-repair-limit-{pull.head_sha}"
         await github.reply_once(pull.number, key, limit_text(done, failed, handle))
+        checks = tuple(CheckLink(run.name, run.html_url) for run in failed)
+        try:
+            status = status_limit(done, checks, handle)
+            await github.update_pull_body(pull.number, with_status(pull.body, status))
+        except GitHubError as failure:
+            services.log("repair_status_failed", job=job.id, error=str(failure))
         services.log("ci_repair_limit", job=job.id, attempts=done, sha=pull.head_sha)
         error = f"CI is still red after {done} repair attempts"
-        return Ended(Outcome(conclusion=Conclusion.NO_CHANGES, error=error)), None
+        return Ended(Outcome(conclusion=Conclusion.NO_CHANGES, error=error)), None, None
     decided = await may_start(services, job, github, config, pull.number)
     if isinstance(decided, Outcome):
-        return Ended(decided), None
-    comment = await _story_comment(services, github, progress, owner.thread.number, job.id)
+        return Ended(decided), None, None
+    round_ = RepairRound(
+        job_id=job.id,
+        attempt=done + 1,
+        attempts=limit,
+        pull_number=pull.number,
+        pull_url=pull.html_url,
+        red_sha=pull.head_sha,
+        checks=tuple(CheckLink(run.name, run.html_url) for run in failed),
+    )
+    record, comment = await RepairRecord.open(
+        services, github, progress, round_, owner=owner.thread.number, pull_body=pull.body
+    )
     ctx = JobContext(job, github, config, default_branch, progress, comment)
     red = RedHead(
         pr_url=pull.html_url,
@@ -123,12 +152,13 @@ async def _repair(
         attempts=limit,
     )
     try:
-        ended = await _run_repair(services, ctx, running, decided, _Red(pull, owner, red, failed))
+        red_head = _Red(pull, owner, red, failed)
+        ended = await _run_repair(services, ctx, running, decided, red_head, record)
     except Stopped:
         raise
     except Exception as error:
         ended = Ended(failed_outcome(job, error))
-    return ended, comment
+    return ended, comment, record
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,26 +171,13 @@ class _Red:
     failed: tuple[CheckRun, ...]
 
 
-async def _story_comment(
-    services: JobServices, github: RepoClient, progress: Progress, number: int, job_id: int
-) -> ProgressComment:
-    """The comment of the work that made the pull request: it goes on telling its story."""
-    text = render_progress(progress.state, now=services.clock())
-    try:
-        found = await github.latest_progress_comment(number)
-    except GitHubError as error:
-        if error.status != 404:
-            raise
-        found = None  # the branch names a thread that is gone (deleted, transferred)
-    if found is None:
-        return ProgressComment(github, await github.progress_comment(job_id, text))
-    comment = ProgressComment(github, found)
-    await comment.edit(text)
-    return comment
-
-
 async def _run_repair(
-    services: JobServices, ctx: JobContext, running: Running, allowed: Allowed, red: _Red
+    services: JobServices,
+    ctx: JobContext,
+    running: Running,
+    allowed: Allowed,
+    red: _Red,
+    record: RepairRecord,
 ) -> Ended:
     """The runner on the pull request's own branch, in the owning thread's session."""
     ctx.progress.note("reading the failed checks")
@@ -193,6 +210,7 @@ async def _run_repair(
     )
 
     async def conclude(ran: Ran) -> Outcome:
+        record.result = ran.result
         return run_outcome(
             ran.result,
             pr_url=pull.html_url if ran.result.changed else None,

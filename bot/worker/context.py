@@ -15,18 +15,31 @@ from bot.github.client import RepoClient
 from bot.jobs import Job, JobRequest
 from bot.worker.progress import Outcome, Progress
 
-__all__ = ["Ended", "JobContext", "ProgressComment"]
+__all__ = ["Ended", "JobContext", "ProgressComment", "with_lead"]
 
 
 @dataclass(frozen=True, slots=True)
 class ProgressComment:
-    """The one comment a job edits while it runs and turns into its report."""
+    """The one comment a job edits while it runs and turns into its report.
+
+    `lead` goes under the comment's first line (its marker) in every edit: what
+    a CI repair's round says of itself above its progress, then its report.
+    """
 
     github: RepoClient
     id: int
+    lead: str = ""
 
     async def edit(self, text: str) -> None:
-        await self.github.update_progress(self.id, text)
+        await self.github.update_progress(self.id, with_lead(text, self.lead))
+
+
+def with_lead(text: str, lead: str) -> str:
+    """`text` with `lead` after its first line, as its own paragraph."""
+    if not lead:
+        return text
+    first, _, rest = text.partition("\n")
+    return f"{first}\n{lead}\n\n{rest.lstrip(chr(10))}" if rest else f"{first}\n{lead}"
 
 
 @dataclass(frozen=True, slots=True)

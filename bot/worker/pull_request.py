@@ -251,26 +251,29 @@ def _stat_line(stat: DiffStat) -> str:
     return f"{stat.files_changed} {noun} changed, +{stat.insertions} −{stat.deletions}"
 
 
-def verification_lines(commands: Sequence[Command]) -> list[str]:
+_MEASURED = (
+    "The test, build and lint commands the agent ran, and how each ended, as Neo"
+    " measured them (not the model's account):"
+)
+_NOTHING_RUN = (
+    "The agent ran no test, build or lint command in this run: nothing here was"
+    " checked by running it."
+)
+
+
+def verification_lines(
+    commands: Sequence[Command], *, intro: str = _MEASURED, nothing: str = _NOTHING_RUN
+) -> list[str]:
     """What Neo measured: each test, build or lint command the agent ran, and how it
     ended, with a warning for each kind whose last run failed."""
     checks = [command for command in commands if kinds(command.command)]
     if not checks:
-        return [
-            "The agent ran no test, build or lint command in this run: nothing here was"
-            " checked by running it."
-        ]
+        return [nothing]
     shown = checks[-_MAX_COMMANDS:]
-    lines = [
-        "The test, build and lint commands the agent ran, and how each ended, as Neo"
-        " measured them (not the model's account):"
-    ]
     rows = [_command_line(command) for command in shown]
     if len(checks) > len(shown):
         rows.insert(0, f"- … {len(checks) - len(shown)} earlier commands")
-    lines.append("\n".join(rows))
-    lines.extend(_last_failures(checks))
-    return lines
+    return [intro, "\n".join(rows), *_last_failures(checks)]
 
 
 def _command_line(command: Command) -> str:
@@ -288,7 +291,7 @@ def _last_failures(checks: Sequence[Command]) -> list[str]:
     failed = [kind for kind in KINDS if kind in last and not checks[last[kind]].ok]
     if not failed:
         return []
-    return [f"⚠️ The last {' and '.join(failed)} run failed: read the summary with care."]
+    return [f"⚠️ The last {' and '.join(failed)} run failed."]
 
 
 def _footer(result: JobResult, facts: RunFacts) -> str:

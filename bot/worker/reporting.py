@@ -7,12 +7,13 @@ for a bug of ours, whose traceback goes to the log.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from bot.github.client import GitHubError
 from bot.jobs import Conclusion, Job
 from bot.queue import overran
-from bot.worker.context import Ended, ProgressComment
+from bot.worker.context import Ended, ProgressComment, with_lead
 from bot.worker.progress import Outcome, Progress, render_report
 from bot.worker.running import Running
 from bot.worker.services import JobServices
@@ -30,16 +31,28 @@ async def report(
     progress: Progress,
     ended: Ended,
     comment: ProgressComment | None,
+    *,
+    then: Callable[[Outcome], Awaitable[None]] | None = None,
 ) -> None:
-    """Turn the progress comment into the report and record the outcome in the queue."""
+    """Turn the progress comment into the report and record the outcome in the queue.
+
+    `then` says the outcome elsewhere too (a CI repair: the story's section,
+    the pull request's status line), before the queue has it.
+    """
     services.check_alive(running)
     job = running.job
     outcome = _over_time(running, ended.outcome)
     progress.finish(outcome.conclusion)
     text = render_report(progress.state, outcome)
     if comment is not None:
+        text = with_lead(text, comment.lead)  # as posted: the queue keeps that
         try:
-            await comment.edit(text)
+            await comment.github.update_progress(comment.id, text)
+        except GitHubError as error:
+            services.log("report_failed", job=job.id, error=str(error))
+    if then is not None:
+        try:
+            await then(outcome)
         except GitHubError as error:
             services.log("report_failed", job=job.id, error=str(error))
     stored = stored_outcome(outcome, text, branch=ended.branch, session_id=ended.session_id)

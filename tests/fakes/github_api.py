@@ -2072,6 +2072,11 @@ class FakeGitHub(Served):
         self.add_route("GET", repo + "/actions/jobs/{job_id}/logs", self._job_logs)
         self.add_route("GET", repo + "/actions/runs/{run_id}/logs", self._run_logs)
 
+    def edit_pull(self, repository: str, number: int, **fields: Any) -> None:
+        """Edit pull request `number` as a maintainer would on the web (its `body`, `title`)."""
+        with self._lock:
+            self._repo(repository).pulls[number].update(fields)
+
     def set_pull_head(self, repository: str, number: int, sha: str) -> None:
         """Pull request `number`'s head commit from now on (a push to its branch)."""
         with self._lock:

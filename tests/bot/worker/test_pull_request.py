@@ -145,7 +145,7 @@ def test_verification_is_what_neo_measured_not_what_the_model_said() -> None:
     footer = "<sub>Model: `claude-sonnet-4-5` · Cost: $0.42 · 14 model calls · 4m 05s"
     assert f"{footer} · [Neo's report]({REPORT})</sub>" in verification
     failed = replace(FACTS, commands=(Command("ruff check .", 1),))
-    assert "⚠️ The last lint run failed" in pr_body(CHANGED, REQUEST, failed)
+    assert "⚠️ The last lint run failed." in pr_body(CHANGED, REQUEST, failed)
     nothing = pr_body(CHANGED, REQUEST, RunFacts())
     assert "The agent ran no test, build or lint command in this run" in nothing
     assert "Neo's report" not in nothing

@@ -224,13 +224,16 @@ async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment
     assert git(origin, "log", "-1", "--format=%an|%ae|%cn", fixed) == (
         f"{bot}|{noreply_email(bot)}|{bot}"
     )
-    # The same pull request; the same one comment, now the repair's report; none elsewhere.
+    # The same pull request; the issue's one comment, its report kept and the round's
+    # section added (test_repair_record has the words); the round's comment on the PR.
     assert len(github.pulls(REPO)) == 1
     [edited] = bot_comments(github, issue)
     assert edited["id"] == progress["id"]
-    assert "**Done**" in edited["body"]
-    assert "Fixed the README title the test expects." in edited["body"]
-    assert bot_comments(github, pull) == []
+    assert edited["body"].startswith(progress["body"].rstrip())
+    assert "### 🔧 CI repair 1 of 2" in edited["body"]
+    [round_one] = bot_comments(github, pull)
+    assert "**Done**" in round_one["body"]
+    assert "Fixed the README title the test expects." in round_one["body"]
     assert github.reactions(REPO) == [r for r in github.reactions(REPO) if r["subject_id"] != pull]
     # The session of the issue went on: the first task is still the conversation's start.
     first = fake_anthropic.requests[before].body["messages"]
@@ -257,6 +260,8 @@ async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment
     again = git(origin, "rev-parse", f"refs/heads/{branch}")
     assert git(origin, "log", "-1", "--format=%B", again).strip().endswith("Neo-CI-Repair: 2")
     assert [c["id"] for c in bot_comments(github, issue)] == [progress["id"]]
+    # One comment per round on the pull request.
+    assert len(bot_comments(github, pull)) == 2
 
     # Red again: the two repairs in a row are spent. One comment, no model call, no push.
     mirror_commit(github, origin, again)
@@ -269,8 +274,15 @@ async def test_a_red_check_is_repaired_on_the_same_branch_pr_session_and_comment
         assert stopped.conclusion is Conclusion.NO_CHANGES
     assert len(fake_anthropic.requests) == asked
     assert git(origin, "rev-parse", f"refs/heads/{branch}") == again
-    [limit] = bot_comments(github, pull)
+    *_, limit = bot_comments(github, pull)
+    assert len(bot_comments(github, pull)) == 3
     assert "CI is still red after 2 repair attempts (`test`)" in limit["body"]
+    # The description's status line says it too.
+    [described] = github.pulls(REPO)
+    assert (
+        "**Status:** 🛑 CI is still red after 2 repair attempts (`test`); Neo stopped."
+        " Mention @neo here for another try."
+    ) in described["body"]
     assert "Mention @neo on this pull request" in limit["body"]
     assert [c["id"] for c in bot_comments(github, issue)] == [progress["id"]]
 
