@@ -77,7 +77,10 @@ class CancelApplied:
 
 @dataclass(frozen=True, slots=True)
 class SpendRecord:
-    """What one finished job cost, on one model, and when (unix time, UTC)."""
+    """What one finished job cost, on one model, and when (unix time, UTC).
+
+    The job, the model and the time name the record: the queue stores it once.
+    """
 
     job_id: int
     repository: str  # owner/name
@@ -283,7 +286,12 @@ class JobQueue(Protocol):
         ...
 
     async def record_spend(self, records: Sequence[SpendRecord]) -> None:
-        """Store what finished jobs cost, durably, before it returns."""
+        """Store what finished jobs cost, durably, before it returns.
+
+        A record is stored once: one whose job, model and time are stored
+        already is not stored again, so a write whose answer was lost can be
+        made again.
+        """
         ...
 
     async def spent_since(

@@ -30,7 +30,7 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # The version whose migration installs procrastinate's schema (and moves the
 # jobs' states into its table).
@@ -151,6 +151,15 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             FROM neo_jobs AS n JOIN procrastinate_jobs AS p ON p.id = n.id""",
         # The newest procrastinate migration the schema holds (`procrastinate_level`).
         "ALTER TABLE neo_schema ADD COLUMN procrastinate text",
+    ),
+    # A spend record is stored once: a worker that could not tell whether its
+    # write committed writes it again, and a retried attempt records what the
+    # report on GitHub says the earlier one spent. Copies already stored are
+    # the same record written twice.
+    5: (
+        "DELETE FROM neo_spend WHERE id NOT IN"
+        " (SELECT min(id) FROM neo_spend GROUP BY job_id, model, at)",
+        "CREATE UNIQUE INDEX neo_spend_once ON neo_spend (job_id, model, at)",
     ),
 }
 

@@ -677,7 +677,8 @@ class PostgresQueue:
         async with self._transaction() as conn, conn.cursor() as cursor:
             await cursor.executemany(
                 "INSERT INTO neo_spend (job_id, repository, installation_id, model, at,"
-                " cost_usd, input_tokens, output_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                " cost_usd, input_tokens, output_tokens) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (job_id, model, at) DO NOTHING",
                 rows,
             )
 

@@ -48,7 +48,7 @@ from bot.queue.rows import (
 )
 from runner.errors import ConfigError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # The background checkpointer's pace, and the WAL size (pages) past which the
 # writer checkpoints itself: a backstop should the background fall behind.
@@ -118,6 +118,15 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: (
         "ALTER TABLE jobs ADD COLUMN session_key TEXT",
         "CREATE INDEX jobs_session ON jobs (session_key, state)",
+    ),
+    # Version 4: a spend record is stored once. A worker that could not tell
+    # whether its write committed writes it again, and a retried attempt
+    # records what the report on GitHub says the earlier one spent: the same
+    # record (job, model, and the moment it was taken), stored once. Copies an
+    # earlier version may hold are the same record written twice.
+    4: (
+        "DELETE FROM spend WHERE id NOT IN (SELECT min(id) FROM spend GROUP BY job_id, model, at)",
+        "CREATE UNIQUE INDEX spend_once ON spend (job_id, model, at)",
     ),
 }
 
@@ -535,7 +544,8 @@ class SqliteQueue:
         def operation(conn: sqlite3.Connection) -> None:
             conn.executemany(
                 "INSERT INTO spend (job_id, repository, installation_id, model, at, cost_usd,"
-                " input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " input_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (job_id, model, at) DO NOTHING",
                 rows,
             )
 

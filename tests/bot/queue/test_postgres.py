@@ -78,6 +78,26 @@ def test_a_newer_schema_is_refused(postgres_url: str) -> None:
             attempt(postgres_url)
 
 
+def test_version_5_keeps_one_copy_of_a_spend_record_written_twice(postgres_url: str) -> None:
+    # The database as version 4 left it: spend records could be stored twice.
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP INDEX neo_spend_once")
+        conn.execute("UPDATE neo_schema SET version = 4")
+        for at, cost in ((100.0, 2.0), (100.0, 2.0), (101.0, 1.0)):
+            conn.execute(
+                "INSERT INTO neo_spend (job_id, repository, installation_id, model, at,"
+                " cost_usd, input_tokens, output_tokens)"
+                " VALUES (1, 'octo/hello', 7, 'claude', %s, %s, 1, 1)",
+                (at, cost),
+            )
+
+    assert migrate(postgres_url) == Migrated(before=4, after=SCHEMA_VERSION)
+
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute("SELECT at, cost_usd FROM neo_spend ORDER BY at").fetchall()
+    assert rows == [(100.0, 2.0), (101.0, 1.0)]
+
+
 def _version_3(url: str) -> None:
     """A database as Neo's schema version 3 left it: Neo's own tables, no procrastinate."""
     with psycopg.connect(url, autocommit=True) as conn:
@@ -88,13 +108,16 @@ def _version_3(url: str) -> None:
         conn.execute("INSERT INTO neo_schema (version) VALUES (3)")
 
 
-def _version_3_then_4(url: str, *, level: str) -> None:
-    """Neo's tables at version 4 beside a procrastinate schema at `level`."""
+def _version_3_then_current(url: str, *, level: str) -> None:
+    """Neo's tables at the current version beside a procrastinate schema at `level`."""
     _version_3(url)
     with psycopg.connect(url, autocommit=True) as conn:
-        for statement in MIGRATIONS[4]:
-            conn.execute(statement.encode())
-        conn.execute("UPDATE neo_schema SET version = 4, procrastinate = %s", (level,))
+        for version in range(4, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement.encode())
+        conn.execute(
+            "UPDATE neo_schema SET version = %s, procrastinate = %s", (SCHEMA_VERSION, level)
+        )
 
 
 async def test_version_3_jobs_move_into_procrastinate_with_their_states(
@@ -210,7 +233,7 @@ def _procrastinate_schema(url: str) -> set[tuple[str, ...]]:
 def test_an_older_procrastinate_schema_is_refused_then_brought_up_to_date(
     postgres_server: PostgresServer, postgres_empty_url: str
 ) -> None:
-    # procrastinate as release 3.2 left it, from its own migrations, under Neo's version 4.
+    # procrastinate as release 3.2 left it, from its own migrations, under Neo's current version.
     older = "03.02.00_50_post_batch_defer_jobs"
     migrations = Path(SchemaManager.get_migrations_path())
     with psycopg.connect(postgres_empty_url, autocommit=True) as conn:
@@ -218,7 +241,7 @@ def test_an_older_procrastinate_schema_is_refused_then_brought_up_to_date(
             if path.stem <= older:
                 with conn.transaction():
                     conn.execute(path.read_text(encoding="utf-8").encode())
-    _version_3_then_4(postgres_empty_url, level=older)
+    _version_3_then_current(postgres_empty_url, level=older)
 
     with pytest.raises(ConfigError) as error:
         check_schema(postgres_empty_url)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.queue import SpendLine, SpendRecord, SqliteQueue
-from bot.queue.sqlite import _SCHEMA, SCHEMA_VERSION
+from bot.queue.sqlite import _MIGRATIONS, _SCHEMA, SCHEMA_VERSION
 from tests.bot.queue.conftest import OpenBackend
 
 DAY = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
@@ -52,6 +52,24 @@ async def test_a_restart_keeps_the_spend(open_backend: OpenBackend) -> None:
         await queue.record_spend([spent(1, DAY + 5, 3.5)])
     async with open_backend() as reopened:
         assert await reopened.spent_since(DAY, repository="octo/hello") == 3.5
+
+
+async def test_a_record_written_again_is_stored_once(open_backend: OpenBackend) -> None:
+    # A worker that lost the answer to its write writes the same records again;
+    # a retried attempt records what the earlier one's report says it spent.
+    first = [spent(1, DAY + 5, 3.5), spent(1, DAY + 5, 0.25, model="gpt-5")]
+    async with open_backend() as queue:
+        await queue.record_spend(first)
+        await queue.record_spend(first)
+        await queue.record_spend([first[1]])
+        # The same job and model at another moment is another record (another attempt).
+        await queue.record_spend([spent(1, DAY + 90, 1.0)])
+        assert await queue.spent_since(DAY, repository="octo/hello") == 4.75
+        lines = await queue.spend(DAY)
+    assert [(line.model, line.jobs, line.cost_usd) for line in lines] == [
+        ("claude-sonnet-4-5", 1, 4.5),
+        ("gpt-5", 1, 0.25),
+    ]
 
 
 async def test_spend_lines_are_per_utc_day_repository_and_model_newest_first(
@@ -100,4 +118,29 @@ async def test_a_version_1_database_gains_the_spend_table_and_keeps_its_jobs(
         # And every later version's, in the same opening: the session a job holds.
         columns = {row[1] for row in conn.execute("PRAGMA table_info(jobs)")}
         assert "session_key" in columns
+    conn.close()
+
+
+def test_a_version_3_database_keeps_one_copy_of_a_record_written_twice(tmp_path: Path) -> None:
+    db = tmp_path / "neo.db"
+    with sqlite3.connect(db) as conn:
+        for statement in _SCHEMA + _MIGRATIONS[2] + _MIGRATIONS[3]:
+            conn.execute(statement)
+        for cost in (2.0, 2.0, 1.0):
+            at = DAY if cost == 2.0 else DAY + 1
+            conn.execute(
+                "INSERT INTO spend (job_id, repository, installation_id, model, at, cost_usd,"
+                " input_tokens, output_tokens) VALUES (1, 'octo/hello', 7, 'claude', ?, ?, 1, 1)",
+                (at, cost),
+            )
+        conn.execute("PRAGMA user_version = 3")
+    conn.close()
+    queue = SqliteQueue(db)
+    queue.close_sync()
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+        assert conn.execute("SELECT at, cost_usd FROM spend ORDER BY at").fetchall() == [
+            (DAY, 2.0),
+            (DAY + 1, 1.0),
+        ]
     conn.close()
