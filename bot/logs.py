@@ -16,6 +16,10 @@ def log_to_stderr(*loggers: str, fmt: str = "%(message)s") -> None:
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+    # psycopg's pool warns in two lines at each failed connection while the
+    # database is away; the queue's callers say so in one line each
+    # (queue_unavailable, queue_unreachable, outcome_unwritten, heartbeat_failed).
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 
 def debug_logging() -> None:

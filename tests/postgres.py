@@ -30,9 +30,11 @@ from psycopg.conninfo import conninfo_to_dict
 from bot.queue.pg_schema import migrate
 
 __all__ = [
+    "Cluster",
     "ClusterError",
     "PostgresServer",
     "cluster",
+    "own_cluster",
     "postgres_empty_url",
     "postgres_server",
     "postgres_url",
@@ -106,9 +108,61 @@ def _run(argv: list[str], what: str, log: Path | None = None) -> None:
         raise ClusterError(f"PostgreSQL: {what} failed: {last}")
 
 
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """A cluster of one's own: its superuser URL, and a server one may stop and start."""
+
+    url: str
+    pg_ctl: str
+    data: Path
+    log: Path
+    options: str
+
+    def database(self, name: str) -> str:
+        """A new database on Neo's current schema, as NEO_QUEUE_URL names it."""
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"'.encode())
+        url = PostgresServer(self.url).database_url(name)
+        migrate(url)
+        return url
+
+    def stop(self) -> None:
+        """Stop the server as an operator does (`fast`: sessions are ended, commits kept)."""
+        _run(
+            [self.pg_ctl, "stop", "--wait", "--pgdata", str(self.data), "--mode", "fast"],
+            "stopping the server",
+            self.log,
+        )
+
+    def start(self) -> None:
+        """Start it again on the same port."""
+        _run(
+            [
+                self.pg_ctl,
+                "start",
+                "--wait",
+                "--pgdata",
+                str(self.data),
+                "--log",
+                str(self.log),
+                "-o",
+                self.options,
+            ],
+            "starting the server",
+            self.log,
+        )
+
+
 @contextlib.contextmanager
 def cluster(*, durable: bool = False) -> Iterator[str]:
     """A new cluster's superuser URL while in the block; `durable` keeps fsync on (benches)."""
+    with own_cluster(durable=durable) as made:
+        yield made.url
+
+
+@contextlib.contextmanager
+def own_cluster(*, durable: bool = False) -> Iterator[Cluster]:
+    """A new cluster while in the block, stopped and removed after it."""
     bin_dir = _bin_dir()
     scratch = Path(tempfile.mkdtemp(prefix="neo-test-postgres-"))
     try:
@@ -134,14 +188,17 @@ def cluster(*, durable: bool = False) -> Iterator[str]:
         options = f"-p {port} -k {scratch} -c listen_addresses=127.0.0.1 -c max_connections=200"
         if not durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        pg_ctl = str(bin_dir / "pg_ctl")
-        _run(
-            [pg_ctl, "start", "--wait", "--pgdata", str(data), "--log", str(log), "-o", options],
-            "starting the server",
-            log,
+        made = Cluster(
+            url=f"postgresql://postgres@127.0.0.1:{port}/postgres",
+            pg_ctl=str(bin_dir / "pg_ctl"),
+            data=data,
+            log=log,
+            options=options,
         )
+        pg_ctl = made.pg_ctl
+        made.start()
         try:
-            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            yield made
         finally:
             subprocess.run(
                 _as_server_user([pg_ctl, "stop", "--pgdata", str(data), "--mode", "immediate"]),

@@ -51,6 +51,11 @@ BODY_SECONDS = 10.0
 # gives up within a few seconds, and a database that slow is as good as down.
 QUEUE_SECONDS = 2.0
 
+# Seconds a delivery waits for the queue to commit it. GitHub waits 10 s for
+# an answer; a database that is down would hold each delivery for its whole
+# connect timeout (10 s), so GitHub would see a timeout, not the 503.
+ENQUEUE_SECONDS = 5.0
+
 
 class BodyTimeout(WebhookError):
     status = 408
@@ -117,7 +122,10 @@ def create_app(
             # no traceback for what any client may do. 499: nginx's "client
             # closed request", for the log and the metrics only.
             decision, status, fields = "client_disconnected", 499, {}
+
         elapsed = time.perf_counter() - started
+        # The queue's own words, for the operator only: they may name its host.
+        queue_error = fields.pop("queue_error", None)
         metrics.deliveries.labels(event or "-", decision).inc()
         metrics.ack_seconds.observe(elapsed)
         log.info(
@@ -131,6 +139,7 @@ def create_app(
                     "status": status,
                     "latency_ms": round(elapsed * 1000, 2),
                     **({"reason": fields["reason"]} if "reason" in fields else {}),
+                    **({"error": queue_error} if queue_error is not None else {}),
                 }
             ).decode()
         )
@@ -211,7 +220,25 @@ async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str,
     outcome = triage(delivery, intake.rules)
     if isinstance(outcome, Ignore):
         return "ignored", 202, {**fields, "reason": outcome.reason}
-    queued = await intake.queue.enqueue(delivery.delivery_id, outcome)
+    try:
+        async with asyncio.timeout(ENQUEUE_SECONDS):
+            queued = await intake.queue.enqueue(delivery.delivery_id, outcome)
+    except (QueueError, TimeoutError) as error:
+        # Not queued, so not acknowledged (rule 4): GitHub may deliver it again.
+        said = (
+            str(error)
+            if isinstance(error, QueueError)
+            else f"no answer within {ENQUEUE_SECONDS:g} s"
+        )
+        return (
+            "queue_unavailable",
+            503,
+            {
+                **fields,
+                "error": "the queue is unavailable; deliver this again later",
+                "queue_error": said,
+            },
+        )
     if queued.duplicate:
         return "duplicate", 202, fields
     return "queued", 202, {**fields, "jobs": list(queued.job_ids)}

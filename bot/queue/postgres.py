@@ -369,14 +369,20 @@ class PostgresQueue:
             self._flushing -= 1
 
     async def _commit(self, batch: builtins.list[_Pending]) -> None:
-        params = {
-            "now": self._clock(),
-            "batch": orjson.dumps(
-                [(pending.delivery_id, *pending.row) for pending in batch]
-            ).decode(),
-        }
         try:
             async with self._connection() as conn:
+                # Once a connection is lent: a caller that gave up meanwhile (a
+                # database away answers no one within the webhook's bound) was
+                # told its delivery is not queued, and it is not.
+                batch = [pending for pending in batch if not pending.future.done()]
+                if not batch:
+                    return
+                params = {
+                    "now": self._clock(),
+                    "batch": orjson.dumps(
+                        [(pending.delivery_id, *pending.row) for pending in batch]
+                    ).decode(),
+                }
                 cursor = await conn.execute(_ENQUEUE_BATCH, params)
                 found = await cursor.fetchall()
                 missing = [

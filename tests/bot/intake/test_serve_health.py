@@ -8,6 +8,7 @@ answering (and 200 again once it is back).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,10 +19,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from psycopg.conninfo import conninfo_to_dict
 
-from tests.bot.intake.test_serve import mention
+from tests.bot.intake.test_serve import jobs, mention
 from tests.bot.serving import Server, headers, neo_serve, serve_env
 from tests.fakes import FakeGitHub
-from tests.postgres import PostgresServer
+from tests.postgres import PostgresServer, own_cluster
 
 
 @dataclass(frozen=True)
@@ -158,3 +159,69 @@ class database_down:
                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
                     (name,),
                 )
+
+
+def test_deliveries_while_postgresql_is_stopped_are_503_and_one_log_line_each(
+    tmp_path: Path,
+) -> None:
+    """Nothing is acknowledged that is not queued (rule 4): GitHub sees a 503, the log one
+    line per delivery (not a traceback), and each delivered again once the database is
+    back is queued."""
+    log = tmp_path / "serve.log"
+    bodies = {}
+    for n in range(3):
+        payload = mention()
+        payload["comment"]["id"] = 8000 + n
+        payload["issue"]["number"] = 200 + n
+        bodies[f"d-outage-{n}"] = json.dumps(payload).encode()
+
+    def deliver(delivery: str) -> httpx.Response:
+        body = bodies[delivery]
+        return httpx.post(
+            f"{running.url}/api/github/webhooks",
+            content=body,
+            headers=headers("issue_comment", body, delivery=delivery),
+            timeout=30,
+        )
+
+    with own_cluster() as postgres, FakeGitHub(slug="neo") as github:
+        env = {**serve_env(github, tmp_path / "data"), "NEO_QUEUE_URL": postgres.database("neo")}
+        with neo_serve(env, log) as running:
+            postgres.stop()
+            try:
+                before = log.stat().st_size
+                during = {delivery: deliver(delivery) for delivery in bodies}
+                outage = log.read_bytes()[before:].decode().splitlines()
+            finally:
+                postgres.start()
+            # Delivered again (as GitHub's "Redeliver" does) once the database is back;
+            # the pool may first find its old connection dead: another 503.
+            deadline = time.monotonic() + 60
+            again = {}
+            for delivery in bodies:
+                while (answer := deliver(delivery)).status_code == 503:
+                    assert time.monotonic() < deadline, answer.text
+                    time.sleep(0.5)
+                again[delivery] = answer
+            listed = jobs(running)
+
+    for answer in during.values():
+        assert answer.status_code == 503, answer.text
+        said = answer.json()
+        assert said["decision"] == "queue_unavailable"
+        assert "127.0.0.1" not in said["error"]
+    # While the database was away: one JSON line per delivery, and nothing else.
+    assert [json.loads(line)["delivery"] for line in outage] == list(bodies), outage
+    text = log.read_text()
+    assert "Traceback" not in text
+    assert "Exception in ASGI application" not in text
+    for delivery in bodies:
+        lines = [json.loads(line) for line in text.splitlines() if f'"{delivery}"' in line]
+        decisions = [(line["decision"], line["status"]) for line in lines]
+        assert decisions[0] == ("queue_unavailable", 503), lines
+        assert set(decisions[:-1]) == {("queue_unavailable", 503)}, lines
+        assert decisions[-1] == ("queued", 202), lines
+        assert lines[0]["error"]  # the queue's own words, for the operator
+        assert (lines[0]["action"], lines[0]["repository"]) == ("created", "Codertocat/Hello-World")
+    assert {answer.json()["decision"] for answer in again.values()} == {"queued"}
+    assert sorted(job["request"]["delivery_id"] for job in listed) == sorted(bodies)
