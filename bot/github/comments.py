@@ -84,6 +84,19 @@ class Comments(RepoBase):
             self._progress[key] = found
         return found
 
+    async def job_comment(
+        self, job_id: int | str, number: int | None = None
+    ) -> tuple[int, str] | None:
+        """Job `job_id`'s comment on thread `number` (this one by default), as (id, body):
+        the bot's comment whose first line is the job's marker. None if it has none."""
+        key = str(job_id)
+        bot = self._bot_comments(self.number if number is None else number)
+        async with contextlib.aclosing(bot):
+            async for comment_id, text in bot:
+                if job_id_of(text) == key:
+                    return comment_id, text
+        return None
+
     async def update_progress(self, comment_id: int, body: str) -> bool:
         """Edit the progress comment to `body`; False (no call) if it already says that."""
         if self._bodies.get(comment_id) == body:

@@ -46,6 +46,7 @@ from bot.worker.reporting import failed_outcome, report
 from bot.worker.running import Running, Stopped
 from bot.worker.runs import Ran, plan_run, run_planned
 from bot.worker.services import JobServices
+from bot.worker.settle import closed_earlier
 from bot.worker.spec import ThreadContext
 from bot.worker.texts import run_outcome
 from runner.job import JobSpec
@@ -69,6 +70,9 @@ async def ci_repair_job(services: JobServices, running: Running) -> None:
     record: RepairRecord | None = None
     try:
         github = await services.repo_client(request, CI_REPAIR_PERMISSIONS)
+        # The round's comment, and so its report, is on the pull request.
+        if await closed_earlier(services.settler, running, github, (request.thread.number,)):
+            return
         ended, comment, record = await _repair(services, running, github, progress)
     except Stopped:
         raise

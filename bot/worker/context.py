@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from bot.config import RepoConfig
 from bot.github.client import RepoClient
 from bot.jobs import Job, JobRequest
+from bot.queue import SpendRecord
 from bot.worker.progress import Outcome, Progress
 
 __all__ = ["Ended", "JobContext", "ProgressComment", "with_lead"]
@@ -65,8 +66,12 @@ class JobContext:
 
 @dataclass(frozen=True, slots=True)
 class Ended:
-    """How a job ended: the outcome its report tells, and the branch and session its run used."""
+    """How a job ended: the outcome its report tells, the branch and session its run
+    used, and what the run spent (the report carries it, and the queue gets it)."""
 
     outcome: Outcome
     branch: str | None = None
     session_id: str | None = None
+    spend: tuple[SpendRecord, ...] = ()
+    # Whether `spend` is in the queue already (written when the run ended).
+    spend_recorded: bool = False

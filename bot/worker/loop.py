@@ -25,8 +25,10 @@ from bot.worker.access import Access
 from bot.worker.budgets import OperatorBudgets
 from bot.worker.ci_repair import ci_repair_job
 from bot.worker.config import ConfigResolver, ConfigSource
+from bot.worker.reported import reported_outcome
 from bot.worker.running import Running, Stopped, first, log_event
 from bot.worker.services import JobServices, RunJob
+from bot.worker.settle import Backoff, Settler
 from bot.worker.spec import WorkerSettings
 from bot.worker.stop import stop_job
 from bot.worker.task import task_job
@@ -79,6 +81,9 @@ class WorkerOptions:
     # NEO_JOB_TIMEOUT: a job still running this long after it started is
     # stopped and fails. None: no limit but the run's own.
     job_timeout: float | None = None
+    # How long a finished job's outcome waits for a queue that does not
+    # answer, written again with backoff; then the report on GitHub keeps it.
+    settle_for: float = 3600.0
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -111,6 +116,13 @@ class Worker:
         self._running: dict[int, tuple[Running, asyncio.Task[None]]] = {}
         # Reports of jobs the queue gave up on, and reactions, written in the background.
         self._chores: set[asyncio.Task[None]] = set()
+        self.settler = Settler(
+            deps.queue,
+            options.name,
+            clock=deps.clock,
+            sleep=deps.sleep,
+            backoff=Backoff(most=options.heartbeat, give_up_after=options.settle_for),
+        )
         self.services = JobServices(
             name=options.name,
             queue=deps.queue,
@@ -125,6 +137,7 @@ class Worker:
             access=Access(deps.settings.allowed_bots),
             clock=deps.clock,
             chore=self._chore,
+            settler=self.settler,
             edit_every=options.edit_every,
             spacers=deps.spacers,
             run_job=deps.run_job,
@@ -178,7 +191,10 @@ class Worker:
         self._running[job.id] = (running, task)
 
         def done(_: asyncio.Task[None]) -> None:
-            self._running.pop(job.id, None)
+            # Only its own entry: the job may have been claimed again here
+            # (its lease swept while this attempt waited for the queue).
+            if self._running.get(job.id, (None, None))[1] is task:
+                del self._running[job.id]
             wake.set()
 
         task.add_done_callback(done)
@@ -207,11 +223,22 @@ class Worker:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if self.settler.published(running.job.id):
+                # Its work is on GitHub: released, it would run again as a
+                # first attempt. Its lease runs out, and the attempt that
+                # claims it then finds the report.
+                self._log("not_released", job=running.job.id, reason="published")
+                continue
             with contextlib.suppress(QueueError):
                 await self.queue.release(running.job.id, self.name)
             self._log("released", job=running.job.id)
 
     async def _requeue_expired(self) -> None:
+        if self.settler.waiting:
+            # An outcome here waits for the queue, and its job's lease may
+            # have run out meanwhile: once the queue answers, the outcome goes
+            # first, and the sweep after it.
+            return
         try:
             ids = await self.queue.requeue_expired()
         except QueueError as error:
@@ -248,7 +275,13 @@ class Worker:
             return  # no thread: no comment to turn into the report
         try:
             github: RepoClient = await self.services.repo_client(request)
-            comment = await github.find_progress_comment(job.id)
+            found = await github.job_comment(job.id)
+            comment = None if found is None else found[0]
+            if found is not None and reported_outcome(found[1], job) is not None:
+                # An attempt finished and reported before its outcome reached
+                # the queue: the report stands.
+                self._log("given_up_reported", job=job.id, comment=comment, kept=True)
+                return
             if comment is not None:
                 await github.update_progress(comment, given_up_report(job))
         except NeoError as error:

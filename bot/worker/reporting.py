@@ -15,6 +15,7 @@ from bot.jobs import Conclusion, Job
 from bot.queue import overran
 from bot.worker.context import Ended, ProgressComment, with_lead
 from bot.worker.progress import Outcome, Progress, render_report
+from bot.worker.reported import with_outcome
 from bot.worker.running import Running
 from bot.worker.services import JobServices
 from bot.worker.texts import error_line, stored_outcome
@@ -34,10 +35,14 @@ async def report(
     *,
     then: Callable[[Outcome], Awaitable[None]] | None = None,
 ) -> None:
-    """Turn the progress comment into the report and record the outcome in the queue.
+    """Turn the progress comment into the report and record the spend and outcome in
+    the queue.
 
     `then` says the outcome elsewhere too (a CI repair: the story's section,
-    the pull request's status line), before the queue has it.
+    the pull request's status line), before the queue has it. The report
+    carries the outcome and the spend (`reported.py`): it goes first, so
+    that once the work is published an attempt that finds the job back in
+    the queue writes them rather than run it again.
     """
     services.check_alive(running)
     job = running.job
@@ -46,17 +51,20 @@ async def report(
     text = render_report(progress.state, outcome)
     if comment is not None:
         text = with_lead(text, comment.lead)  # as posted: the queue keeps that
-        try:
-            await comment.github.update_progress(comment.id, text)
-        except GitHubError as error:
-            services.log("report_failed", job=job.id, error=str(error))
-    if then is not None:
-        try:
-            await then(outcome)
-        except GitHubError as error:
-            services.log("report_failed", job=job.id, error=str(error))
     stored = stored_outcome(outcome, text, branch=ended.branch, session_id=ended.session_id)
-    await services.finish(running, stored)
+    with services.settler.publishing(job.id):
+        if comment is not None:
+            try:
+                posted = with_outcome(text, job, stored, ended.spend)
+                await comment.github.update_progress(comment.id, posted)
+            except GitHubError as error:
+                services.log("report_failed", job=job.id, error=str(error))
+        if then is not None:
+            try:
+                await then(outcome)
+            except GitHubError as error:
+                services.log("report_failed", job=job.id, error=str(error))
+        await services.finish(running, stored, () if ended.spend_recorded else ended.spend)
     services.log("job_finished", job=job.id, conclusion=outcome.conclusion.value)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from bot.github.app import WORKFLOW_JOB_PERMISSIONS
 from bot.jobs import Conclusion, Job, JobKind, conclusion_of
-from bot.queue import QueueError
+from bot.queue import QueueError, SpendRecord
 from bot.worker.access import is_unchecked
 from bot.worker.budgets import bounded_cost, spend_records, usd
 from bot.worker.context import Ended, JobContext
@@ -104,7 +104,7 @@ async def run_planned(
     request, a review, replies). `logged` goes on the `spec_ready` log line."""
     spec = planned.spec
     services.log("spec_ready", job=ctx.job.id, branch=spec.work_branch, **logged)
-    session_id: str | None = None
+    ended = Ended(Outcome(conclusion=Conclusion.FAILED), spec.work_branch)
     try:
         project_context = None
         if ctx.request.thread.is_pull_request:
@@ -112,8 +112,9 @@ async def run_planned(
             agents = await ctx.github.read_file("AGENTS.md", ref=ctx.default_branch)
             project_context = agents or ""
         result = await run_live(services, ctx, running, spec, project_context)
-        await _record_spend(services, ctx.job, result)
-        session_id = result.session_id
+        spend = _spend_of(services, ctx.job, result)
+        recorded = await _record_spend(services, ctx.job, spend)
+        ended = replace(ended, session_id=result.session_id, spend=spend, spend_recorded=recorded)
         services.check_alive(running)
         cancelled_by = None
         if conclusion_of(result) is Conclusion.CANCELLED:
@@ -122,26 +123,35 @@ async def run_planned(
     except Stopped:
         raise
     except Exception as error:
-        return Ended(failed_outcome(ctx.job, error), spec.work_branch, session_id)
+        return replace(ended, outcome=failed_outcome(ctx.job, error))
     if planned.notes:
         outcome = replace(outcome, notes=(*planned.notes, *outcome.notes))
-    return Ended(outcome, spec.work_branch, session_id)
+    return replace(ended, outcome=outcome)
 
 
-async def _record_spend(services: JobServices, job: Job, result: JobResult) -> None:
-    """Store what the run cost; a failure to is logged, and the job's report still goes."""
+def _spend_of(services: JobServices, job: Job, result: JobResult) -> tuple[SpendRecord, ...]:
+    """What the run cost, as the queue records it; taken once, so it is stored once."""
     request = job.request
-    records = spend_records(
+    return spend_records(
         job.id,
         request.thread.repository,
         request.installation_id,
         result,
         services.wall_clock(),
     )
+
+
+async def _record_spend(services: JobServices, job: Job, records: tuple[SpendRecord, ...]) -> bool:
+    """Store what the run cost now, so a worker that dies before its report loses none
+    of it; False when the queue is away (the job's finish writes it again)."""
+    if not records:
+        return True
     try:
         await services.queue.record_spend(records)
     except QueueError as error:
         services.log("spend_not_recorded", job=job.id, error=str(error))
+        return False
+    return True
 
 
 async def _cancelled_by(services: JobServices, job: Job) -> str | None:

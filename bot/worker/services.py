@@ -9,18 +9,19 @@ argument.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.github.app import AppAuth
 from bot.github.client import DEFAULT_SPACERS, GitHubError, RepoClient, Spacers
 from bot.jobs import JobOutcome, JobRequest
-from bot.queue import JobQueue, LeaseLost
+from bot.queue import JobQueue, SpendRecord
 from bot.worker.access import Access
 from bot.worker.budgets import OperatorBudgets
 from bot.worker.config import ConfigResolver
 from bot.worker.running import Running, log_event
+from bot.worker.settle import Settler
 from bot.worker.spec import WorkerSettings
 from runner import job as runner_job
 from runner.git import MirrorCache
@@ -44,6 +45,8 @@ class JobServices:
     clock: Callable[[], float]
     # Runs an effort in the background (a reaction); shutdown waits for it.
     chore: Callable[[Awaitable[None]], None]
+    # Writes finished jobs' outcomes and spend, however long the queue is away.
+    settler: Settler
     edit_every: float = 3.0
     spacers: Spacers = DEFAULT_SPACERS
     run_job: RunJob = runner_job.run
@@ -71,12 +74,12 @@ class JobServices:
             **self.client_options,
         )
 
-    async def finish(self, running: Running, outcome: JobOutcome) -> None:
-        """Record the job's outcome in the queue (nothing, when its lease was lost)."""
-        try:
-            await self.queue.finish(running.job.id, self.name, outcome)
-        except LeaseLost:
-            self.log("finish_lost", job=running.job.id)
+    async def finish(
+        self, running: Running, outcome: JobOutcome, spend: Sequence[SpendRecord] = ()
+    ) -> None:
+        """Record what the job spent and its outcome in the queue, waiting for the queue
+        to answer (the outcome not, when its lease was lost)."""
+        await self.settler.settle(running, outcome, spend)
 
     def check_alive(self, running: Running) -> None:
         running.check_alive(self.name)

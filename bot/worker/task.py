@@ -25,6 +25,7 @@ from bot.worker.review import all_folded, fixed_threads, review_outcome, review_
 from bot.worker.running import Running, Stopped, together
 from bot.worker.runs import Ran, plan_run, run_planned
 from bot.worker.services import JobServices
+from bot.worker.settle import closed_earlier
 from bot.worker.spec import ThreadContext
 from bot.worker.texts import run_outcome
 from bot.worker.thread_read import read_thread
@@ -48,6 +49,10 @@ async def task_job(services: JobServices, running: Running) -> None:
     comment: ProgressComment | None = None
     try:
         github = await services.repo_client(request)
+        if reply_to is not None and await closed_earlier(
+            services.settler, running, github, (reply_to,)
+        ):
+            return
         # Reads only, and independent: together, so the comment comes sooner.
         default_branch, (config, config_error), level = await together(
             github.default_branch(),

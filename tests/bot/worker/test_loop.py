@@ -41,6 +41,7 @@ from bot.queue import Heartbeat, JobQueue, SqliteQueue, WakingQueue
 from bot.worker.config import OWNER_CONFIG_TTL, ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from bot.worker.progress import job_marker
+from bot.worker.reported import reported_outcome
 from runner.git import MirrorCache
 from tests.bot.intake.test_serve import mention
 from tests.bot.serving import headers, neo_serve, serve_env
@@ -342,7 +343,11 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     mine = bot_comments(github, number)
     assert len(mine) == 1
     report = mine[0]["body"]
-    assert job.result.report == report
+    # The report carries, hidden, what the queue keeps: the outcome, and the spend.
+    reported = reported_outcome(report, job)
+    assert reported is not None
+    assert reported.outcome == job.result
+    assert [(r.job_id, r.cost_usd) for r in reported.spend] == [(job_id, job.result.cost_usd)]
     assert "**Done**" in report
     assert pull["html_url"] in report
     assert "grep -c Neo README.md" in report
@@ -622,7 +627,7 @@ class _DiesBeforeFinishing:
         self.died = True
 
 
-async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
+async def test_a_job_whose_worker_died_after_its_report_is_closed_by_it_not_run_again(
     queue: SqliteQueue,
     app: GitHubApp,
     settings: Settings,
@@ -643,6 +648,8 @@ async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
 
     await run_until(worker(dying, app, settings, name="first"), died)
     assert (await get(queue, job_id)).state is JobState.RUNNING
+    calls = len(fake_anthropic.requests)
+    [report] = bot_comments(github, number)
     clock.now += LEASE + 1  # nobody heartbeats the dead worker's lease
 
     await run_until(worker(queue, app, settings, name="second"), finished(queue, job_id))
@@ -650,12 +657,20 @@ async def test_a_job_retried_after_its_worker_died_reuses_its_comment_and_pr(
     job = await get(queue, job_id)
     assert job.state is JobState.SUCCEEDED, job.result
     assert job.attempts == 2
+    # The second attempt found the first one's report: it ran nothing, pushed
+    # nothing and left the report as it was; the queue has what the report says.
+    assert len(fake_anthropic.requests) == calls
+    assert bot_comments(github, number) == [report]
     assert len(github.pulls(REPO)) == 1
-    assert len(bot_comments(github, number)) == 1
-    assert "**Done**" in bot_comments(github, number)[0]["body"]
-    # The second attempt continued the branch the first one pushed.
     log = git(origin, "log", "--format=%s", f"refs/heads/neo/issue-{number}")
-    assert len(log.splitlines()) == 3
+    assert len(log.splitlines()) == 2
+    assert job.result is not None
+    assert job.result.conclusion is Conclusion.SUCCESS
+    assert job.result.pr_url == github.pulls(REPO)[0]["html_url"]
+    assert job.result.report is not None
+    assert "**Done**" in job.result.report
+    [line] = await queue.spend(0.0)
+    assert (line.jobs, line.cost_usd) == (1, job.result.cost_usd)
 
 
 async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(

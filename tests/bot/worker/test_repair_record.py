@@ -132,8 +132,10 @@ async def test_a_repair_after_a_successful_job_keeps_both_sections(
     dump("round-one.md", round_comment["body"])
     lines = round_comment["body"].split("\n")
     assert job_id_of(round_comment["body"]) is not None
-    assert lines[1] == REPAIR_ROUND_MARKER
-    assert lines[2] == (
+    # After the marker, the hidden outcome line a retried round would close with.
+    assert lines[1].startswith("<!-- neo:outcome={")
+    assert lines[2] == REPAIR_ROUND_MARKER
+    assert lines[3] == (
         f"🔧 **CI repair 1 of 2:** [`test`]({run_url}) fails on `{head[:7]}`; Neo continues"
         " the session that made this pull request."
     )

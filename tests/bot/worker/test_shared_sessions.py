@@ -55,8 +55,10 @@ def other_host(settings: Settings, tmp_path: Path) -> Settings:
     return settings.model_copy(update={"data_dir": tmp_path / "data-b"})
 
 
-class _DiesBeforeFinishing:
-    """The queue as a worker sees it whose process dies just after the run, before `finish`."""
+class _DiesAfterSavingTheSession:
+    """The queue as a worker sees it whose process dies just after the run saved its
+    session: before its report, so the job's retry runs it again. A dead process
+    writes nothing more: the job hangs until the drain, and no release follows."""
 
     def __init__(self, queue: PostgresQueue) -> None:
         self._queue = queue
@@ -71,10 +73,13 @@ class _DiesBeforeFinishing:
     async def save_session(
         self, job_id: int, worker: str, session_id: str, files: SessionFiles
     ) -> bool:
-        return await self._queue.save_session(job_id, worker, session_id, files)
-
-    async def finish(self, *args: Any, **kwargs: Any) -> None:
+        saved = await self._queue.save_session(job_id, worker, session_id, files)
         self.died = True
+        await asyncio.Event().wait()
+        return saved
+
+    async def release(self, *args: Any, **kwargs: Any) -> None:
+        pass
 
 
 def finished(queue: JobQueue, job_id: int) -> Callable[[], Coroutine[Any, Any, bool]]:
@@ -179,7 +184,7 @@ async def test_a_retry_on_another_host_drops_the_dead_attempts_turns_and_keeps_t
     follow_up = replace(request(number, second, delivery="d2"), instruction="@neo also say goodbye")
     two = (await shared.enqueue("d2", [follow_up])).job_ids[0]
     script_answer(fake_anthropic, "Goodbye.", "The dead attempt's words.")
-    dying = _DiesBeforeFinishing(shared)
+    dying = _DiesAfterSavingTheSession(shared)
 
     async def died() -> bool:
         return dying.died
