@@ -100,6 +100,15 @@ _FullName = Annotated[str, AfterValidator(_full_name)]
 _Number = Annotated[int, AfterValidator(_positive)]
 # A commit id: SHA-1, or SHA-256 for repositories that use it.
 _Sha = Annotated[str, _plausible("commit sha", re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}"))]
+# An ISO 8601 time as GitHub writes one (`2019-05-15T15:20:18Z`; Enterprise
+# Server may give an offset or fractions): part of a dedupe key.
+_Timestamp = Annotated[
+    str,
+    _plausible(
+        "timestamp",
+        re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"),
+    ),
+]
 
 
 class _Model(BaseModel):
@@ -138,6 +147,9 @@ class Issue(_Model):
     locked: bool | None = None
     # Present (an object) when the issue is a pull request.
     pull_request: dict[str, Any] | None = None
+    # Moved by every label, assignment and edit: the time of the event a
+    # delivery tells, which a replay of it under another delivery id keeps.
+    updated_at: _Timestamp | None = None
 
 
 class PullRequest(_Model):
@@ -155,6 +167,8 @@ class PullRequestFull(_Model):
     user: User | None = None
     author_association: _Word | None = None
     locked: bool | None = None
+    # As an issue's: the time of the label or review request a delivery tells.
+    updated_at: _Timestamp | None = None
 
 
 class Comment(_Model):

@@ -8,6 +8,7 @@ models of `payloads.py`, the comments' mentions through `mentions.py`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -96,6 +97,22 @@ class Ignore:
 
 def _body_hash(body: str) -> str:
     return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _event_key(
+    kind: str, thread_id: int, what: str, updated_at: str | None, delivery: Delivery
+) -> str:
+    """The dedupe key of a label, an assignment or a review request: the event's own.
+
+    GitHub signs a delivery's body, not its delivery id: one signed body sent
+    again under fresh ids is one event, and must make one job. Its identity is
+    the thread, what was added (the label, the assignee, the reviewer) and
+    when: the thread's `updated_at`, which every such change moves, so the
+    label added again after it was removed is a new event. A payload without
+    it (none GitHub sends) is named by its whole content.
+    """
+    when = updated_at or _body_hash(json.dumps(delivery.payload, sort_keys=True))
+    return f"{kind}:{thread_id}:{what.lower()}:{when}"
 
 
 def _is_bot(user: User) -> bool:
@@ -241,8 +258,10 @@ def _issues_edited(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignor
 
 def _issues_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
     p = IssuesLabeledPayload.model_validate(delivery.payload)
-    # Labelling again after removing the label is a new request: key by delivery.
-    trigger = _issue_trigger(p, f"labeled:{p.issue.id}:{delivery.delivery_id}")
+    label = p.label.name if p.label is not None else ""
+    trigger = _issue_trigger(
+        p, _event_key("labeled", p.issue.id, label, p.issue.updated_at, delivery)
+    )
     gated = _gate(trigger, [p.sender], rules)
     if gated is not None:
         return gated
@@ -254,7 +273,9 @@ def _issues_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] | Igno
 
 def _issues_assigned(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
     p = IssuesAssignedPayload.model_validate(delivery.payload)
-    trigger = _issue_trigger(p, f"assigned:{p.issue.id}:{delivery.delivery_id}")
+    assignee = p.assignee.login if p.assignee is not None else ""
+    key = _event_key("assigned", p.issue.id, assignee, p.issue.updated_at, delivery)
+    trigger = _issue_trigger(p, key)
     gated = _gate(trigger, [p.sender], rules)
     if gated is not None:
         return gated
@@ -331,7 +352,9 @@ def _pull_request_trigger(
 
 def _pull_request_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
     p = PullRequestLabeledPayload.model_validate(delivery.payload)
-    trigger = _pull_request_trigger(p, f"review-label:{p.pull_request.id}:{delivery.delivery_id}")
+    pull, label = p.pull_request, p.label.name if p.label is not None else ""
+    key = _event_key("review-label", pull.id, label, pull.updated_at, delivery)
+    trigger = _pull_request_trigger(p, key)
     gated = _gate(trigger, [p.sender], rules)
     if gated is not None:
         return gated
@@ -342,12 +365,13 @@ def _pull_request_labeled(delivery: Delivery, rules: Rules) -> list[JobRequest] 
 
 def _review_requested(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ignore:
     p = PullRequestReviewRequestedPayload.model_validate(delivery.payload)
-    key = f"review-requested:{p.pull_request.id}:{delivery.delivery_id}"
+    pull, asked = p.pull_request, p.requested_reviewer
+    reviewer = asked.login if asked is not None else ""
+    key = _event_key("review-requested", pull.id, reviewer, pull.updated_at, delivery)
     trigger = _pull_request_trigger(p, key)
     gated = _gate(trigger, [p.sender], rules)
     if gated is not None:
         return gated
-    asked = p.requested_reviewer
     if asked is None or asked.login.lower() != rules.app_bot_login.lower():
         return Ignore(Reason.OTHER_ASSIGNEE)
     return _request(delivery, trigger)

@@ -328,3 +328,35 @@ def test_the_server_answers_logs_and_counts_the_refusal(
         ("ignored", "implausible payload")
     ]
     assert not [job for job in queued_jobs(server) if job["request"]["delivery_id"] == delivery]
+
+
+@pytest.mark.parametrize(
+    ("event", "action", "thread_id"),
+    [
+        pytest.param("issues", "labeled", 990_001, id="label"),
+        pytest.param("issues", "assigned", 990_002, id="assignment"),
+        pytest.param("pull_request", "labeled", 990_003, id="review label"),
+        pytest.param("pull_request", "review_requested", 990_004, id="review request"),
+    ],
+)
+def test_a_signed_delivery_replayed_under_fresh_ids_makes_one_job(
+    server: Server, event: str, action: str, thread_id: int
+) -> None:
+    """GitHub signs the body, not the delivery id: whoever holds one delivery (a log, a
+    proxy) can send it again under new ids. Each replay must not be a paid job."""
+    payload = acting(event, action)
+    # A thread of its own, so the other rows' jobs are not this one's.
+    thread = payload["issue"] if event == "issues" else payload["pull_request"]
+    thread["id"] = thread_id
+    body = json.dumps(payload).encode()
+    replays = [f"replay-{event}-{action}-{n}" for n in range(5)]
+
+    answers = [
+        httpx.post(f"{server.url}{WEBHOOK_PATH}", content=body, headers=headers(event, body, d))
+        for d in replays
+    ]
+
+    assert [a.status_code for a in answers] == [202] * 5
+    assert {tuple(a.json()["jobs"]) for a in answers} == {tuple(answers[0].json()["jobs"])}
+    made = [job for job in queued_jobs(server) if job["request"]["delivery_id"] in replays]
+    assert [job["request"]["delivery_id"] for job in made] == [replays[0]]

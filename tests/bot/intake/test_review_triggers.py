@@ -41,7 +41,8 @@ def test_the_review_label_on_a_pull_request_asks_for_a_review() -> None:
     assert request.thread.is_pull_request
     assert request.thread.number == p["pull_request"]["number"]
     assert request.trigger_id == p["pull_request"]["id"]
-    assert request.dedupe_key == f"review-label:{p['pull_request']['id']}:d-7"
+    pull = p["pull_request"]
+    assert request.dedupe_key == f"review-label:{pull['id']}:neo-review:{pull['updated_at']}"
 
 
 def test_another_label_on_a_pull_request_is_ignored() -> None:

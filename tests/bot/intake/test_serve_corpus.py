@@ -211,22 +211,27 @@ def expected_request(event: str, p: Payload, delivery: str) -> Payload:
         instruction = trigger["body"]
         dedupe_key = f"{prefix}:{trigger['id']}"
     elif event == "pull_request":
-        # The review label or a review request: a review, keyed by delivery.
+        # The review label or a review request: a review, keyed by the event (what was
+        # asked, and when), never by the delivery id, which a replay changes.
         trigger = p["pull_request"]
         instruction = f"{trigger['title']}\n\n{trigger['body'] or ''}".rstrip()
-        key = {"labeled": "review-label", "review_requested": "review-requested"}[action]
-        dedupe_key = f"{key}:{trigger['id']}:{delivery}"
+        if action == "labeled":
+            key, what = "review-label", str(p["label"]["name"])
+        else:
+            key, what = "review-requested", str(p["requested_reviewer"]["login"])
+        dedupe_key = f"{key}:{trigger['id']}:{what.lower()}:{trigger['updated_at']}"
     else:
         trigger = p["issue"]
         instruction = f"{trigger['title']}\n\n{trigger['body'] or ''}".rstrip()
-        dedupe_key = {
-            "opened": f"issues.opened:{trigger['id']}",
-            "edited": f"issues.edited:{trigger['id']}:"
-            + hashlib.sha256(trigger["body"].encode()).hexdigest()[:16],
-            # A label or an assignment is a new request each time: keyed by delivery.
-            "labeled": f"labeled:{trigger['id']}:{delivery}",
-            "assigned": f"assigned:{trigger['id']}:{delivery}",
-        }[action]
+        if action == "opened":
+            dedupe_key = f"issues.opened:{trigger['id']}"
+        elif action == "edited":
+            digest = hashlib.sha256(trigger["body"].encode()).hexdigest()[:16]
+            dedupe_key = f"issues.edited:{trigger['id']}:{digest}"
+        else:
+            # A label or an assignment: keyed by the event (what, and when).
+            what = p["label"]["name"] if action == "labeled" else p["assignee"]["login"]
+            dedupe_key = f"{action}:{trigger['id']}:{what.lower()}:{trigger['updated_at']}"
     if "issue" in p:
         thread = {
             "repository": p["repository"]["full_name"],
@@ -294,8 +299,11 @@ def test_redeliveries_and_new_deliveries_of_the_same_triggers(
 ) -> None:
     prefix = "again-"
     deliveries = [(f"{prefix}{n}", event, p) for n, (event, p) in enumerate(acting())]
+    first: dict[str, list[int]] = {}
     for delivery, event, p in deliveries:
-        assert post(client, event, p, delivery).json()["decision"] == "queued"
+        answer = post(client, event, p, delivery).json()
+        assert answer["decision"] == "queued"
+        first[delivery] = answer["jobs"]
     before = jobs(server, prefix)
 
     # GitHub's "redeliver" sends the same delivery id: nothing is queued.
@@ -304,19 +312,36 @@ def test_redeliveries_and_new_deliveries_of_the_same_triggers(
         assert (answer.status_code, answer.json()["decision"]) == (202, "duplicate")
     assert jobs(server, prefix) == before
 
-    # The same comments, reviews and issue edits under new delivery ids make
-    # no new job; a label, an assignment or a review request is a new request each time.
+    # The same signed bodies under new delivery ids (the id is not signed:
+    # anyone holding a delivery can replay it) are the same events, labels,
+    # assignments and review requests too: no new job, the existing one named.
     for delivery, event, p in deliveries:
         answer = post(client, event, p, delivery + "-new")
         assert (answer.status_code, answer.json()["decision"]) == (202, "queued")
-    after = jobs(server, prefix)
-    new = [job for job in after if job["request"]["delivery_id"].endswith("-new")]
-    assert sorted(job["request"]["event"] for job in new) == sorted(
-        f"{event}.{p['action']}"
-        for _, event, p in deliveries
+        assert answer.json()["jobs"] == first[delivery], delivery
+    assert jobs(server, prefix) == before
+
+    # A label, an assignment or a review request made again later (GitHub moves
+    # the thread's updated_at) is a new request.
+    later = [
+        (f"{delivery}-later", event, later_event(p))
+        for delivery, event, p in deliveries
         if p["action"] in ("labeled", "assigned", "review_requested")
-    )
-    assert after[: len(before)] == before
+    ]
+    for delivery, event, p in later:
+        assert post(client, event, p, delivery).json()["decision"] == "queued"
+    made = [job for job in jobs(server, prefix) if job["request"]["delivery_id"].endswith("-later")]
+    keys = {expected_request(event, p, delivery)["dedupe_key"] for delivery, event, p in later}
+    assert sorted(job["request"]["dedupe_key"] for job in made) == sorted(keys)
+    assert len(keys) >= 3  # a label, an assignment, a review request
+
+
+def later_event(p: Payload) -> Payload:
+    """`p` as GitHub sends the same change made again a minute later."""
+    p = copy.deepcopy(p)
+    thread = p["issue"] if "issue" in p else p["pull_request"]
+    thread["updated_at"] = "2030-01-01T00:01:00Z"
+    return p
 
 
 def test_stop_is_queued_for_a_worker_to_check_and_cancels_nothing_on_the_request_path(
