@@ -31,6 +31,7 @@ from bot.worker.services import JobServices, RunJob
 from bot.worker.settle import Backoff, Settler
 from bot.worker.spec import WorkerSettings
 from bot.worker.stop import stop_job
+from bot.worker.sweep import SweepGate
 from bot.worker.task import task_job
 from bot.worker.texts import given_up_report
 from runner import job as runner_job
@@ -116,6 +117,7 @@ class Worker:
         self._running: dict[int, tuple[Running, asyncio.Task[None]]] = {}
         # Reports of jobs the queue gave up on, and reactions, written in the background.
         self._chores: set[asyncio.Task[None]] = set()
+        self._sweeps = SweepGate(deps.clock, options.lease)
         self.settler = Settler(
             deps.queue,
             options.name,
@@ -173,8 +175,11 @@ class Worker:
                 try:
                     job = await self.queue.claim(self.name, self.options.lease, only=only)
                 except QueueError as error:
+                    self._sweeps.unanswered()
                     self._log("claim_failed", error=str(error))
                     job = None
+                else:
+                    self._sweeps.answered()
                 if job is None:
                     break
                 self._start(job, wake)
@@ -234,16 +239,15 @@ class Worker:
             self._log("released", job=running.job.id)
 
     async def _requeue_expired(self) -> None:
-        if self.settler.waiting:
-            # An outcome here waits for the queue, and its job's lease may
-            # have run out meanwhile: once the queue answers, the outcome goes
-            # first, and the sweep after it.
+        if not self._may_sweep():
             return
         try:
             ids = await self.queue.requeue_expired()
         except QueueError as error:
+            self._sweeps.unanswered()
             self._log("requeue_failed", error=str(error))
             return
+        self._sweeps.answered()
         if ids:
             self._log("requeued_expired", jobs=ids)
         for job_id in ids:
@@ -257,6 +261,12 @@ class Worker:
             if job.state in (JobState.FAILED, JobState.CANCELLED):
                 # Off the claim loop: GitHub's retries may wait.
                 self._chore(self._report_given_up(job))
+
+    def _may_sweep(self) -> bool:
+        """Not while the queue was away, nor for a lease after it came back
+        (`SweepGate`); nor while an outcome here waits for the queue: its job's
+        lease is one that ran out, and the outcome goes first."""
+        return not self.settler.waiting and self._sweeps.open()
 
     def _chore(self, work: Awaitable[None]) -> None:
         """Run `work` in the background; shutdown waits for it within the grace period."""
@@ -337,8 +347,10 @@ class Worker:
             try:
                 beat = await self.queue.heartbeat(running.job.id, self.name, self.options.lease)
             except QueueError as error:
+                self._sweeps.unanswered()
                 self._log("heartbeat_failed", job=running.job.id, error=str(error))
                 continue
+            self._sweeps.answered()
             if beat.lease_lost:
                 running.lease_lost = True
                 running.stop.set()

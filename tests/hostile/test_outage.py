@@ -76,9 +76,13 @@ class Setup:
     github: FakeGitHub
     git: AppGitServer
     anthropic: FakeAnthropicAPI
-    model: Model
+    # Answers every model call; a test may put another in its place.
+    model: Model | Stalling
     env: dict[str, str]
     job_id: int
+
+    def answer(self, body: dict[str, Any]) -> ScriptedReply:
+        return self.model(body)
 
 
 @pytest.fixture
@@ -97,8 +101,6 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         make_repo(served / "octo" / "hello.git", files=1, file_size=64)
         number = github.add_issue(REPO, "Add a line", "Some work.", user="mona")
         comment = github.add_comment(REPO, number, "@neo please add a line", user="mona")
-        model = Model(postgres)
-        anthropic.script(*[model] * 10)
         env = {
             **serve_env(github, tmp_path / "unused"),
             **anthropic.env,
@@ -120,7 +122,9 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
             delivery_id="d-outage",
         )
         job_id = asyncio.run(_enqueue(url, request))
-        yield Setup(postgres, url, github, git, anthropic, model, env, job_id)
+        made = Setup(postgres, url, github, git, anthropic, Model(postgres), env, job_id)
+        anthropic.script(*[made.answer] * 10)
+        yield made
 
 
 async def _enqueue(url: str, request: JobRequest) -> int:
@@ -273,3 +277,66 @@ def test_another_host_sweeping_first_runs_nothing_again(setup: Setup, tmp_path: 
 
     assert_done_once(setup, job)
     no_traceback(one, two)
+
+
+@dataclass
+class Stalling:
+    """An edit that takes the database down; the last answer only once the test says."""
+
+    postgres: Cluster
+    stopped: threading.Event = field(default_factory=threading.Event)
+    resume: threading.Event = field(default_factory=threading.Event)
+    calls: int = 0
+
+    def __call__(self, body: dict[str, Any]) -> ScriptedReply:
+        self.calls += 1
+        last = body["messages"][-1]["content"]
+        if isinstance(last, str) or not any(b.get("type") == "tool_result" for b in last):
+            if not self.stopped.is_set():
+                self.postgres.stop()
+                self.stopped.set()
+            edit = {"command": "echo done >> notes.md"}
+            return Reply([tool_use(f"toolu_{self.calls}", "bash", edit)], "tool_use", usage=USAGE)
+        self.resume.wait(timeout=300)
+        return Reply([text("Appended a line to notes.md.")], usage=USAGE)
+
+
+def test_a_job_running_through_the_outage_keeps_its_lease_and_runs_once(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """Every lease runs out while the database is away. Once it is back, the worker
+    renews its running job's lease rather than sweep it: the job goes on, not again."""
+    model = setup.model = Stalling(setup.postgres)
+    log = tmp_path / "worker.log"
+
+    async def renewed_and_kept() -> Job:
+        async with PostgresQueue(setup.url, listen=False) as queue:
+            while True:
+                job = await queue.get(setup.job_id)
+                assert job is not None
+                assert job.state is JobState.RUNNING, job
+                if job.lease_expires_at is not None and job.lease_expires_at > time.time():
+                    break
+                await asyncio.sleep(0.2)
+            # Two leases more: any sweep would have put it back by now.
+            await asyncio.sleep(2 * LEASE)
+            kept = await queue.get(setup.job_id)
+            assert kept is not None
+            return kept
+
+    with neo_worker({**setup.env, "NEO_DATA_DIR": str(tmp_path / "host")}, log):
+        until("the database down mid-run", model.stopped.is_set, [log])
+        until("a heartbeat failed", lambda: bool(events(log, "heartbeat_failed")), [log])
+        time.sleep(2 * LEASE)  # the lease has run out
+        setup.postgres.start()
+        kept = asyncio.run(asyncio.wait_for(renewed_and_kept(), 120))
+        model.resume.set()
+        job = finished(setup, [log])
+
+    assert (kept.state, kept.attempts) == (JobState.RUNNING, 1)
+    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.attempts == 1
+    assert model.calls == 2
+    assert pushes(setup) == 1
+    assert events(log, "lease_lost") == []
+    no_traceback(log)
