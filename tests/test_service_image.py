@@ -35,6 +35,7 @@ from tests.fakes import FakeGitHub, rsa_private_key_pem
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "neo-service:local"
+CA_FILE = "host-ca-certificates.crt"
 PORT = "8000/tcp"
 # Generous: the engine and two shared cores may be busy with other tests.
 HEALTHY_WITHIN = 180.0
@@ -298,7 +299,14 @@ def test_the_build_context_holds_every_package_of_the_wheel() -> None:
     wheel = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"]
     packages = wheel["targets"]["wheel"]["packages"]
 
-    assert sorted(sent.group(1).split()) == sorted(["Dockerfile", *admitted])
+    # The one file that is no source: build-images writes the host's certificate
+    # authorities into its own context, never into the tree (a hand-run build
+    # supplies one, empty or not).
+    assert CA_FILE in admitted
+    assert f'-C "$ca_dir" {CA_FILE}' in script
+    assert sorted(sent.group(1).split()) == sorted(
+        ["Dockerfile", *(name for name in admitted if name != CA_FILE)]
+    )
     assert set(packages) <= set(admitted)
     dockerfile = (REPO / "Dockerfile").read_text()
     for package in packages:  # copied into the build, and from it into the image
