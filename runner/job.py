@@ -64,6 +64,8 @@ from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
 from runner.sandbox.factory import SANDBOXES, open_sandbox
+from runner.sandbox.setup_plan import SetupOutcome
+from runner.sandbox.setup_run import SetupFailed
 from runner.session import (
     Session,
     SessionError,
@@ -181,6 +183,9 @@ class JobResult:
     # what the job's network setting became (the operator's bound, an old key).
     network_blocked: tuple[Blocked, ...] = ()
     network_notes: tuple[str, ...] = ()
+    # The setup that failed the job: what ran up to the command that failed, and
+    # that command's last lines, for the report (None: setup did not fail it).
+    failed_setup: SetupOutcome | None = None
     summary: str = ""
     error_kind: str | None = None
     error_message: str | None = None
@@ -233,6 +238,7 @@ class _Progress:
     # What the egress proxy refused, once the sandbox is gone; the network's notes.
     egress: EgressReport = field(default_factory=EgressReport)
     network_notes: tuple[str, ...] = ()
+    failed_setup: SetupOutcome | None = None
 
     @property
     def finished(self) -> TurnFinished | None:
@@ -407,9 +413,14 @@ async def _prepare_and_run_agent(
         ),
         spec.system_extra,
     )
-    async with _sandbox(spec, tree, network, progress.egress) as box:
-        _mark(spec, "sandbox_ready")
-        await _run_agent(spec, kit, box, tree, briefing, progress, on_event)
+    try:
+        async with _sandbox(spec, tree, network, progress.egress) as box:
+            _mark(spec, "sandbox_ready")
+            await _run_agent(spec, kit, box, tree, briefing, progress, on_event)
+    except SetupFailed as error:
+        # The report shows the command that failed and its last lines.
+        progress.failed_setup = error.outcome
+        raise
 
 
 async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
@@ -801,6 +812,7 @@ def _result(
         generated=done.generated,
         network_blocked=progress.egress.blocked,
         network_notes=progress.network_notes,
+        failed_setup=progress.failed_setup,
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,

@@ -18,7 +18,7 @@ from runner.sandbox.isolation import SandboxUnavailable, refusal
 from runner.sandbox.local import LocalSandbox
 from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_plan import SetupOutcome, SetupPlan, StepOutcome, explicit_plan
-from runner.sandbox.setup_run import SetupFailed
+from runner.sandbox.setup_run import SetupFailed, output_tail
 from runner.text import one_line
 
 SANDBOXES = ("local", "docker")
@@ -182,18 +182,21 @@ async def _local_setup(box: LocalSandbox, plan: SetupPlan) -> SetupOutcome:
     """The repository's own commands, run in the tree as they are; none detected."""
     if plan.mode == "auto":
         return SetupOutcome("auto", notes=(LOCAL_NO_SETUP,))
-    steps = []
+    steps: list[StepOutcome] = []
     for step in plan.steps:
         started = time.monotonic()
         done = await box.run(["bash", "-c", step.command], timeout=step.timeout)
-        if done.timed_out:
-            raise SetupFailed(f"setup command {one_line(step.command)!r} timed out", done)
-        if done.exit_code != 0:
+        seconds = time.monotonic() - started
+        if done.timed_out or done.exit_code != 0:
+            tail = output_tail(done.output)
+            ended = StepOutcome(step.command, None, seconds, done.exit_code, done.timed_out, tail)
+            how = "timed out" if done.timed_out else f"failed with exit code {done.exit_code}"
             raise SetupFailed(
-                f"setup command {one_line(step.command)!r} failed with exit code {done.exit_code}",
+                f"setup command {one_line(step.command)!r} {how}",
                 done,
+                SetupOutcome(plan.mode, (*steps, ended)),
             )
-        steps.append(StepOutcome(step.command, None, time.monotonic() - started, 0))
+        steps.append(StepOutcome(step.command, None, seconds, 0))
     return SetupOutcome(plan.mode, tuple(steps))
 
 

@@ -63,11 +63,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 
 
 class SetupFailed(SandboxError):
-    """A repository setup command failed; `result` holds its output."""
+    """A repository setup command failed; `result` holds its output, `outcome` what
+    setup did up to it and how it ended (its last lines too), for the report."""
 
-    def __init__(self, message: str, result: ExecResult) -> None:
+    def __init__(
+        self, message: str, result: ExecResult, outcome: SetupOutcome | None = None
+    ) -> None:
         super().__init__(message)
         self.result = result
+        self.outcome = outcome
 
 
 async def run_setup(
@@ -97,6 +101,7 @@ async def run_setup(
                 f"setup command {number} of {len(plan.steps)} failed ({outcome.ended}):"
                 f" {step.command}",
                 result,
+                SetupOutcome(plan.mode, tuple(outcomes), plan.notes),
             )
     await _quiet(box, ["bash", "-c", _EMPTY_CACHE], env)
     return SetupOutcome(plan.mode, tuple(outcomes), plan.notes)

@@ -1104,6 +1104,12 @@ async def test_a_failing_setup_command_fails_the_job_before_the_model_is_asked(
     assert result.conclusion == "failed"
     assert result.error_kind == "sandbox_error"
     assert result.error_message == "setup command 'exit 3' failed with exit code 3"
+    # What ran up to it and how it ended, for the report.
+    assert result.failed_setup is not None
+    assert [(step.command, step.exit_code) for step in result.failed_setup.steps] == [
+        ("true", 0),
+        ("exit 3", 3),
+    ]
     assert fake_anthropic.requests == []
     # No agent ran: the thread's session is as the job found it (here: none).
     assert not SessionStore(data_dir).path(session_id_for("octo/hello#12")).exists()

@@ -230,6 +230,14 @@ async def test_a_failing_repository_command_fails_and_leaves_nothing(
 
     assert str(raised.value) == "setup command 2 of 2 failed (exit code 4): echo broken; exit 4"
     assert raised.value.result.output == b"broken\n"
+    # What ran up to it, and its last lines, for the report.
+    outcome = raised.value.outcome
+    assert outcome is not None
+    assert [(step.command, step.ok) for step in outcome.steps] == [
+        ("true", True),
+        ("echo broken; exit 4", False),
+    ]
+    assert (outcome.steps[1].exit_code, outcome.steps[1].tail) == (4, "broken")
     for each in (name, f"{name}-setup"):
         assert (
             docker_client.api.containers(all=True, filters={"label": f"{LABEL_JOB}={each}"}) == []
