@@ -36,12 +36,20 @@ GITHUB_CLOSES = re.compile(
         ("fixes `#11`", "fixes `issue #11`"),
         ("Fixes #1 and closes #2", "Fixes issue #1 and closes issue #2"),
         ("line one\nFixes #3", "line one\nFixes issue #3"),
+        # Markdown as GitHub shows it: a space written as a reference, a backslash.
+        ("Closes&nbsp;#8", "Closes&nbsp;issue #8"),
+        ("Fixes&#32;GH-9", "Fixes&#32;issue GH-9"),
+        ("fixes&#xA0;&Tab;#10", "fixes&#xA0;&Tab;issue #10"),
+        ("Fixes\\: #11", "Fixes\\: issue #11"),
+        ("fixes\\\n#12", "fixes\\\nissue #12"),
         # Not a closing keyword, left alone.
         ("Prefixes #1 of the log", "Prefixes #1 of the log"),
         ("Fixes issue #1", "Fixes issue #1"),
         ("Fix the date test (#12)", "Fix the date test (#12)"),
         ("Fixed in 1.2", "Fixed in 1.2"),
         ("fixes#1", "fixes#1"),
+        ("Fixes &amp; #1", "Fixes &amp; #1"),
+        ("fixes&#35;1", "fixes&#35;1"),
         ("", ""),
     ],
 )
