@@ -31,16 +31,17 @@ from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
 from runner.continuation import ContinueCutResponses
 from runner.llm.cache_ttl import LongCacheAfterGaps
-from runner.llm.fallback import with_fallback
+from runner.llm.fallback import may_answer, models_of, with_fallback
 from runner.llm.limits import limits_for
-from runner.llm.pricing import cost_usd
+from runner.llm.price_book import PriceBook
 from runner.llm.provider import Provider, close_provider
 from runner.llm.registry import DEFAULT_PROVIDER, make_provider
-from runner.llm.types import Effort, SystemPrompt, Usage
+from runner.llm.types import Effort, SystemPrompt
 from runner.run import AgentRun
 from runner.sandbox.base import Sandbox
 from runner.session import Session, SessionMeta, SessionStore
 from runner.skills import RunSkills, Skill, with_skill_reads
+from runner.spend import PRICES_IN_ENVIRONMENT, Ledger, MeteredProvider
 from runner.subagent import (
     AgentTool,
     Placement,
@@ -89,8 +90,14 @@ class RunSettings:
     time_limit: float | None = None
     # How hard the model thinks; None: not at all.
     effort: Effort | None = None
-    # US dollars the run's model calls may cost; None: no limit.
+    # US dollars the run's model calls may cost, all told (subagents, compaction,
+    # the last word, a fallback's); None: no limit.
     max_cost_usd: float | None = None
+    # The prices its calls are charged at; with a cost limit, every model the
+    # run may call needs one. `where_prices_go` says, to whoever lacks one, where
+    # a price can be given.
+    prices: PriceBook = field(default_factory=PriceBook)
+    where_prices_go: str = PRICES_IN_ENVIRONMENT
     # Skills left out of the catalog and never invoked.
     disabled_skills: tuple[str, ...] = ()
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
@@ -125,13 +132,19 @@ class Briefing:
 
 @dataclass(frozen=True, slots=True)
 class RunKit:
-    """An opened run's providers and budget, under its settings; `start` builds its agent."""
+    """An opened run's providers and budget, under its settings; `start` builds its agent.
+
+    Both providers are metered on the run's `ledger`: every call the agent, its
+    compactor, its last word and its subagents make is reserved and counted there.
+    """
 
     settings: RunSettings
-    provider: Provider
-    # The provider the subagents call: `provider` itself unless they have a model of their own.
-    children: Provider
+    provider: MeteredProvider
+    # What the subagents call: the run's provider (their own model's, when they
+    # have one), charged to their share of the ledger.
+    children: MeteredProvider
     budget: RunBudget
+    ledger: Ledger
 
     def start(
         self,
@@ -154,7 +167,6 @@ class RunKit:
             supervisor = Supervisor(
                 settings.subagents,
                 self.children,
-                cost_limit=settings.max_cost_usd,
                 effort=settings.effort,
                 placement=Placement(session.store, session.meta.id),
             )
@@ -190,14 +202,19 @@ class RunKit:
             meta,
             on_event=on_event,
             hold_after_compaction=hold_after_compaction,
+            ledger=self.ledger,
         )
         if skills.invoked and on_event is not None:
             on_event(skills.notice())
         return run
 
-    def cost(self, usage: Usage) -> float | None:
-        """What `usage` cost on the run's model; None when its price is unknown."""
-        return cost_usd(self.provider.model, usage, self.provider.name)
+    def cost(self) -> float | None:
+        """What the run's model calls cost, all told; None when none had a price."""
+        return self.ledger.cost
+
+    def models(self) -> tuple[tuple[str, ...], str | None]:
+        """The models that did the run's work, in order, and why a fallback took over."""
+        return models_of(self.provider.inner)
 
 
 @contextlib.asynccontextmanager
@@ -212,6 +229,9 @@ async def open_run(
     make_one: Callable[..., Provider] = functools.partial(
         make, openai_auth=settings.openai_auth or "api_key"
     )
+    ledger = Ledger(
+        settings.max_cost_usd, settings.prices, where_prices_go=settings.where_prices_go
+    )
     # Off the event loop: the first use of an SDK imports it, seconds of work
     # that would starve the heartbeats of a worker's other jobs past their lease.
     provider = await asyncio.to_thread(
@@ -219,17 +239,17 @@ async def open_run(
     )
     children = provider
     try:
-        budget = RunBudget(
-            model=provider.model,
-            provider=provider.name,
-            max_turns=settings.max_turns,
-            time_limit=settings.time_limit,
-            max_cost_usd=settings.max_cost_usd,
-        )
         children = await asyncio.to_thread(
             children_provider, settings.subagents, provider, make_one, settings.provider_name
         )
-        yield RunKit(settings, provider, children, budget)
+        # Every model the run may call has a price, or a limit could not hold.
+        ledger.require_prices((*may_answer(provider), *may_answer(children)))
+        metered = MeteredProvider(provider, ledger)
+        share = ledger.share("the subagents' share", settings.subagents.budget_share)
+        budget = RunBudget(
+            max_turns=settings.max_turns, time_limit=settings.time_limit, spend=metered
+        )
+        yield RunKit(settings, metered, MeteredProvider(children, ledger, share), budget, ledger)
     finally:
         if children is not provider:
             await close_provider(children)

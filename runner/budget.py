@@ -1,7 +1,9 @@
 """What one run may spend, in model calls, time and money, and what the model is told of it.
 
 The loop asks `before_call` before each provider call and `note` after each batch of
-tools; the rules: docs/architecture.md, "Budgets".
+tools; money is the run's spend ledger's (`runner.spend`), which every model call goes
+through: here it is only asked first, so that a call the ledger would refuse is not
+even started. The rules: docs/architecture.md, "Budgets".
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ import time
 from collections.abc import Callable
 
 from runner.agent.errors import MaxCost
-from runner.errors import ConfigError, NeoError
-from runner.llm.pricing import cost_usd, price_known
+from runner.errors import NeoError
 from runner.llm.types import Usage
+from runner.spend import MeteredProvider
 
 __all__ = ["BUDGET_KINDS", "WRAP_UP_SECONDS", "RunBudget", "ran_out", "wrap_up_prompt"]
 
@@ -37,52 +39,35 @@ _WARN_AT = 0.8
 
 
 class RunBudget:
-    """The limits of one run; `max_cost_usd` needs a model whose price is known."""
+    """The limits of one run: turns, time, and the money its `spend` ledger holds."""
 
     def __init__(
         self,
         *,
-        model: str,
-        provider: str | None = None,
         max_turns: int,
         time_limit: float | None = None,
-        max_cost_usd: float | None = None,
+        spend: MeteredProvider | None = None,
         clock: Callable[[], float] = time.monotonic,
         warn_at: float = _WARN_AT,
     ) -> None:
-        if max_cost_usd is not None and not price_known(model, provider):
-            raise ConfigError(
-                f"a cost limit needs a model whose price is known; {model!r} has none"
-            )
-        self._model = model
-        self._provider = provider
         self._max_turns = max_turns
         self._time_limit = time_limit
-        self._max_cost = max_cost_usd
+        self._spend = spend
         self._clock = clock
         self._started = clock()
         self._warn_turn = max(1, math.ceil(warn_at * max_turns))
         self._warn_at = warn_at
-        self._spent = 0.0
-        self._last_call = 0.0
         self._told: set[str] = set()
 
     def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
-        if self._max_cost is None:
+        """MaxCost when the ledger could not pay for call `turn`, its prompt about
+        `prompt_tokens` long, writing even the least useful answer."""
+        if self._spend is None:
             return
-        so_far = cost_usd(self._model, spent, self._provider) or 0.0
-        if so_far > self._spent:
-            self._last_call, self._spent = so_far - self._spent, so_far
-        upcoming = (
-            self._last_call
-            or cost_usd(self._model, Usage(input_tokens=prompt_tokens), self._provider)
-            or 0.0
-        )
-        if so_far + upcoming > self._max_cost:
-            raise MaxCost(
-                f"stopped before model call {turn}: ${so_far:.2f} spent, and the next call"
-                f" (about ${upcoming:.2f}) would pass the ${self._max_cost:.2f} limit"
-            )
+        try:
+            self._spend.check(prompt_tokens)
+        except MaxCost as refused:
+            raise MaxCost(f"stopped before model call {turn}: {refused}") from None
 
     def note(self, turn: int) -> str | None:
         left: list[str] = []
@@ -96,10 +81,13 @@ class RunBudget:
                 self._told.add("time")
                 minutes = max(0.0, self._time_limit - elapsed) / 60
                 left.append(f"about {minutes:.0f} of {self._time_limit / 60:.0f} minutes left")
-        cost = self._max_cost
-        if cost is not None and "cost" not in self._told and self._spent >= self._warn_at * cost:
-            self._told.add("cost")
-            left.append(f"${self._spent:.2f} of the ${cost:.2f} cost limit spent")
+        ledger = self._spend.ledger if self._spend is not None else None
+        cost = ledger.limit if ledger is not None else None
+        if cost is not None and "cost" not in self._told:
+            assert ledger is not None
+            if ledger.spent >= self._warn_at * cost:
+                self._told.add("cost")
+                left.append(f"${ledger.spent:.2f} of the ${cost:.2f} cost limit spent")
         if not left:
             return None
         return (

@@ -74,6 +74,9 @@ class RunResult:
     session_id: str | None
     # The hosts the egress proxy refused; None: no proxy could (the local sandbox).
     blocked: tuple[Blocked, ...] | None = None
+    # Model calls billed: the agent's turns, its subagents', compaction's and
+    # the last word's (`num_turns` counts the agent's turns alone).
+    model_calls: int = 0
 
     def to_json(self) -> dict[str, JSON]:
         error: JSON = None
@@ -234,9 +237,10 @@ async def _run_agent(
         stop_reason=finished.stop_reason if finished else None,
         num_turns=run.turns,
         usage=run.usage,
-        cost_usd=kit.cost(run.usage),
+        cost_usd=kit.cost(),
         duration_ms=elapsed_ms(started),
         session_id=session.meta.id,
+        model_calls=kit.ledger.calls,
     )
 
 

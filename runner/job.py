@@ -55,7 +55,6 @@ from runner.git import (
     fetch_pull_request,
     push,
 )
-from runner.llm.fallback import models_of
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, Usage
 from runner.network import Blocked, EgressReport, NetworkPolicy, Plan, job_plan
@@ -195,7 +194,10 @@ class JobResult:
     models: tuple[str, ...] = ()
     # Why the fallback took over: the first provider's last error.
     fallback_reason: str | None = None
+    # Model calls billed: the agent's, its subagents', compaction's, the last word's.
     num_turns: int = 0
+    # Why the model's last word after a budget ran out is missing, when it is.
+    wrap_up_failed: str | None = None
     duration_ms: int = 0
     session_id: str | None = None
     # A review job's review, with its comments placed on the diff.
@@ -231,6 +233,7 @@ class _Progress:
     fork: ForkStart | None = None  # a fork's head the work started from
     error: NeoError | None = None  # how the agent's turn failed
     run: AgentRun | None = None  # the agent's run, once it started
+    wrap_up_failed: str | None = None  # why the last word after a budget is missing
     # A review job's: the diff under review, and the comments drafted on it.
     diff: str = ""
     diff_chars: int = 0  # the whole diff's length, of which `diff` is at most the start
@@ -243,10 +246,6 @@ class _Progress:
     @property
     def finished(self) -> TurnFinished | None:
         return self.run.finished if self.run else None
-
-    @property
-    def turns(self) -> int:
-        return self.run.turns if self.run else 0
 
     @property
     def session(self) -> Session | None:
@@ -594,6 +593,7 @@ async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
     failure = await progress.run.wrap_up(error)
     if failure is not None:
         log.warning("job %s: no wrap-up summary: %s", spec.job_id, failure)
+        progress.wrap_up_failed = one_line(failure) or "it timed out"
         return
     with contextlib.suppress(SessionError):
         progress.run.save()
@@ -800,7 +800,7 @@ def _result(
     usage = finished.usage if finished else Usage()
     if conclusion is None:
         conclusion = "cancelled" if isinstance(error, RunInterrupted) else "failed"
-    models, fallback_reason = models_of(kit.provider)
+    models, fallback_reason = kit.models()
     return JobResult(
         conclusion=conclusion,
         branch=spec.work_branch,
@@ -817,10 +817,11 @@ def _result(
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,
         usage=usage,
-        cost_usd=kit.cost(usage),
+        cost_usd=kit.cost(),
         models=models,
         fallback_reason=fallback_reason,
-        num_turns=progress.turns,
+        num_turns=kit.ledger.calls,
+        wrap_up_failed=progress.wrap_up_failed,
         duration_ms=elapsed_ms(progress.started),
         session_id=progress.session_id,
         fork=done.fork,

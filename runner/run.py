@@ -25,6 +25,7 @@ from runner.session import (
     SessionStore,
     utc_timestamp,
 )
+from runner.spend import Ledger
 
 __all__ = [
     "AgentRun",
@@ -108,6 +109,7 @@ class AgentRun:
         *,
         on_event: Callable[[Event], None] | None = None,
         hold_after_compaction: bool = False,
+        ledger: Ledger | None = None,
     ) -> None:
         self.agent = agent
         self.turns = 0
@@ -120,6 +122,7 @@ class AgentRun:
         self._compactions = list(meta.compactions)
         self._on_event = on_event
         self._hold = hold_after_compaction
+        self._ledger = ledger
         agent.subscribe(self._observe)
 
     @property
@@ -154,10 +157,14 @@ class AgentRun:
     async def wrap_up(self, error: NeoError) -> NeoError | TimeoutError | None:
         """Ask the model, without tools, for the summary of work `error` (a budget) cut short.
 
-        Bounded on its own, since the time may be what ran out. On an answer,
-        `finished` becomes it; otherwise the failure is returned and
-        `finished` stays as the agent's last turn left it.
+        Bounded on its own, since the time may be what ran out, and paid with
+        what the ledger kept back for it. On an answer, `finished` becomes it;
+        otherwise the failure is returned (MaxCost: not even the money kept
+        back could pay for it) and `finished` stays as the agent's last turn
+        left it.
         """
+        if self._ledger is not None:
+            self._ledger.wrap_up()
         try:
             async with asyncio.timeout(WRAP_UP_SECONDS):
                 last = await self.agent.wrap_up(wrap_up_prompt(error))

@@ -105,7 +105,7 @@ class TextOutput:
             self._console.print(f"[red]neo: error:[/] {escape(result.error_message or '')}")
         cost = f" · ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
         self._console.print(
-            f"[dim]{result.num_turns} model calls · {result.usage.input_tokens:,} in / "
+            f"[dim]{result.model_calls} model calls · {result.usage.input_tokens:,} in / "
             f"{result.usage.output_tokens:,} out tokens{cost} · "
             f"{result.duration_ms / 1000:.1f}s · session {result.session_id}[/]"
         )

@@ -37,6 +37,12 @@ def run_outcome(
             + ", ".join(f"`{path}`" for path in result.blocked_paths)
             + f" (workflow edits are off in `{config_path}`: `allow_workflow_edits`)."
         )
+    if result.wrap_up_failed is not None:
+        before = " What is above is its last message before." if summary.strip() else ""
+        summary += (
+            "\n\nNo closing summary: the model's last word after the budget ran out was not"
+            f" written ({result.wrap_up_failed}).{before}"
+        )
     error = None
     if result.error_kind is not None:
         error = f"{result.error_kind}: {result.error_message or 'no detail'}"

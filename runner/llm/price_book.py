@@ -117,10 +117,11 @@ class PriceBook:
 
     operator: Mapping[str, Price] = field(default_factory=dict)
     config: Mapping[str, Price] = field(default_factory=dict)
-    # Published rates looked up once per book (a lookup takes about a millisecond).
-    _published: dict[tuple[str, str | None], Rates | None] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+
+    def __post_init__(self) -> None:
+        # Published rates, looked up once per book (a lookup takes about a
+        # millisecond); not a field, so the book's value is its two tables.
+        object.__setattr__(self, "_published", {})
 
     def rates(self, model: str, provider: str | None = None) -> Rates | None:
         """`model`'s rates, or None when nobody gives it a price."""
@@ -159,11 +160,12 @@ class PriceBook:
         return None if given is None else Rates.flat(given).cost(usage)
 
     def _published_rates(self, model: str, provider: str | None) -> Rates | None:
+        found: dict[tuple[str, str | None], Rates | None] = self.__dict__["_published"]
         key = (model, provider)
-        if key not in self._published:
+        if key not in found:
             price = published_price(model, provider)
-            self._published[key] = None if price is None else _rates_of(price)
-        return self._published[key]
+            found[key] = None if price is None else _rates_of(price)
+        return found[key]
 
 
 def _rates_of(price: Any) -> Rates:

@@ -104,6 +104,8 @@ class Ledger:
         self.where_prices_go = where_prices_go
         self.spent = 0.0
         self.calls = 0
+        # Calls of models without a price (made only without a limit): counted at no cost.
+        self.unpriced_calls = 0
         self.reserved = 0.0
         # What the run's own account keeps back for its last word.
         self.held = 0.0
@@ -115,6 +117,13 @@ class Ledger:
         limit: only the limit caps it)."""
         cap = None if fraction is None or self.limit is None else self.limit * fraction
         return Account(name, cap, keeps_wrap_up=False)
+
+    @property
+    def cost(self) -> float | None:
+        """What the run's calls cost, all told; None when every call it made had no price."""
+        if self.calls and self.unpriced_calls == self.calls:
+            return None
+        return self.spent
 
     @property
     def left(self) -> float | None:
@@ -180,7 +189,9 @@ class Ledger:
         self._close(grant)
         grant.account.calls += 1
         self.calls += 1
-        if cost is not None:
+        if cost is None:
+            self.unpriced_calls += 1
+        else:
             if cost > grant.amount + 1e-9 and self.limit is not None:
                 log.warning(
                     "a call of %s cost $%.4f, more than the $%.4f reserved",
@@ -213,7 +224,7 @@ class Ledger:
         return (
             f"model {model!r} has no known price, so the {limit} cost limit cannot hold: give"
             f" its price per million tokens {self.where_prices_go}, e.g."
-            f' {{"{model}": {{"input": 3, "output": 15}}}}'
+            f' [{{"model": "{model}", "input": 3, "output": 15}}]'
         )
 
 

@@ -67,10 +67,10 @@ class MeteredProvider:
     def check(self, prompt_tokens: int) -> None:
         """Raise MaxCost when a call with a prompt of `prompt_tokens` could not write
         even the least useful answer now; reserves nothing."""
-        self._ledger.check(self._account, self._quotes(prompt_tokens), minimum=MIN_OUTPUT_TOKENS)
+        self._ledger.check(self._account, self.quotes(prompt_tokens), minimum=MIN_OUTPUT_TOKENS)
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        quotes = self._quotes(self._bound.tokens(request))
+        quotes = self.quotes(self._bound.tokens(request))
         grant = self._ledger.reserve(self._account, quotes, request.max_tokens)
         if grant.max_tokens != request.max_tokens:
             request = replace(request, max_tokens=grant.max_tokens)
@@ -89,7 +89,8 @@ class MeteredProvider:
         finally:
             self._ledger.release(grant)  # nothing when it was settled
 
-    def _quotes(self, prompt_tokens: int) -> list[Quote]:
+    def quotes(self, prompt_tokens: int) -> list[Quote]:
+        """The models that may answer a call with a prompt of `prompt_tokens`, as quoted."""
         return [
             Quote(name, model, within_window(prompt_tokens, model))
             for name, model in may_answer(self._inner)

@@ -1,8 +1,10 @@
 """The supervisor of a run's subagents: who may start, how many at once, what they may spend.
 
-Admission and the spending checks are plain arithmetic on what the children
-used so far; the only state is the counts and one semaphore. A refusal is a
-sentence for the model, given before any provider call.
+Admission and the token check are plain arithmetic on what the children
+used so far; the only state is the counts and one semaphore. Money is the
+run's ledger's: the children's provider is metered on their share of it, and
+the supervisor only asks it first. A refusal is a sentence for the model,
+given before any provider call.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from runner.agent.errors import AgentError
-from runner.llm.pricing import cost_usd
+from runner.agent.errors import AgentError, MaxCost
 from runner.llm.provider import Provider
 from runner.llm.types import Effort, Usage
 from runner.session import SessionStore
+from runner.spend import MeteredProvider
 from runner.subagent.settings import SubagentSettings
 
 __all__ = ["ChildBudget", "Placement", "SubagentBudget", "Supervisor", "children_provider"]
@@ -46,14 +48,17 @@ def _tokens(usage: Usage) -> int:
 
 
 class Supervisor:
-    """The children of one run: `provider` answers them, `cost_limit` is the run's."""
+    """The children of one run: `provider` answers them.
+
+    A metered `provider` (`runner.spend`) charges their calls to its account,
+    the children's share of the run's cost limit, and is asked before each.
+    """
 
     def __init__(
         self,
         settings: SubagentSettings,
         provider: Provider,
         *,
-        cost_limit: float | None = None,
         effort: Effort | None = None,
         placement: Placement | None = None,
     ) -> None:
@@ -61,11 +66,6 @@ class Supervisor:
         self.provider = provider
         self.effort = effort
         self.placement = placement
-        self._cost_cap = (
-            cost_limit * settings.budget_share
-            if cost_limit is not None and settings.budget_share is not None
-            else None
-        )
         self._slots = asyncio.Semaphore(settings.max_parallel)
         # Numbers go on from the children an earlier run of the session saved.
         self._first = (
@@ -99,7 +99,7 @@ class Supervisor:
 
     def check(self, *, upcoming_tokens: int) -> None:
         """Raise SubagentBudget when the children's spending, with a next prompt of
-        `upcoming_tokens`, would pass their token or cost budget."""
+        `upcoming_tokens`, would pass their token budget or their share of the cost."""
         spent = self.spent
         cap = self.settings.max_tokens
         if cap is not None and _tokens(spent) + upcoming_tokens >= cap:
@@ -107,15 +107,11 @@ class Supervisor:
                 f"the subagents' token budget is spent ({_tokens(spent):,} of {cap:,} tokens);"
                 " continue with your own tools"
             )
-        if self._cost_cap is not None:
-            model, name = self.provider.model, self.provider.name
-            so_far = cost_usd(model, spent, name) or 0.0
-            upcoming = cost_usd(model, Usage(input_tokens=upcoming_tokens), name) or 0.0
-            if so_far + upcoming > self._cost_cap:
-                raise SubagentBudget(
-                    f"the subagents' share of the cost limit is spent (${so_far:.2f} of"
-                    f" ${self._cost_cap:.2f}); continue with your own tools"
-                )
+        if isinstance(self.provider, MeteredProvider):
+            try:
+                self.provider.check(upcoming_tokens)
+            except MaxCost as refused:
+                raise SubagentBudget(str(refused)) from None
 
     def running(self, number: int, usage: Usage) -> None:
         """Child `number` has used `usage` so far."""

@@ -7,8 +7,9 @@ import pytest
 from runner.agent import MaxCost
 from runner.budget import RunBudget, ran_out, wrap_up_prompt
 from runner.errors import ConfigError
-from runner.llm.pricing import priced
 from runner.llm.types import Usage
+from runner.spend import Ledger, MeteredProvider
+from tests.fakes.scripted import ScriptedProvider
 
 MODEL = "claude-sonnet-4-5"  # $3 in, $15 out, $0.30 cache read per million tokens
 
@@ -27,7 +28,7 @@ class Clock:
     ids=["ten", "hundred", "three", "one"],
 )
 def test_the_turns_left_are_told_once_at_eighty_percent(max_turns: int, told_at: int) -> None:
-    budget = RunBudget(model=MODEL, max_turns=max_turns)
+    budget = RunBudget(max_turns=max_turns)
     notes = {turn: budget.note(turn) for turn in range(1, max_turns + 1)}
 
     told = [turn for turn, note in notes.items() if note]
@@ -39,7 +40,7 @@ def test_the_turns_left_are_told_once_at_eighty_percent(max_turns: int, told_at:
 
 def test_the_time_left_is_told_once_past_eighty_percent() -> None:
     clock = Clock()
-    budget = RunBudget(model=MODEL, max_turns=100, time_limit=600.0, clock=clock)
+    budget = RunBudget(max_turns=100, time_limit=600.0, clock=clock)
     clock.now = 470.0
     assert budget.note(1) is None
     clock.now = 481.0
@@ -50,41 +51,47 @@ def test_the_time_left_is_told_once_past_eighty_percent() -> None:
     assert budget.note(3) is None
 
 
-def test_a_call_that_would_pass_the_cost_limit_is_refused_before_it_is_made() -> None:
-    budget = RunBudget(model=MODEL, max_turns=100, max_cost_usd=0.10)
-    # The first call: its prompt as plain input, 10,000 tokens = $0.03.
+def metered(limit: float) -> MeteredProvider:
+    ledger = Ledger(limit)
+    ledger.main.keeps_wrap_up = False  # only what the calls themselves cost, here
+    return MeteredProvider(ScriptedProvider(model=MODEL), ledger)
+
+
+def test_a_call_the_ledger_could_not_pay_for_is_refused_before_it_is_started() -> None:
+    spend = metered(0.10)
+    budget = RunBudget(max_turns=100, spend=spend)
+    # 10,000 prompt tokens at the dearest rate ($6 a million for an hour's cache
+    # write) and 1,024 of output ($15 a million): $0.075.
     budget.before_call(1, Usage(), 10_000)
-    # $0.06 spent by the first call: the next (about $0.06) would pass $0.10.
+    grant = spend.ledger.reserve(spend.ledger.main, spend.quotes(10_000), 1_024)
+    spend.ledger.settle(grant, spend.quotes(0)[0], Usage(input_tokens=10_000))
+
     with pytest.raises(MaxCost) as raised:
-        budget.before_call(2, Usage(input_tokens=20_000), 20_000)
+        budget.before_call(2, Usage(), 10_000)
+
     assert str(raised.value) == (
-        "stopped before model call 2: $0.06 spent, and the next call (about $0.06)"
-        " would pass the $0.10 limit"
+        "stopped before model call 2: $0.03 of the $0.10 cost limit is spent: the next"
+        " model call would cost up to $0.08 (a prompt of up to 10,000 tokens), more than"
+        " the $0.07 left"
     )
     assert raised.value.kind == "max_cost"
 
 
 def test_the_cost_spent_is_told_past_eighty_percent() -> None:
-    budget = RunBudget(model=MODEL, max_turns=100, max_cost_usd=1.00)
+    spend = metered(1.00)
+    budget = RunBudget(max_turns=100, spend=spend)
     notes = []
-    spent = Usage()
     for turn in range(1, 19):
-        budget.before_call(turn, spent, 16_667)
         notes.append(budget.note(turn))
-        # Each call costs $0.05 (about 16,667 input tokens), priced as it completes.
-        spent = spent + priced(Usage(input_tokens=16_667), MODEL, "anthropic")
+        # Each call costs $0.05 (about 16,667 input tokens).
+        grant = spend.ledger.reserve(spend.ledger.main, spend.quotes(16_667), 1_024)
+        spend.ledger.settle(grant, spend.quotes(0)[0], Usage(input_tokens=16_667))
     told = [(turn, note) for turn, note in enumerate(notes, start=1) if note]
     assert len(told) == 1
     turn, note = told[0]
     assert turn == 17
     assert note is not None
     assert "$0.80 of the $1.00 cost limit spent" in note
-
-
-def test_a_cost_limit_needs_a_known_price() -> None:
-    with pytest.raises(ConfigError, match="price is known"):
-        RunBudget(model="someones-own-model", max_turns=10, max_cost_usd=1.0)
-    RunBudget(model="someones-own-model", max_turns=10)  # no limit, no price needed
 
 
 @pytest.mark.parametrize(

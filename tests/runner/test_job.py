@@ -7,6 +7,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import signal
@@ -43,6 +44,7 @@ from tests.fakes import (
     text,
     tool_use,
 )
+from tests.fakes.anthropic_api import Usage as WireUsage
 
 TOKEN = "ghs_S3cretJobTokenForTheTests0123456789ab"
 OTHER = "ghs_TheServerNowWantsThisOne000000000000"
@@ -512,6 +514,7 @@ import asyncio, json, sys
 from pathlib import Path
 from runner.assembly import RunSettings
 from runner.job import JobSpec, run
+from runner.llm.price_book import PriceBook
 from runner.subagent import SubagentSettings
 
 values = json.load(sys.stdin)
@@ -519,6 +522,7 @@ settings = values["settings"]
 settings["subagents"] = SubagentSettings(**settings["subagents"])
 settings["fallback"] = tuple(settings["fallback"]) if settings["fallback"] else None
 settings["disabled_skills"] = tuple(settings["disabled_skills"])
+settings["prices"] = PriceBook(**settings["prices"])
 values["settings"] = RunSettings(**settings)
 values["data_dir"] = Path(values["data_dir"])
 values["setup"] = tuple(values["setup"])
@@ -875,9 +879,9 @@ async def test_out_of_turns_with_work_in_the_tree_it_is_pushed_as_incomplete(
     last = fake_anthropic.requests[-1].body
     assert last["tool_choice"] == {"type": "none"}
     assert "cannot call tools" in last["messages"][-1]["content"][-1]["text"]
-    # Exactly the turns allowed, and the one last word.
+    # Exactly the turns allowed, and the one last word: three calls billed.
     assert len(fake_anthropic.requests) == 3
-    assert result.num_turns == 2
+    assert result.num_turns == 3
 
 
 async def test_out_of_turns_with_nothing_changed_it_fails_without_a_last_word(
@@ -900,20 +904,37 @@ async def test_out_of_turns_with_nothing_changed_it_fails_without_a_last_word(
 async def test_a_cost_limit_stops_before_the_call_that_would_pass_it(
     make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI, origin: Path
 ) -> None:
-    write_then_look(fake_anthropic)
-    fake_anthropic.script(WRAP_UP)
-    # The first call's prompt costs about a cent; a second like it would pass 1.5.
-    spec = make_spec(model="claude-sonnet-4-5", max_cost_usd=0.015)
+    calls = itertools.count(1)
+
+    def write_all_it_may(body: dict[str, Any]) -> Reply:
+        # Each call writes as much as it was allowed to: its worst case, all but
+        # the prompt's cache-write premium.
+        if body.get("tool_choice") == {"type": "none"}:
+            return WRAP_UP
+        n = next(calls)
+        write = tool_use(f"w{n}", "write_file", {"path": f"notes{n}.md", "content": "n\n"})
+        usage = WireUsage(input_tokens=10_000, output_tokens=body["max_tokens"])
+        return Reply([write], "tool_use", usage=usage)
+
+    fake_anthropic.script(*([write_all_it_may] * 20))
+    spec = make_spec(model="claude-sonnet-4-5", max_cost_usd=0.70)
 
     result = await run(spec)
 
     assert (result.conclusion, result.error_kind) == ("changed", "max_cost")
     assert result.error_message is not None
-    assert result.error_message.startswith("stopped before model call 2:")
-    # The first call and the last word: the second call was never made.
-    assert len(fake_anthropic.requests) == 2
+    assert "of the $0.70 cost limit is spent: the next model call would cost" in (
+        result.error_message
+    )
+    # Output was lowered to what was left, the call that could not be paid for
+    # was never made, and the last word was paid with what was kept for it.
+    asked = [request.body["max_tokens"] for request in fake_anthropic.requests]
+    assert asked[0] < 32_000
     assert fake_anthropic.requests[-1].body["tool_choice"] == {"type": "none"}
-    assert result.num_turns == 1
+    assert result.summary == "Added notes.md.\n\n- [ ] left: the changelog"
+    assert result.num_turns == len(fake_anthropic.requests)
+    assert result.cost_usd is not None
+    assert result.cost_usd <= 0.70
     assert_changed(result, origin, incomplete=True)
 
 

@@ -149,7 +149,7 @@ async def _agent_run(
         provider,
         agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
-        budget=RunBudget(model=MODEL, max_turns=max_turns),
+        budget=RunBudget(max_turns=max_turns),
         max_turns=max_turns,
     )
     meta = session_meta(None, new_id=store.new_id(), provider="anthropic", model=MODEL, cwd="/t")

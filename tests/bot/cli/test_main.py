@@ -24,6 +24,7 @@ from bot.cli.main import main
 from runner.session import SessionStore
 from tests.bot.cli.console import NEO, console_env, neo
 from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_use
+from tests.fakes.anthropic_api import Usage as WireUsage
 from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaModel, call
 from tests.fakes.chat_completions import Reply as ChatReply
 from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
@@ -268,22 +269,32 @@ def test_max_cost_stops_before_the_call_that_would_pass_it_with_a_last_word(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
-    fake_anthropic.script(
-        Reply([tool_use("t1", "write_file", {"path": "notes.txt", "content": "n\n"})], "tool_use"),
-        Reply([text("Looked at the files; nothing is left.")]),
-    )
-    # The first call costs about a cent; a second like it would pass 1.5 cents.
-    flags = ("--model", "claude-sonnet-4-5", "--max-cost", "0.015")
+    billed: list[float] = []
+
+    def write_all_it_may(body: dict[str, Any]) -> Reply:
+        # Every call writes as many tokens as it may ($15 a million).
+        billed.append(body["max_tokens"] * 15e-6 + 4_000 * 3e-6)
+        usage = WireUsage(input_tokens=4_000, output_tokens=body["max_tokens"])
+        if body.get("tool_choice") == {"type": "none"}:
+            return Reply([text("Wrote the notes; nothing is left.")], usage=usage)
+        n = len(billed)
+        write = tool_use(f"t{n}", "write_file", {"path": f"notes{n}.txt", "content": "n\n"})
+        return Reply([write], "tool_use", usage=usage)
+
+    fake_anthropic.script(*([write_all_it_may] * 20))
+    flags = ("--model", "claude-sonnet-4-5", "--max-cost", "0.70")
 
     code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
 
     assert code == 1
     assert result["error"]["type"] == "max_cost"
-    assert result["error"]["message"].startswith("stopped before model call 2:")
-    assert result["num_turns"] == 1
-    assert result["result"] == "Looked at the files; nothing is left."
+    assert "of the $0.70 cost limit is spent: the next model call" in result["error"]["message"]
+    assert result["result"] == "Wrote the notes; nothing is left."
     assert fake_anthropic.requests[-1].body["tool_choice"] == {"type": "none"}
-    assert len(fake_anthropic.requests) == 2
+    # Each call was asked to write no more than was left; all told, within the limit.
+    assert fake_anthropic.requests[0].body["max_tokens"] < 32_000
+    assert sum(billed) <= 0.70
+    assert result["cost_usd"] == pytest.approx(sum(billed))
 
 
 @pytest.mark.parametrize(

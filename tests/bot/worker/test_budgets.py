@@ -49,7 +49,7 @@ from tests.bot.worker.test_loop import (  # noqa: F401 (fixtures)
     script_edit,
     settings,
 )
-from tests.fakes import FakeAnthropicAPI, FakeGitHub, FakeGitServer, Reply, Usage, tool_use
+from tests.fakes import FakeAnthropicAPI, FakeGitHub, FakeGitServer, Reply, tool_use
 
 # 15:30 UTC on a fixed day: the window is that day, and it resets at the next midnight.
 NOW = datetime(2025, 3, 14, 15, 30, tzinfo=UTC).timestamp()
@@ -259,30 +259,24 @@ async def test_what_is_left_today_bounds_the_runs_cost_limit(
     await queue.record_spend(
         [SpendRecord(1, "octo/other", INSTALLATION, "claude", at=DAY_START, cost_usd=9.95)]
     )
-    # The first call costs far more than $0.05 (100k input tokens): the next is not made.
+    # No call can be made within $0.05: its prompt alone may cost more (every
+    # prompt token at the hour-long cache write's $6 a million).
     fake_anthropic.script(
-        Reply(
-            [tool_use("t1", "bash", {"command": "echo hi > hi.txt"})],
-            "tool_use",
-            usage=Usage(input_tokens=100_000, output_tokens=50),
-        ),
-        Reply([tool_use("t2", "bash", {"command": "echo again"})], "tool_use"),
-        Reply([tool_use("t3", "bash", {"command": "echo more"})], "tool_use"),
+        Reply([tool_use("t1", "bash", {"command": "echo hi > hi.txt"})], "tool_use"),
         Reply([]),
     )
     job_id = await mention(queue, github)
     await run_until(budget_worker(queue, app, settings), finished(queue, job_id))
     job = await get(queue, job_id)
     assert job.result is not None
-    assert job.result.conclusion.value == "incomplete", job.result
+    assert job.result.conclusion.value == "failed", job.result
+    assert job.result.error is not None
+    assert "of the $0.05 cost limit is spent" in job.result.error
     report = job.result.report or ""
-    assert "$0.05 limit" in report
     assert (
         "Today's installation budget has $0.05 left (`budgets.installation_daily_usd`"
         f" in `{PATH}`), so this run may spend at most that." in report
     )
-    # The run's own cost went to the queue too: the installation is now past its limit.
-    assert job.result.cost_usd is not None
-    assert job.result.cost_usd > 0.05
-    total = await queue.spent_since(DAY_START, installation_id=INSTALLATION)
-    assert total == 9.95 + job.result.cost_usd
+    # Nothing was asked of the model: the day's spend stays within its limit.
+    assert fake_anthropic.requests == []
+    assert await queue.spent_since(DAY_START, installation_id=INSTALLATION) == 9.95

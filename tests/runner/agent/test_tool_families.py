@@ -30,7 +30,7 @@ async def run_once(provider: ScriptedProvider, tree: Path, prompt: str) -> Agent
         provider,
         agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
-        budget=RunBudget(model=provider.model, max_turns=5),
+        budget=RunBudget(max_turns=5),
         max_turns=5,
     )
     try:

@@ -173,7 +173,7 @@ def test_with_a_limit_a_model_without_a_price_is_refused_naming_it() -> None:
     assert str(refused.value) == (
         "model 'llama3.1:8b' has no known price, so the $1.00 cost limit cannot hold: give"
         " its price per million tokens under `prices:` in .github/neo.yml, e.g."
-        ' {"llama3.1:8b": {"input": 3, "output": 15}}'
+        ' [{"model": "llama3.1:8b", "input": 3, "output": 15}]'
     )
 
 

@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from runner.agent import Agent, Event, ToolNotice, TurnFinished
+from runner.llm.price_book import Price, PriceBook
 from runner.llm.types import END_TURN, JSONObject, Request, Response, Text, ToolResult, Usage
 from runner.sandbox import LocalSandbox
 from runner.session import SessionStore
+from runner.spend import Ledger, MeteredProvider
 from runner.subagent import (
     AgentTool,
     ChildFinished,
@@ -77,7 +79,7 @@ def tree(tmp_path: Path) -> Path:
 def parent(
     tree: Path,
     provider: ScriptedProvider,
-    child: AnsweringProvider,
+    child: AnsweringProvider | MeteredProvider,
     settings: SubagentSettings = DEFAULTS,
     **options: object,
 ) -> tuple[Agent, list[Event], Supervisor]:
@@ -168,20 +170,31 @@ async def test_a_spent_token_budget_refuses_before_the_child_calls(tree: Path) -
     assert ended.error == "subagent_budget"
 
 
-async def test_a_cost_share_stops_the_children_before_the_parent_limit(tree: Path) -> None:
-    child = AnsweringProvider(
-        lambda request: _ready(answer("x", Usage(2_000_000, 0))), model="claude-sonnet-4-5"
-    )
-    provider = ScriptedProvider(delegate("first"), delegate("second"), says("done"))
-    agent, _, _ = parent(tree, provider, child, SubagentSettings(budget_share=0.5), cost_limit=10.0)
+async def test_the_childrens_share_caps_what_they_take_of_the_runs_limit(tree: Path) -> None:
+    # $1 a million prompt tokens, $10 a million output tokens; a $1 limit, half
+    # of it the children's.
+    ledger = Ledger(1.0, PriceBook(operator={"child-model": Price(input=1.0, output=10.0)}))
+
+    async def write_all_it_may(request: Request) -> Response:
+        return answer("x", Usage(1_000, request.max_tokens))
+
+    child = AnsweringProvider(write_all_it_may, model="child-model")
+    metered = MeteredProvider(child, ledger, ledger.share("the subagents' share", 0.5))
+    provider = ScriptedProvider(delegate("first"), delegate("second"), delegate("third"), says("."))
+    agent, _, _ = parent(tree, provider, metered, SubagentSettings(budget_share=0.5))
 
     await agent.send("go")
 
-    first, second = results(agent)
-    assert not first.is_error  # $6 of input: more than the $5 share, found after the call
-    assert second.is_error
-    assert "share of the cost limit" in second.text
-    assert len(child.requests) == 1
+    first, second, third = results(agent)
+    assert not first.is_error
+    assert not second.is_error
+    assert third.is_error
+    assert "the subagents' share of the cost limit is spent" in third.text
+    # The second child was asked for no more than the share had left.
+    assert child.requests[0].max_tokens == 32_000
+    assert child.requests[1].max_tokens < 32_000
+    assert len(child.requests) == 2
+    assert ledger.spent <= 0.5
 
 
 async def _ready(response: Response) -> Response:
