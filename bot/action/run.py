@@ -17,7 +17,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,6 +25,7 @@ from bot.action.inputs import ActionContext, ActionInputs, InputError, read_cont
 from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
 from bot.action.plan import Run, Skip, plan
 from bot.config.docs import DEFAULT_DOCS_URL, action_docs_url
+from bot.config.prices import prices_from_environment
 from bot.config.settings import Settings
 from bot.github.token_auth import TokenAuth, TokenRefused
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
@@ -33,6 +34,7 @@ from bot.queue import SqliteQueue
 from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.errors import ConfigError, NeoError
+from runner.llm.price_book import Price
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.text import one_line
 
@@ -287,6 +289,8 @@ class _ActionSettings:
     network_ceiling: NetworkPolicy | None = None
     # Where Neo's documentation lives, for the links in what it posts.
     docs_url: str = DEFAULT_DOCS_URL
+    # NEO_PRICES in the workflow's environment.
+    operator_prices: Mapping[str, Price] = field(default_factory=dict)
 
 
 def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _ActionSettings:
@@ -298,6 +302,7 @@ def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _
         git_url=context.server_url,
         network_ceiling=_ceiling(os.environ.get("NEO_NETWORK")),
         docs_url=action_docs_url(os.environ, context.server_url),
+        operator_prices=prices_from_environment(os.environ),
     )
 
 

@@ -15,10 +15,12 @@ from typing import Any
 from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int
 from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
+from bot.config.prices import prices_from_environment
 from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.home import neo_home
+from runner.llm.price_book import PriceBook
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
 from runner.network import METHODS, BadEntry, NetworkPolicy, parse_list
@@ -146,6 +148,7 @@ def run_command(args: argparse.Namespace) -> int:
                 time_limit=args.timeout,
                 effort=None if args.effort == "none" else args.effort,
                 max_cost_usd=args.max_cost,
+                prices=PriceBook(operator=prices_from_environment(os.environ)),
                 disabled_skills=tuple(args.no_skill),
                 subagents=_subagents(args),
             ),

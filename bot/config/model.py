@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from bot.config.cron import Cron
+from bot.config.prices import Prices
 from runner.llm.types import Effort
 from runner.network import OFF, BadEntry, NetworkPolicy, parse_entry, policy_of
 from runner.sandbox.image import image_problem
@@ -435,6 +436,15 @@ class RepoConfig(_Strict):
     budgets: Budgets = Field(
         default=Budgets(),
         description="Daily spending limits beside `max_cost_usd`; see [Budgets](#budgets).",
+    )
+    prices: Prices = Field(
+        default=(),
+        description=(
+            "Prices of models with no published price (a new or a local one), in US"
+            " dollars per million tokens: `[{model: my-model, input: 0.5, output: 1.5}]`."
+            " With a cost limit (`max_cost_usd`, or a daily budget) a model without a price"
+            " cannot run; see [Prices](#prices)."
+        ),
     )
     ci_repair: CiRepair = Field(
         default=CiRepair(),

@@ -27,6 +27,7 @@ from bot.config.model import (
     Schedule,
     Subagents,
 )
+from bot.config.prices import ModelPrice
 from runner.network import ECOSYSTEMS
 
 __all__ = ["EXAMPLE_YAML", "reference_markdown"]
@@ -42,6 +43,8 @@ max_turns: 150
 time_limit: 45  # minutes
 max_cost_usd: 5.00
 budgets: {repo_daily_usd: 20, installation_daily_usd: 100}  # per UTC day
+prices:  # per million tokens, for a model with no published price
+  - {model: my-finetune, input: 0.5, output: 1.5}
 ci_repair: {enabled: true, attempts: 2}  # or just: ci_repair: true
 thinking: true
 effort: high
@@ -77,6 +80,8 @@ def _type_name(annotation: Any) -> str:
         return " or ".join(_type_name(arg) for arg in kept) + (
             " or null" if len(kept) < len(args) else ""
         )
+    if origin is dict:
+        return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
     if origin is tuple:
         inner = _type_name(args[0])
         if typing.get_origin(args[0]) is Literal:
@@ -139,7 +144,8 @@ def reference_markdown() -> str:
         "owner's `.github` repository instead (e.g. `octo/.github` for `octo/hello`), "
         "provided the App is installed on that repository too. Either file is used whole, "
         "never merged with the other: a repository with a file of its own ignores the "
-        "owner's entirely, and a setting it leaves out takes Neo's default. Every setting is "
+        "owner's, bar its daily [budgets](#budgets), and a setting it leaves out takes "
+        "Neo's default. Every setting is "
         f"optional; the file may be empty or absent. It is YAML, at most "
         f"{MAX_CONFIG_BYTES // 1024} KiB. An unknown setting or an invalid value makes Neo "
         "post one comment naming the setting and the problem, and run nothing.",
@@ -189,9 +195,22 @@ def reference_markdown() -> str:
         "carry a day far past it; runs going on at once each start from what was left "
         "when they started. The service's operator sets defaults and ceilings "
         "(`NEO_BUDGET_*`); a value above the ceiling is lowered to it, and the report "
-        "says so.",
+        "says so. Set in the owner's `.github` repository, `budgets` binds every "
+        "repository of the installation, also one with a `.github/neo.yml` of its own, "
+        "which can lower the owner's limits but not raise them.",
         "",
         *_table(Budgets),
+        "",
+        "## Prices",
+        "",
+        "A run is charged for each model call at the model's published price "
+        "(genai-prices). `prices` gives one to a model that has none: with a cost limit "
+        "(`max_cost_usd` or a daily budget) such a model is refused before the run "
+        "starts, naming it, unless it has a price here or in the operator's "
+        "`NEO_PRICES`; without any limit it runs and is recorded at no cost. A published "
+        "price, and the operator's, win over the repository's.",
+        "",
+        *_table(ModelPrice),
         "",
         "## CI repair",
         "",

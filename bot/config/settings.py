@@ -22,9 +22,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 from bot.config.docs import DEFAULT_DOCS_URL, docs_url_problem
 from bot.config.handle import handle_problem
 from bot.config.prepared import PreparedSettings
+from bot.config.prices import NOT_JSON, Prices, runner_prices
 from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
+from runner.llm.price_book import Price
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.sandbox.image import image_problem
 from runner.text import one_line
@@ -95,6 +97,10 @@ class Settings(PreparedSettings, BaseSettings):
     budget_installation_daily_ceiling_usd: float | None = Field(
         default=None, gt=0, allow_inf_nan=False
     )
+    # Model prices per million tokens, as JSON: [{"model": "m", "input": 1, "output": 2}].
+    # They win over the published ones and a repository's `prices:`.
+    # NoDecode: `_prices` reads the JSON, with a message of its own.
+    prices: Annotated[Prices, NoDecode] = ()
 
     @field_validator("handle")
     @classmethod
@@ -170,6 +176,18 @@ class Settings(PreparedSettings, BaseSettings):
                 raise ValueError("expected bot logins separated by commas") from None
         return frozenset(part.strip() for part in value.split(",") if part.strip())
 
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _prices(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return ()
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError(NOT_JSON) from None
+
     @model_validator(mode="after")
     def _derived(self) -> Settings:
         if self.github_private_key is None and self.github_private_key_path is None:
@@ -184,6 +202,11 @@ class Settings(PreparedSettings, BaseSettings):
         if self.github_api_url.endswith("/api/v3"):
             return self.github_api_url.removesuffix("/api/v3")
         return "https://github.com"
+
+    @property
+    def operator_prices(self) -> dict[str, Price]:
+        """NEO_PRICES as the runner takes them."""
+        return runner_prices(self.prices)
 
     @property
     def queue(self) -> str:
@@ -240,8 +263,12 @@ def _settings_error(error: ValidationError) -> ConfigError:
     # The field alone: an item's index (`allowed_bots.0`) is no variable's name.
     name = str(first["loc"][0]).upper() if first["loc"] else ""
     message = one_line(str(first["msg"]).removeprefix("Value error, "), None)
+    # Within a JSON value (NEO_PRICES), the key that is wrong: `my-model.output`.
+    inside = ".".join(str(part) for part in first["loc"][1:] if not isinstance(part, int))
     if not name:
         return ConfigError(message)
     if first["type"] == "missing":
+        if inside:
+            return ConfigError(f"NEO_{name}: {inside} is missing")
         return ConfigError(f"NEO_{name} is not set")
-    return ConfigError(f"NEO_{name}: {message}")
+    return ConfigError(f"NEO_{name}: {inside + ': ' if inside else ''}{message}")

@@ -6,11 +6,13 @@ them into a `runner.job.JobSpec`. No queue, no GitHub, no clock.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from bot.config import RepoConfig
+from bot.config.prices import PRICES_IN_CONFIG, runner_prices
 from bot.jobs import Job, JobKind, JobRequest, Thread, TriggerKind
 from bot.worker.prompt import (
     InlineComment,
@@ -24,6 +26,7 @@ from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.fork import Fork
 from runner.job import JobSpec
+from runner.llm.price_book import Price, PriceBook
 from runner.network import NetworkPolicy
 from runner.subject import CommitText
 
@@ -59,6 +62,8 @@ class WorkerSettings(Protocol):
     def network_ceiling(self) -> NetworkPolicy | None: ...
     @property
     def docs_url(self) -> str: ...
+    @property
+    def operator_prices(self) -> Mapping[str, Price]: ...
 
 
 @dataclass
@@ -251,6 +256,8 @@ def job_spec(
             time_limit=config.time_limit * 60.0,
             effort=config.effort if config.thinking else None,
             max_cost_usd=config.max_cost_usd,
+            prices=PriceBook(settings.operator_prices, runner_prices(config.prices)),
+            where_prices_go=PRICES_IN_CONFIG,
             disabled_skills=config.disabled_skills,
             subagents=config.subagents.settings(),
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from bot.worker.spec import (
 )
 from runner.errors import ConfigError
 from runner.fork import Fork
+from runner.llm.price_book import Price
 from runner.network import NetworkPolicy
 from runner.subagent import SubagentSettings
 
@@ -53,6 +55,7 @@ class _Settings:
     git_url: str = "https://github.com"
     network_ceiling: NetworkPolicy | None = None
     docs_url: str = DEFAULT_DOCS_URL
+    operator_prices: Mapping[str, Price] = field(default_factory=dict)
 
 
 def job(request: JobRequest = REQUEST) -> Job:
