@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from bot.jobs import Job, JobKind, JobRequest, JobState, Thread, TriggerKind
 from bot.worker.prompt import Post
 from bot.worker.spec import Identity, ThreadContext, job_spec
 from runner.job import JobResult, JobSpec, run
+from runner.llm.price_book import Price
 from runner.llm.provider import Provider
 from runner.network import NetworkPolicy
 from runner.sandbox.base import SandboxError
@@ -52,6 +53,7 @@ class BenchSettings:
     allowed_bots: frozenset[str] = frozenset()
     network_ceiling: NetworkPolicy | None = None
     docs_url: str = DEFAULT_DOCS_URL
+    operator_prices: Mapping[str, Price] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
