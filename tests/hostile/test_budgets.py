@@ -250,6 +250,27 @@ def test_without_a_limit_a_model_without_a_price_runs_at_no_cost(
 
 
 @pytest.mark.parametrize(
+    ("prices", "said"),
+    [
+        ("{", 'NEO_PRICES: expected a JSON list, e.g. [{"model": "my-model", "input": 1, "out'),
+        ('[{"model": "m", "input": 1}]', "NEO_PRICES: output is missing"),
+        ('[{"model": "m", "input": 1, "output": "lots"}]', "NEO_PRICES: output: Input should"),
+        ('[{"model": "m", "input": 1e400, "output": 1}]', "NEO_PRICES: input: Input should be"),
+    ],
+    ids=["not-json", "no-output-price", "not-a-number", "infinite"],
+)
+def test_bad_prices_stop_neo_run_in_one_line(
+    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, prices: str, said: str
+) -> None:
+    done = run_on(fake_anthropic, tmp_path, "--max-cost", "1", prices=prices)
+
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith(f"neo: error: {said}"), line
+    assert fake_anthropic.requests == []
+
+
+@pytest.mark.parametrize(
     "limit",
     ["max_cost_usd: 1\n", "budgets:\n  repo_daily_usd: 5\n"],
     ids=["run-limit", "daily-budget"],

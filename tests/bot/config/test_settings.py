@@ -103,6 +103,12 @@ def test_values_are_read_and_normalised() -> None:
         ),
         ({"NEO_NETWORK": ","}, "NEO_NETWORK: an empty list (write `off` for no network)"),
         ({"NEO_NETWORK": "127.0.0.1:8080"}, "NEO_NETWORK: '127.0.0.1:8080' is never reachable"),
+        ({"NEO_PRICES": "{x"}, 'NEO_PRICES: expected a JSON list, e.g. [{"model": '),
+        ({"NEO_PRICES": '[{"model": "m", "input": 1}]'}, "NEO_PRICES: output is missing"),
+        (
+            {"NEO_PRICES": '[{"model": "m", "input": -1, "output": 1}]'},
+            "NEO_PRICES: input: Input should be greater than or equal to 0",
+        ),
         ({"NEO_ALLOWED_BOTS": "[1]"}, "NEO_ALLOWED_BOTS: Input should be a valid string"),
         ({"NEO_ALLOWED_BOTS": "[a[bot]"}, "NEO_ALLOWED_BOTS: expected bot logins separated by"),
         ({"NEO_SANDBOX": "local"}, "NEO_SANDBOX: local runs the model's commands on this host"),

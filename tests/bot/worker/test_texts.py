@@ -59,6 +59,18 @@ def test_a_runs_outcome_tells_what_was_not_pushed_and_why() -> None:
     )
 
 
+def test_a_runs_outcome_says_when_its_last_word_could_not_be_paid_for() -> None:
+    why = "max_cost: $1.19 of the $1.20 cost limit is spent: the next model call would cost"
+    cut = replace(CHANGED, error_kind="max_cost", summary="Wrote f1.", wrap_up_failed=why)
+
+    outcome = run_outcome(cut, pr_url=None, cancelled_by=None, config_path="x")
+
+    assert outcome.summary == (
+        "Wrote f1.\n\nNo closing summary: the model's last word after the budget ran out was"
+        f" not written ({why}). What is above is its last message before."
+    )
+
+
 def test_the_stored_outcome_holds_the_branch_the_session_the_cost_and_the_report() -> None:
     result = replace(CHANGED, cost_usd=0.5)
     outcome = run_outcome(
