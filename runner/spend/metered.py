@@ -69,6 +69,10 @@ class MeteredProvider:
         even the least useful answer now; reserves nothing."""
         self._ledger.check(self._account, self.quotes(prompt_tokens), minimum=MIN_OUTPUT_TOKENS)
 
+    def prompt_bound(self, request: Request) -> int:
+        """At most how many prompt tokens `request` is, as its reservation would count."""
+        return self._bound.tokens(request)
+
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         quotes = self.quotes(self._bound.tokens(request))
         grant = self._ledger.reserve(self._account, quotes, request.max_tokens)

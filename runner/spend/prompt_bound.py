@@ -41,7 +41,8 @@ _REMEMBERED = 8
 
 
 def _bytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+    # An ASCII string knows it is one (a flag, no scan) and is a byte a character.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _json(value: object) -> int:
@@ -97,13 +98,14 @@ class PromptBound:
 
     def tokens(self, request: Request) -> int:
         """At most how many prompt tokens `request` is."""
-        bound = bound_request(request)
         for counted in reversed(self._counted):
             grown = _grown_from(counted.request, request)
             if grown is not None:
+                # Only what was appended is bounded from its text: a long
+                # conversation is not read through on every call.
                 known = int(counted.tokens * _COUNTED_SHARE) + _COUNTED_SLACK
-                bound = min(bound, known + bound_messages(grown))
-        return bound
+                return known + bound_messages(grown)
+        return bound_request(request)
 
     def counted(self, request: Request, usage: Usage) -> None:
         """The provider counted `usage`'s prompt tokens for `request`."""
