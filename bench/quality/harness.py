@@ -31,6 +31,7 @@ from bot.worker.spec import Identity, ThreadContext, job_spec
 from runner.job import JobResult, JobSpec, run
 from runner.llm.price_book import Price
 from runner.llm.provider import Provider
+from runner.mcp import Operator
 from runner.network import NetworkPolicy
 from runner.sandbox.base import SandboxError
 from runner.text import one_line
@@ -52,6 +53,7 @@ class BenchSettings:
     sandbox: str = "docker"
     allowed_bots: frozenset[str] = frozenset()
     network_ceiling: NetworkPolicy | None = None
+    mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
 

@@ -35,6 +35,7 @@ from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.errors import ConfigError, NeoError
 from runner.llm.price_book import Price
+from runner.mcp import Operator
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.text import one_line
 
@@ -287,6 +288,8 @@ class _ActionSettings:
     git_url: str
     # NEO_NETWORK, as the service reads it.
     network_ceiling: NetworkPolicy | None = None
+    # NEO_MCP_COMMANDS, NEO_MCP_URLS and the NEO_MCP_<NAME> secrets, as the service reads them.
+    mcp_operator: Operator = field(default_factory=Operator)
     # Where Neo's documentation lives, for the links in what it posts.
     docs_url: str = DEFAULT_DOCS_URL
     # NEO_PRICES in the workflow's environment.
@@ -301,6 +304,7 @@ def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _
         allowed_bots=inputs.allowed_bots,
         git_url=context.server_url,
         network_ceiling=_ceiling(os.environ.get("NEO_NETWORK")),
+        mcp_operator=Operator.from_environ(),
         docs_url=action_docs_url(os.environ, context.server_url),
         operator_prices=prices_from_environment(os.environ),
     )

@@ -17,15 +17,18 @@ from datetime import date
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from bot.config.mcp import OPERATOR, Mcp
 from bot.config.model import RepoConfig
 from bot.config.yaml_lines import line_of, pairs, start_line, text_key
 from runner.errors import ConfigError
+from runner.mcp import Operator
 
 __all__ = [
     "CONFIG_PATH",
     "MAX_CONFIG_BYTES",
     "ConfigProblem",
     "RepoConfigError",
+    "parse_mcp_config",
     "parse_repo_config",
 ]
 
@@ -269,9 +272,9 @@ def _path(loc: Sequence[int | str]) -> str:
     return out
 
 
-def _fields_at(loc: Sequence[int | str]) -> list[str]:
+def _fields_at(loc: Sequence[int | str], root: type[BaseModel]) -> list[str]:
     """The field names valid where an unknown key at `loc` was found."""
-    model: type[BaseModel] = RepoConfig
+    model = root
     for part in loc[:-1]:
         if isinstance(part, str) and part in model.model_fields:
             inner = _model_in(model.model_fields[part].annotation)
@@ -303,7 +306,10 @@ class _Found:
 
 
 def _from_validation(
-    error: ValidationError, root: yaml.Node | None, seen: set[str | None]
+    error: ValidationError,
+    root: yaml.Node | None,
+    seen: set[str | None],
+    root_model: type[BaseModel] = RepoConfig,
 ) -> list[_Found]:
     """Every problem pydantic found, but those at a field `seen` already names."""
     found: list[_Found] = []
@@ -318,7 +324,7 @@ def _from_validation(
         # A missing setting has no line of its own: the line of what lacks it.
         line = line_of(root, loc[:-1] if each["type"] == "missing" else loc)
         if each["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
+            close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc, root_model), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             problem = ConfigProblem(f"unknown field{hint}", field, line)
             found.append(_Found(problem, f"unknown field {field!r}{hint}", unknown=True))
@@ -411,15 +417,32 @@ def _error(source: str, found: Sequence[_Found]) -> RepoConfigError:
     )
 
 
-def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoConfig:
+def parse_repo_config(
+    text: str | bytes, *, source: str = CONFIG_PATH, operator: Operator | None = None
+) -> RepoConfig:
     """Validate the contents of `.github/neo.yml`; an empty file means every default.
 
     Pure: no I/O. Raises RepoConfigError naming `source`, and the field or YAML
     line, for anything that is not a valid config: one line, which names the
     first problem; the error's `problems` holds every one pydantic and the
-    checks before it found.
+    checks before it found. With `operator`, what `mcp` asks of the operator
+    (commands, secrets) is checked against what it allows.
     """
+    return _parse(text, RepoConfig, source, operator)
 
+
+def parse_mcp_config(text: str | bytes, *, source: str, operator: Operator | None = None) -> Mcp:
+    """A file holding what `.github/neo.yml` holds under `mcp:` (`servers:`, `github:`),
+    in YAML or JSON (`neo run --mcp-config FILE`); as `parse_repo_config`."""
+    return _parse(text, Mcp, source, operator)
+
+
+_Model = typing.TypeVar("_Model", bound=BaseModel)
+
+
+def _parse(
+    text: str | bytes, model: type[_Model], source: str, operator: Operator | None
+) -> _Model:
     def fail(problem: str) -> RepoConfigError:
         return RepoConfigError(f"{source}: {problem}", source=source, problem=problem)
 
@@ -438,10 +461,11 @@ def parse_repo_config(text: str | bytes, *, source: str = CONFIG_PATH) -> RepoCo
         kind = "a list" if isinstance(data, list) else f"a single value ({type(data).__name__})"
         raise fail(f"the top level must be a mapping of settings, not {kind}")
     found = list(_check_values(data, root))
+    context = {OPERATOR: operator} if operator is not None else None
     try:
-        config = RepoConfig.model_validate(data)
+        config = model.model_validate(data, context=context)
     except ValidationError as error:
-        found += _from_validation(error, root, {f.problem.field for f in found})
+        found += _from_validation(error, root, {f.problem.field for f in found}, model)
     if found:
         raise _error(source, found)
     return config

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from bot.config.cron import Cron
+from bot.config.mcp import Mcp
 from bot.config.prices import Prices
 from runner.llm.types import Effort
 from runner.network import OFF, BadEntry, NetworkPolicy, parse_entry, policy_of
@@ -475,6 +476,14 @@ class RepoConfig(_Strict):
             "Replaced by `network`, and read as it when `network` is unset: `true` as"
             " `network: {allow: []}` (setup reaches public hosts, the agent nothing),"
             " `false` as `network: off`."
+        ),
+    )
+    mcp: Mcp = Field(
+        default=Mcp(),
+        description=(
+            "MCP servers whose tools the agent gets, run on the service's side of the"
+            " sandbox with the operator's secrets: `{servers: {name: {...}}, github: true}`;"
+            " see [MCP](#mcp)."
         ),
     )
     sandbox_image: _Text | None = Field(

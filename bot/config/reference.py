@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from bot.config.loading import MAX_CONFIG_BYTES
+from bot.config.mcp import Mcp, McpServer
 from bot.config.model import (
     Budgets,
     CiRepair,
@@ -52,6 +53,14 @@ subagents: {max_parallel: 4, model: claude-haiku-4-5}  # or {enabled: false}
 setup:
   - pip install -e '.[dev]'
 network: {allow: [python, github, docs.example.com], methods: read}  # or: network: off
+mcp:  # tools from MCP servers, served on Neo's side; see docs/mcp.md
+  servers:
+    time: {command: [mcp-server-time], tools: ["*"]}  # commands the operator allows
+    sentry:
+      url: https://mcp.sentry.example/mcp
+      tools: [get_issue]
+      secrets: [SENTRY_TOKEN]  # the operator's NEO_MCP_SENTRY_TOKEN
+      headers: {Authorization: "Bearer ${SENTRY_TOKEN}"}
 trigger_label: neo
 allowed_users: [admin, maintain, write]
 allowed_bots: ["renovate[bot]"]
@@ -81,7 +90,10 @@ def _type_name(annotation: Any) -> str:
             " or null" if len(kept) < len(args) else ""
         )
     if origin is dict:
-        return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
+        value = args[1]
+        if isinstance(value, type) and issubclass(value, BaseModel):
+            return "mapping of names to entries (below)"
+        return f"map of {_type_name(args[0])} to {_type_name(value)}"
     if origin is tuple:
         inner = _type_name(args[0])
         if typing.get_origin(args[0]) is Literal:
@@ -106,9 +118,12 @@ def _bounds(info: FieldInfo) -> str:
 
 
 def _default(info: FieldInfo) -> str:
-    if info.default is PydanticUndefined:
+    if info.default_factory is not None:
+        value = info.default_factory()  # type: ignore[call-arg]
+    elif info.default is PydanticUndefined:
         return "required"
-    value = info.default
+    else:
+        value = info.default
     if isinstance(value, BaseModel):
         return f"`{json.dumps(value.model_dump())}`"
     if isinstance(value, tuple):
@@ -244,6 +259,23 @@ def reference_markdown() -> str:
             f"| `{name}` | {', '.join(f'`{h}`' for h in hosts)} |"
             for name, hosts in ECOSYSTEMS.items()
         ),
+        "",
+        "## MCP",
+        "",
+        "`mcp` gives the agent tools from MCP servers (Model Context Protocol). The "
+        "servers run on the service's side, never in the sandbox: a gateway there starts "
+        "them, holds their secrets and reaches their hosts, and the agent calls each "
+        "allowed tool as `<server>__<tool>`, with its answer quoted as data. A server "
+        "that does not start is left out (the progress comment and the report say why) "
+        "unless it is `required`. What the operator allows (`NEO_MCP_COMMANDS`, "
+        "`NEO_MCP_URLS`, the secrets `NEO_MCP_<NAME>`) and the security model: "
+        "[MCP tools](mcp.md).",
+        "",
+        *_table(Mcp),
+        "",
+        "Each entry of `servers`:",
+        "",
+        *_table(McpServer),
         "",
         "## Schedules",
         "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from bot.queue import data_dir as default_data_dir
 from bot.queue import sqlite_url
 from runner.errors import ConfigError
 from runner.llm.price_book import Price
+from runner.mcp import COMMANDS_VARIABLE, URLS_VARIABLE, Operator
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.sandbox.image import image_problem
 from runner.text import one_line
@@ -78,6 +80,11 @@ class Settings(PreparedSettings, BaseSettings):
     # The most network any repository's jobs may have: `off`, or a comma
     # separated list of ecosystems and hosts. Unset: no bound.
     network: str | None = None
+    # What repositories' MCP servers may be (runner/mcp/operator.py): commands
+    # they may run, endpoints the operator vouches for, comma-separated. The
+    # secrets servers get are NEO_MCP_<NAME>, read from the environment.
+    mcp_commands: str = ""
+    mcp_urls: str = ""
     handle: str = "@neo"
     trigger_label: str = "neo"
     # Where Neo's documentation lives (docs/ of its repository), for the links
@@ -135,6 +142,18 @@ class Settings(PreparedSettings, BaseSettings):
             except BadEntry as error:
                 raise ValueError(str(error)) from None
         return value
+
+    @model_validator(mode="after")
+    def _mcp(self) -> Settings:
+        self.mcp_operator  # noqa: B018 - raises ConfigError for an entry that never matches
+        return self
+
+    @property
+    def mcp_operator(self) -> Operator:
+        """What the operator allows MCP servers; secrets from the process's environment."""
+        return Operator.from_environ(
+            {**os.environ, COMMANDS_VARIABLE: self.mcp_commands, URLS_VARIABLE: self.mcp_urls}
+        )
 
     @property
     def network_ceiling(self) -> NetworkPolicy | None:

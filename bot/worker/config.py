@@ -20,6 +20,7 @@ from bot.github.app import CONFIG_PERMISSIONS, AppAuth, GitHubAuthError
 from bot.github.client import GitHubError, RepoClient
 from bot.jobs import JobRequest
 from runner.errors import ConfigError
+from runner.mcp import Operator
 from runner.text import one_line
 
 __all__ = ["OWNER_CONFIG_TTL", "ConfigResolver", "ConfigSource", "overridden"]
@@ -88,6 +89,8 @@ class ConfigResolver:
     source: ConfigSource
     clock: Callable[[], float]
     client_options: Mapping[str, Any] = field(default_factory=dict)
+    # What the operator allows MCP servers: a file asking more is invalid.
+    operator: Operator | None = None
     # Owners whose `.github` repository the App cannot read: until when.
     _unreadable: dict[tuple[int, str], float] = field(default_factory=dict)
 
@@ -111,7 +114,9 @@ class ConfigResolver:
         else:
             where = path
         try:
-            config = overridden(parse_repo_config(text, source=where), self.source, where)
+            config = overridden(
+                parse_repo_config(text, source=where, operator=self.operator), self.source, where
+            )
             if owner is not None:
                 # An owner's file that cannot be read binds nothing, so it stops the
                 # job like the repository's own would: the budget is not guessed.

@@ -135,6 +135,7 @@ class Worker:
                 config or ConfigSource(),
                 deps.clock,
                 client_options=deps.client_options,
+                operator=deps.settings.mcp_operator,
             ),
             access=Access(deps.settings.allowed_bots),
             clock=deps.clock,

@@ -27,6 +27,7 @@ from runner.errors import ConfigError
 from runner.fork import Fork
 from runner.job import JobSpec
 from runner.llm.price_book import Price, PriceBook
+from runner.mcp import Operator
 from runner.network import NetworkPolicy
 from runner.subject import CommitText
 
@@ -60,6 +61,8 @@ class WorkerSettings(Protocol):
     def git_url(self) -> str: ...
     @property
     def network_ceiling(self) -> NetworkPolicy | None: ...
+    @property
+    def mcp_operator(self) -> Operator: ...
     @property
     def docs_url(self) -> str: ...
     @property

@@ -134,3 +134,20 @@ def test_the_local_sandbox_starts_once_its_risk_is_acknowledged() -> None:
     settings = load_settings({**BASE, "NEO_SANDBOX": "local", "NEO_ALLOW_LOCAL_SANDBOX": "1"})
 
     assert settings.sandbox == "local"
+
+
+def test_the_operators_mcp_settings_are_read_and_checked_at_start_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NEO_MCP_SENTRY_TOKEN", "s3cr3t")
+    settings = load_settings(
+        {**BASE, "NEO_MCP_COMMANDS": "mcp-server-time", "NEO_MCP_URLS": "http://127.0.0.1:8931/"}
+    )
+
+    operator = settings.mcp_operator
+    assert operator.commands == ("mcp-server-time",)
+    assert operator.urls == ("http://127.0.0.1:8931/",)
+    assert operator.secret("SENTRY_TOKEN") == "s3cr3t"
+    with pytest.raises(ConfigError) as caught:
+        load_settings({**BASE, "NEO_MCP_URLS": "127.0.0.1:8931"})
+    assert str(caught.value) == "NEO_MCP_URLS: '127.0.0.1:8931' is not an http or https URL"

@@ -26,6 +26,7 @@ from bot.worker.spec import (
 from runner.errors import ConfigError
 from runner.fork import Fork
 from runner.llm.price_book import Price
+from runner.mcp import Operator
 from runner.network import NetworkPolicy
 from runner.subagent import SubagentSettings
 
@@ -54,6 +55,7 @@ class _Settings:
     allowed_bots: frozenset[str] = field(default_factory=frozenset)
     git_url: str = "https://github.com"
     network_ceiling: NetworkPolicy | None = None
+    mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
 
