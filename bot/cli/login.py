@@ -1,7 +1,9 @@
 """`neo login chatgpt` and `neo logout`: the ChatGPT sign-in from a terminal.
 
 Only the verification page and the one-time code are printed; tokens go
-straight to `$NEO_HOME/auth/chatgpt.json` and never to the terminal.
+straight to `$NEO_HOME/auth/chatgpt.json` and never to the terminal. Storing
+and deleting them hold the sign-in lock a refreshing process holds; signing
+out also revokes the sign-in at OpenAI, best effort.
 """
 
 from __future__ import annotations
@@ -9,17 +11,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any
 
 from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from runner.auth import (
     AuthError,
+    Credentials,
     DeviceCode,
     credentials_path,
-    delete_credentials,
     endpoints,
     save_credentials,
     sign_in,
+    sign_in_lock,
+    sign_out,
 )
 from runner.errors import ConfigError
 from runner.home import neo_home
@@ -45,7 +50,10 @@ def add_logout_parser(commands: Any) -> None:
     logout = commands.add_parser(
         "logout",
         help="forget the stored ChatGPT sign-in",
-        description="Delete the credentials `neo login chatgpt` stored.",
+        description=(
+            "Delete the credentials `neo login chatgpt` stored and revoke the sign-in"
+            " at OpenAI (best effort: the file goes even when OpenAI cannot be reached)."
+        ),
     )
     logout.add_argument("service", nargs="?", choices=SERVICES, default="chatgpt")
 
@@ -59,11 +67,16 @@ def _show(code: DeviceCode) -> None:
     )
 
 
+async def _login(home: Path) -> tuple[Credentials, Path]:
+    credentials = await sign_in(endpoints(), _show)
+    async with sign_in_lock(home):
+        return credentials, save_credentials(home, credentials)
+
+
 def login_command(args: argparse.Namespace) -> int:
     home = neo_home()
     try:
-        credentials = asyncio.run(sign_in(endpoints(), _show))
-        path = save_credentials(home, credentials)
+        credentials, path = asyncio.run(_login(home))
     except KeyboardInterrupt:
         print("neo: sign-in cancelled", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -82,13 +95,24 @@ def login_command(args: argparse.Namespace) -> int:
 
 def logout_command(args: argparse.Namespace) -> int:
     home = neo_home()
+    path = credentials_path(home)
     try:
-        deleted = delete_credentials(home)
+        done = asyncio.run(sign_out(home, endpoints()))
+    except AuthError as error:
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
     except OSError as error:
         print(f"neo: error: cannot delete the credentials: {error.strerror}", file=sys.stderr)
         return EXIT_FAILED
-    if deleted:
-        print(f"Signed out of ChatGPT: deleted {credentials_path(home)}")
-    else:
+    if not done.deleted:
         print("Not signed in to ChatGPT: there were no stored credentials")
+    elif done.revoked:
+        print(f"Signed out of ChatGPT: revoked the sign-in and deleted {path}")
+    else:
+        print(f"Signed out of ChatGPT: deleted {path}")
+        print(
+            f"neo: warning: the sign-in was not revoked ({done.problem}); "
+            "its tokens stay valid until they lapse",
+            file=sys.stderr,
+        )
     return EXIT_OK

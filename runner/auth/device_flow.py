@@ -28,6 +28,7 @@ __all__ = [
     "parse_device_code",
     "poll_outcome",
     "refresh_body",
+    "revoke_body",
     "token_error",
 ]
 
@@ -135,6 +136,11 @@ def refresh_body(refresh_token: str) -> dict[str, str]:
         "refresh_token": refresh_token,
         "scope": "openid profile email",
     }
+
+
+def revoke_body(refresh_token: str) -> dict[str, str]:
+    """RFC 7009's revocation of a refresh token, sent as JSON as Codex sends it."""
+    return {"token": refresh_token, "token_type_hint": "refresh_token", "client_id": CLIENT_ID}
 
 
 def token_error(status: int, body: Any) -> str:

@@ -41,6 +41,10 @@ class Endpoints:
     def oauth_token(self) -> str:
         return f"{self.auth_url}/oauth/token"
 
+    @property
+    def oauth_revoke(self) -> str:
+        return f"{self.auth_url}/oauth/revoke"
+
 
 def endpoints(env: Mapping[str, str] | None = None) -> Endpoints:
     values = os.environ if env is None else env

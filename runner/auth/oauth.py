@@ -1,4 +1,4 @@
-"""The ChatGPT sign-in over HTTP: the device-code flow, the code exchange, refresh.
+"""The ChatGPT sign-in over HTTP: the device-code flow, the code exchange, refresh, revocation.
 
 A thin shell around `device_flow`'s pure decisions. Waits go through an
 injected `sleep` and deadlines through an injected clock, so tests never wait.
@@ -26,18 +26,28 @@ from runner.auth.device_flow import (
     parse_device_code,
     poll_outcome,
     refresh_body,
+    revoke_body,
     token_error,
 )
 from runner.auth.endpoints import Endpoints
 from runner.auth.errors import LOGIN_HINT, AuthError
 
-__all__ = ["exchange_code", "refresh", "request_device_code", "sign_in", "wait_for_approval"]
+__all__ = [
+    "exchange_code",
+    "refresh",
+    "request_device_code",
+    "revoke",
+    "sign_in",
+    "wait_for_approval",
+]
 
-_TIMEOUT = httpx.Timeout(30.0)
+_TIMEOUT = 30.0
+# A sign-out does not wait long on a revocation that is only best effort.
+REVOKE_TIMEOUT = 10.0
 
 
-def client() -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=_TIMEOUT, follow_redirects=False)
+def client(timeout: float = _TIMEOUT) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=httpx.Timeout(timeout), follow_redirects=False)
 
 
 async def _post(http: httpx.AsyncClient, url: str, **kwargs: Any) -> tuple[int, Any]:
@@ -117,6 +127,13 @@ async def refresh(
         http, ends.oauth_token, "token refresh", json=refresh_body(credentials.refresh_token)
     )
     return credentials_from_tokens(body, now=now, previous=credentials)
+
+
+async def revoke(http: httpx.AsyncClient, ends: Endpoints, credentials: Credentials) -> None:
+    """Revoke the sign-in's refresh token, and with it the grant. Raises AuthError."""
+    status, body = await _post(http, ends.oauth_revoke, json=revoke_body(credentials.refresh_token))
+    if status != 200:
+        raise AuthError(f"chatgpt sign-in: revocation refused: {token_error(status, body)}")
 
 
 async def sign_in(

@@ -2,8 +2,11 @@
 
 Refreshed a margin before they expire, and once more when the backend still
 says 401; the refreshed tokens are stored at once, since OpenAI's refresh
-tokens are single-use. Before refreshing, the stored file is read again: another
-Neo process may have refreshed already, and its tokens are the live ones.
+tokens are single-use. A refresh holds the sign-in lock (`lock.py`) and reads
+the stored file again under it: another Neo process may have refreshed
+already, and its tokens are the live ones. They are taken only when they are
+the same account's: a file signed in to another account since (or signed out)
+ends the run in one line rather than carrying it on, billed to someone else.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from runner.auth import oauth
 from runner.auth.credentials import Credentials, needs_refresh
 from runner.auth.endpoints import Endpoints
 from runner.auth.errors import LOGIN_HINT, AuthError
-from runner.auth.storage import load_credentials, save_credentials
+from runner.auth.lock import sign_in_lock
+from runner.auth.storage import credentials_path, load_credentials, save_credentials
 
 __all__ = ["ChatGPTTokens"]
 
@@ -56,21 +60,28 @@ class ChatGPTTokens:
         }
 
     async def _refresh(self, *, refused: str | None) -> None:
-        stored = load_credentials(self._home)
-        if stored.access_token != self._credentials.access_token and (
-            stored.access_token != refused and not needs_refresh(stored, self._clock())
-        ):
-            self._credentials = stored
-            return
-        async with oauth.client() as http:
-            fresh = await oauth.refresh(http, self._ends, stored, now=self._clock())
-        self._credentials = fresh
-        try:
-            save_credentials(self._home, fresh)
-        except OSError as error:
-            # The old refresh token is spent: this process carries on with the
-            # new ones, but the next one will have to sign in again.
-            raise AuthError(
-                f"chatgpt sign-in: cannot store the refreshed tokens ({error.strerror}); "
-                f"{LOGIN_HINT} once it can be written"
-            ) from None
+        async with sign_in_lock(self._home):
+            stored = load_credentials(self._home)
+            if stored.account_id != self._credentials.account_id:
+                raise AuthError(
+                    f"chatgpt sign-in: {credentials_path(self._home)} is now signed in to"
+                    f" another account ({stored.account_id}, not {self.account_id}); start"
+                    " the run again to use it"
+                )
+            if stored.access_token != self._credentials.access_token and (
+                stored.access_token != refused and not needs_refresh(stored, self._clock())
+            ):
+                self._credentials = stored
+                return
+            async with oauth.client() as http:
+                fresh = await oauth.refresh(http, self._ends, stored, now=self._clock())
+            self._credentials = fresh
+            try:
+                save_credentials(self._home, fresh)
+            except OSError as error:
+                # The old refresh token is spent: this process carries on with the
+                # new ones, but the next one will have to sign in again.
+                raise AuthError(
+                    f"chatgpt sign-in: cannot store the refreshed tokens ({error.strerror}); "
+                    f"{LOGIN_HINT} once it can be written"
+                ) from None

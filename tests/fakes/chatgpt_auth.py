@@ -11,7 +11,12 @@ Serves on 127.0.0.1 what Neo's device-code login and refresh call:
 - `POST /oauth/token`: the form-encoded `authorization_code` grant and the JSON
   `refresh_token` grant, both issuing JWT-shaped tokens (an id token with the
   ChatGPT account claim, an access token with `exp`). Refresh tokens are
-  single-use, as OpenAI's are.
+  single-use, as OpenAI's are. With `hold_refreshes` set, a refresh is answered
+  only once a second one has come or that many seconds have passed, so two
+  clients that race for one refresh token both reach the service;
+- `POST /oauth/revoke` (JSON `token`, `token_type_hint`, `client_id`): RFC 7009's
+  revocation, 200 whether or not the token was live; a revoked refresh token
+  can no longer refresh, and the access token issued with it is refused.
 
     with FakeChatGPTAuth() as auth:
         auth.script_polls(PENDING, SLOW_DOWN)
@@ -20,6 +25,7 @@ Serves on 127.0.0.1 what Neo's device-code login and refresh call:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import secrets
@@ -89,6 +95,9 @@ class _State:
     refresh_tokens: set[str] = field(default_factory=set)
     access_tokens: list[str] = field(default_factory=list)
     revoked: set[str] = field(default_factory=set)
+    # Each refresh token's access token, issued together.
+    grants: dict[str, str] = field(default_factory=dict)
+    refreshes_seen: int = 0
 
 
 class FakeChatGPTAuth(Served):
@@ -112,6 +121,8 @@ class FakeChatGPTAuth(Served):
         self.interval = interval
         # Revoke every access token as it is issued: a backend that refuses the account.
         self.revoke_new = False
+        # Seconds a refresh waits for a second one before it is answered.
+        self.hold_refreshes = 0.0
         self.requests: list[AuthRequest] = []
         self._polls: deque[str] = deque()
         self._state = _State()
@@ -120,6 +131,7 @@ class FakeChatGPTAuth(Served):
             Route("/api/accounts/deviceauth/usercode", self._user_code, methods=["POST"]),
             Route("/api/accounts/deviceauth/token", self._poll, methods=["POST"]),
             Route("/oauth/token", self._token, methods=["POST"]),
+            Route("/oauth/revoke", self._revoke, methods=["POST"]),
         ]
         self._serve(Starlette(routes=routes), "fake-chatgpt-auth")
 
@@ -159,6 +171,12 @@ class FakeChatGPTAuth(Served):
 
     def polls(self) -> list[AuthRequest]:
         return [r for r in self.requests if r.path.endswith("/deviceauth/token")]
+
+    def revocations(self) -> list[AuthRequest]:
+        return [r for r in self.requests if r.path == "/oauth/revoke"]
+
+    def refreshes(self) -> int:
+        return sum(1 for r in self.requests if r.body.get("grant_type") == "refresh_token")
 
     # --- the endpoints --------------------------------------------------------
 
@@ -229,6 +247,8 @@ class FakeChatGPTAuth(Served):
         grant = body.get("grant_type")
         if body.get("client_id") != CLIENT_ID:
             return _invalid("invalid_client", "Unknown client.")
+        if grant == "refresh_token" and self.hold_refreshes:
+            await self._hold()
         with self._lock:
             if grant == "authorization_code":
                 device = self._state.codes.pop(str(body.get("code")), None)
@@ -249,6 +269,33 @@ class FakeChatGPTAuth(Served):
                 return JSONResponse(self._issue_locked(None))
         return _invalid("unsupported_grant_type", "Unsupported grant type.")
 
+    async def _hold(self) -> None:
+        with self._lock:
+            self._state.refreshes_seen += 1
+        deadline = time.monotonic() + self.hold_refreshes
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._state.refreshes_seen >= 2:
+                    return
+            await asyncio.sleep(0.01)
+
+    async def _revoke(self, request: Request) -> Response:
+        body = await self._read(request)
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return _invalid("invalid_request", "Expected a JSON body.")
+        token = body.get("token")
+        if not isinstance(token, str) or not token:
+            return _invalid("invalid_request", "Missing token.")
+        if body.get("token_type_hint") == "refresh_token" and body.get("client_id") != CLIENT_ID:
+            return _invalid("invalid_client", "Unknown client.")
+        with self._lock:
+            if token in self._state.refresh_tokens:
+                self._state.refresh_tokens.discard(token)
+                self._state.revoked.add(self._state.grants[token])
+            elif token in self._state.access_tokens:
+                self._state.revoked.add(token)
+        return JSONResponse({})
+
     def _issue_locked(self, lifetime: float | None) -> dict[str, Any]:
         now = time.time()
         life = self.access_lifetime if lifetime is None else lifetime
@@ -260,6 +307,7 @@ class FakeChatGPTAuth(Served):
         if self.revoke_new:
             self._state.revoked.add(access)
         self._state.refresh_tokens.add(refresh)
+        self._state.grants[refresh] = access
         return {
             "id_token": id_token,
             "access_token": access,

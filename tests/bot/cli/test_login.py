@@ -87,25 +87,50 @@ def test_login_names_only_what_it_knows(capsys: pytest.CaptureFixture[str]) -> N
     assert "invalid choice: 'claude'" in capsys.readouterr().err
 
 
-def test_logout_says_whether_there_were_credentials(
+def test_logout_revokes_the_sign_in_and_says_whether_there_were_credentials(
     auth: FakeChatGPTAuth,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert neo(tmp_path, auth.env, "login", "chatgpt").returncode == 0
+    stored = load_credentials(tmp_path)
     monkeypatch.setenv("NEO_HOME", str(tmp_path))
+    monkeypatch.setenv("NEO_CHATGPT_AUTH_URL", auth.url)
 
     assert main(["logout"]) == 0
     assert capsys.readouterr().out == (
-        f"Signed out of ChatGPT: deleted {credentials_path(tmp_path)}\n"
+        f"Signed out of ChatGPT: revoked the sign-in and deleted {credentials_path(tmp_path)}\n"
     )
     assert not credentials_path(tmp_path).exists()
+    assert [r.body["token"] for r in auth.revocations()] == [stored.refresh_token]
+    assert stored.access_token not in auth.live_access_tokens
 
     assert main(["logout", "chatgpt"]) == 0
     assert capsys.readouterr().out == (
         "Not signed in to ChatGPT: there were no stored credentials\n"
     )
+    assert len(auth.revocations()) == 1
+
+
+def test_logout_offline_still_deletes_and_warns_in_one_line(
+    auth: FakeChatGPTAuth, tmp_path: Path
+) -> None:
+    assert neo(tmp_path, auth.env, "login", "chatgpt").returncode == 0
+    stored = load_credentials(tmp_path)
+
+    done = neo(tmp_path, {"NEO_CHATGPT_AUTH_URL": "http://127.0.0.1:9"}, "logout")
+
+    assert done.returncode == 0
+    assert done.stdout == f"Signed out of ChatGPT: deleted {credentials_path(tmp_path)}\n"
+    assert done.stderr.startswith(
+        "neo: warning: the sign-in was not revoked (chatgpt sign-in: cannot reach 127.0.0.1 ("
+    )
+    assert done.stderr.endswith("); its tokens stay valid until they lapse\n")
+    assert done.stderr.count("\n") == 1
+    for secret in stored.secrets:
+        assert secret not in done.stdout + done.stderr
+    assert not credentials_path(tmp_path).exists()
 
 
 def test_run_with_the_subscription_drives_tools_end_to_end(
