@@ -10,10 +10,13 @@ with it that holds one unix socket; inside the sandbox the exec server's
 relay forwards 127.0.0.1:3128 to that socket, and inside the proxy socat
 forwards it to squid's port of the current phase: setup's first, then,
 from `agent_phase()` on, the agent's (the setup relay and every connection
-through it are killed then). squid's configuration (`runner.network.squid`)
-and the script that runs both arrive over the container's stdin, which the
+through it are killed then). The script that runs both
+(`runner.network.program`) is the container's command, and squid's
+configuration (`runner.network.squid`) arrives over its stdin, which the
 runner holds: when the runner goes, even by SIGKILL, stdin ends, the script
-stops squid, and the container exits. squid's access log comes back on
+stops squid, and the container exits. The volume's directory belongs to
+squid's user, as the proxy's image has it; the sandbox mounts it without
+Docker's copy-up, so no sandbox image can take it back. squid's access log comes back on
 stdout and is parsed as it comes (`runner.network.accesses`).
 """
 
@@ -32,8 +35,9 @@ from docker.types import LogConfig
 
 from runner.network.accesses import Access, Blocked, blocked_requests, parse_line
 from runner.network.policy import Plan
-from runner.network.relay import SOCKET_DIR, SOCKET_PATH
-from runner.network.squid import AGENT_PORT, SETUP_PORT, squid_config
+from runner.network.program import AGENT, PREFIX, READY, SCRIPT, failure_detail
+from runner.network.relay import SOCKET_DIR
+from runner.network.squid import squid_config
 from runner.sandbox.base import SandboxError
 from runner.sandbox.docker import (
     LABEL_JOB,
@@ -62,45 +66,6 @@ _STDERR_KEPT = 4096
 _STDOUT, _STDERR = 1, 2
 _MiB = 1024 * 1024
 
-# The proxy container's program, for its POSIX shell. stdin: the size of
-# squid.conf on a line, squid.conf, then one line per phase change; its end
-# stops everything. stderr says when each step is done.
-_SCRIPT = f"""\
-set -u
-sock={SOCKET_PATH}
-read -r size || exit 1
-head -c "$size" > /tmp/squid.conf
-squid -N -f /tmp/squid.conf &
-squid=$!
-listening() {{ grep -q ":$1 00000000:0000 0A" /proc/net/tcp; }}
-until listening {AGENT_PORT:04X} && listening {SETUP_PORT:04X}; do
-    kill -0 "$squid" 2>/dev/null || {{ echo "neo-egress: squid did not start" >&2; exit 1; }}
-    sleep 0.05
-done
-relay=
-relay_to() {{
-    if [ -n "$relay" ]; then
-        kill -s KILL -- "-$relay" 2>/dev/null
-        wait "$relay" 2>/dev/null
-        rm -f "$sock"
-    fi
-    setsid socat -b 262144 UNIX-LISTEN:"$sock",fork,unlink-early,mode=0666,backlog=128 \\
-        TCP:127.0.0.1:"$1",nodelay &
-    relay=$!
-    until [ -S "$sock" ]; do sleep 0.02; done
-}}
-relay_to {SETUP_PORT}
-echo "neo-egress: ready" >&2
-while read -r line; do
-    case "$line" in
-        agent) relay_to {AGENT_PORT}; echo "neo-egress: agent" >&2 ;;
-    esac
-done
-kill -s KILL -- "-$relay" 2>/dev/null
-kill -s TERM "$squid"
-wait "$squid"
-"""
-
 
 class EgressProxy:
     """A job's proxy; open it with `EgressProxy.start`."""
@@ -112,7 +77,7 @@ class EgressProxy:
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._booting: asyncio.Task[None] | None = None
-        self._said: dict[str, asyncio.Event] = {"ready": asyncio.Event(), "agent": asyncio.Event()}
+        self._said: dict[str, asyncio.Event] = {READY: asyncio.Event(), AGENT: asyncio.Event()}
         self._ended = asyncio.Event()
         self._stderr = bytearray()
         self._refused: list[Access] = []
@@ -158,16 +123,16 @@ class EgressProxy:
         """Wait until squid listens and the socket leads to it."""
         if self._booting is not None:
             await self._booting
-        await self._wait_for("ready", "the egress proxy did not start")
+        await self._wait_for(READY, "the egress proxy did not start")
 
     async def agent_phase(self) -> None:
         """From now on the socket leads to the agent's policy; setup's connections end."""
         await self.ready()
         if self._writer is None or self._ended.is_set():
             raise SandboxError(self._failure("the egress proxy stopped"))
-        self._writer.write(b"agent\n")
+        self._writer.write(AGENT.encode() + b"\n")
         await self._writer.drain()
-        await self._wait_for("agent", "the egress proxy did not switch to the agent's policy")
+        await self._wait_for(AGENT, "the egress proxy did not switch to the agent's policy")
 
     def blocked(self, command: Callable[[int], str | None]) -> tuple[Blocked, ...]:
         """The hosts refused so far, each once, with the command (by request id) that tried."""
@@ -225,7 +190,7 @@ class EgressProxy:
             await asyncio.to_thread(
                 api.create_container,
                 image,
-                entrypoint=["sh", "-c", _SCRIPT, "neo-egress"],
+                entrypoint=["sh", "-c", SCRIPT, "neo-egress"],
                 name=self._name,
                 labels=label,
                 stdin_open=True,
@@ -278,8 +243,7 @@ class EgressProxy:
             raise SandboxError(self._failure(failure))
 
     def _failure(self, what: str) -> str:
-        lines = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
-        detail = next((line for line in reversed(lines) if line.strip()), "")
+        detail = failure_detail(bytes(self._stderr).decode("utf-8", "replace").splitlines())
         return f"{what}: {one_line(detail, 200)}" if detail else what
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
@@ -301,8 +265,8 @@ class EgressProxy:
 
     def _line(self, kind: int, line: str) -> None:
         if kind == _STDERR:
-            word = line.removeprefix("neo-egress: ").strip()
-            if line.startswith("neo-egress: ") and word in self._said:
+            word = line.removeprefix(PREFIX).strip()
+            if line.startswith(PREFIX) and word in self._said:
                 self._said[word].set()
                 return
             self._stderr += line.encode() + b"\n"

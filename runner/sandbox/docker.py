@@ -149,7 +149,11 @@ def host_config(
     scratch = "rw,exec,nosuid,nodev"
     binds = {str(tree): {"bind": WORKSPACE, "mode": "rw"}}
     if egress_volume is not None:
-        binds[egress_volume] = {"bind": SOCKET_DIR, "mode": "ro"}
+        # nocopy: Docker would otherwise copy the image's SOCKET_DIR (its
+        # files, owner and mode) into the volume while it is still empty,
+        # and a prepared environment's, committed with the mount point in
+        # it, is root's: squid's user could then not make its socket.
+        binds[egress_volume] = {"bind": SOCKET_DIR, "mode": "ro,nocopy"}
     # Paths inside the container, each its own fresh tmpfs.
     return {
         "binds": binds,
