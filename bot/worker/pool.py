@@ -83,13 +83,18 @@ async def run_workers(
 
 
 def sweep_sandbox_orphans() -> None:
-    """Remove sandbox containers left over from a crash, when docker answers."""
+    """Remove sandbox containers, and their egress proxies and volumes, left
+    over from a crash, when docker answers: a worker that restarts cleans up
+    what its dead predecessor left, whether or not a job comes."""
+    from runner.network.proxy import sweep_egress
     from runner.sandbox.docker import docker_client, sweep_orphans
     from runner.sandbox.factory import MAX_JOB_SECONDS
 
     try:
         client = docker_client()
+        # Sandboxes first: a proxy's volume goes once no sandbox mounts it.
         removed = sweep_orphans(client, max_age=MAX_JOB_SECONDS)
+        removed += sweep_egress(client, max_age=MAX_JOB_SECONDS)
         client.close()
     except Exception as error:  # the intake works without docker
         log.warning(json.dumps({"event": "sweep_skipped", "reason": one_line(error)}))

@@ -39,16 +39,8 @@ from runner.network.program import AGENT, PREFIX, READY, SCRIPT, failure_detail
 from runner.network.relay import SOCKET_DIR
 from runner.network.squid import squid_config
 from runner.sandbox.base import SandboxError
-from runner.sandbox.docker import (
-    LABEL_JOB,
-    LABEL_OWNER,
-    LABEL_STARTED,
-    container_name,
-    is_orphan,
-    owner_label,
-    plain_socket,
-    process_alive,
-)
+from runner.sandbox.docker import LABEL_JOB, container_name, plain_socket
+from runner.sandbox.owners import LABEL_STARTED, is_orphan, owner_labels, process_alive
 from runner.text import one_line
 
 __all__ = ["EGRESS_IMAGE", "EGRESS_NETWORK", "LABEL_EGRESS", "EgressProxy", "sweep_egress"]
@@ -169,7 +161,7 @@ class EgressProxy:
             LABEL_EGRESS: "1",
             LABEL_JOB: job_id,
             LABEL_STARTED: str(int(time.time())),
-            LABEL_OWNER: owner_label(),
+            **owner_labels(),
         }
         try:
             first = await asyncio.to_thread(_network, self._client, networks[0])

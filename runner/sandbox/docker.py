@@ -58,6 +58,14 @@ from runner.sandbox.environment import (
     image_variables,
 )
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
+
+# First defined here: callers import them from here too.
+from runner.sandbox.owners import LABEL_OWNER as LABEL_OWNER
+from runner.sandbox.owners import LABEL_STARTED as LABEL_STARTED
+from runner.sandbox.owners import is_orphan as is_orphan
+from runner.sandbox.owners import owner_label as owner_label
+from runner.sandbox.owners import owner_labels
+from runner.sandbox.owners import process_alive as process_alive
 from runner.sandbox.ownership import Loan, lend
 from runner.text import one_line
 
@@ -67,8 +75,6 @@ SANDBOX_UID = 1000
 
 LABEL_SANDBOX = "neo.sandbox"
 LABEL_JOB = "neo.job"
-LABEL_STARTED = "neo.started"
-LABEL_OWNER = "neo.owner"
 
 # The agent's process name is `neo-agent`, so a command's `pkill -f python`
 # misses it. The bootstrap reads the agent's length-prefixed source from stdin.
@@ -127,11 +133,6 @@ def docker_client() -> DockerClient:
         raise SandboxError(f"docker is not reachable: {one_line(error)}") from None
 
 
-def owner_label() -> str:
-    """This runner process, as the `neo.owner` label names it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 def container_name(job_id: str) -> str:
     slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", job_id).strip("-.")[:40] or "job"
     return f"neo-{slug}-{secrets.token_hex(4)}"
@@ -180,53 +181,9 @@ def host_config(
     }
 
 
-def labels(job_id: str, *, started: float, owner: str) -> dict[str, str]:
-    return {
-        LABEL_SANDBOX: "1",
-        LABEL_JOB: job_id,
-        LABEL_STARTED: str(int(started)),
-        LABEL_OWNER: owner,
-    }
-
-
-def is_orphan(
-    container_labels: Mapping[str, str],
-    *,
-    host: str,
-    now: float,
-    max_age: float,
-    alive: Callable[[int], bool],
-) -> bool:
-    """Whether a sandbox container is left over.
-
-    A runner on this host is asked directly: its container is an orphan once
-    the process is gone, and never while it lives (a long job is no crash).
-    Another host's runner cannot be asked, so its container is an orphan
-    once older than `max_age` seconds, the longest a job may run.
-    """
-    owner_host, _, pid = container_labels.get(LABEL_OWNER, "").rpartition(":")
-    if owner_host == host and pid.isdigit():
-        return not alive(int(pid))
-    with contextlib.suppress(KeyError, ValueError):
-        return now - float(container_labels[LABEL_STARTED]) > max_age
-    return False
-
-
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs on this host; a zombie does not."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state not in ("Z", "X")
+def labels(job_id: str, *, started: float, owner: Mapping[str, str]) -> dict[str, str]:
+    """A sandbox's labels; `owner`: its runner's (`owner_labels`)."""
+    return {LABEL_SANDBOX: "1", LABEL_JOB: job_id, LABEL_STARTED: str(int(started)), **owner}
 
 
 def sweep_orphans(client: DockerClient, *, max_age: float) -> list[str]:
@@ -715,7 +672,7 @@ class DockerSandbox:
                 user=f"{user[0]}:{user[1]}",
                 environment=environment,
                 working_dir=WORKSPACE,
-                labels=labels(job_id, started=time.time(), owner=owner_label()),
+                labels=labels(job_id, started=time.time(), owner=owner_labels()),
                 stdin_open=True,
                 host_config=api.create_host_config(**config),
             )

@@ -1,5 +1,5 @@
-"""The egress proxy's life: it comes up whatever the sandbox's image holds, and says
-why when it cannot.
+"""The egress proxy's life: it comes up whatever the sandbox's image holds, says why
+when it cannot, and what a dead runner left of it is swept.
 
 The proxy's socket lives on a volume both containers mount. Docker copies an
 image's files, owner and mode at a mount point into an empty named volume
@@ -12,17 +12,21 @@ squid's user, and the proxy never became ready.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from docker import DockerClient
+from docker.errors import NotFound
 
 from runner.network import plan, policy_of
 from runner.network.program import failure_detail
-from runner.network.proxy import EgressProxy
+from runner.network.proxy import LABEL_EGRESS, EgressProxy, sweep_egress
 from runner.network.relay import SOCKET_DIR
-from runner.sandbox.docker import Limits, host_config
+from runner.sandbox.docker import LABEL_JOB, Limits, host_config
+from runner.sandbox.owners import LABEL_PROCESS, LABEL_STARTED, owner_labels
 from tests.runner.network.conftest import LABEL
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 
@@ -112,3 +116,42 @@ async def test_a_sandbox_image_with_the_socket_directory_cannot_take_the_proxys_
 )
 def test_a_failure_names_its_cause(lines: list[str], detail: str) -> None:
     assert failure_detail(lines) == detail
+
+
+def test_a_dead_runners_proxy_is_swept_though_a_new_runner_has_its_pid(
+    docker_client: DockerClient, egress_image: str
+) -> None:
+    """A worker container restarted: the new worker has the dead one's host
+    name and pid, not its start time."""
+    api = docker_client.api
+    ours = owner_labels()
+    namespace, _, start = ours[LABEL_PROCESS].partition(":")
+    earlier = {**ours, LABEL_PROCESS: f"{namespace}:{int(start) - 1}"}
+    made: dict[str, str] = {}
+    for name, owner in (("dead", earlier), ("live", ours)):
+        labels = {
+            LABEL_EGRESS: "1",
+            LABEL_JOB: f"test-sweep-{name}",
+            LABEL_STARTED: str(int(time.time())),
+            LABEL: "proxy-sweep",
+            **owner,
+        }
+        volume = api.create_volume(labels=labels)["Name"]
+        made[name] = str(api.create_container(egress_image, labels=labels)["Id"])
+        made[f"{name}-volume"] = str(volume)
+    try:
+        removed = sweep_egress(docker_client, max_age=24 * 3600)
+        mine = {"label": f"{LABEL}=proxy-sweep"}
+        left = {str(c["Id"]) for c in api.containers(all=True, filters=mine)}
+        volumes = api.volumes(filters=mine).get("Volumes") or []
+    finally:
+        for name in ("dead", "live"):
+            with contextlib.suppress(NotFound):
+                api.remove_container(made[name], force=True)
+            with contextlib.suppress(NotFound):
+                api.remove_volume(made[f"{name}-volume"])
+
+    assert made["dead-volume"] in removed
+    assert made["dead"] not in left
+    assert made["live"] in left
+    assert {v["Name"] for v in volumes} == {made["live-volume"]}

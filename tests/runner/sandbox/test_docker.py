@@ -35,7 +35,6 @@ from runner.sandbox.docker import (
     LABEL_STARTED,
     DockerSandbox,
     Limits,
-    is_orphan,
     sweep_orphans,
 )
 from runner.sandbox.environment import container_environment, image_variables
@@ -968,21 +967,3 @@ async def test_sweep_keeps_live_sandboxes_and_removes_old_ones(
     assert gone(docker_client, old)
     assert not gone(docker_client, shared.sandbox.container)
     assert await bash(shared.sandbox, "echo alive") == "alive\nexit code: 0"
-
-
-@pytest.mark.parametrize(
-    ("labels", "orphan"),
-    [
-        ({LABEL_STARTED: "1000", LABEL_OWNER: "here:10"}, False),
-        ({LABEL_STARTED: "1000", LABEL_OWNER: "here:20"}, True),  # its runner is gone
-        ({LABEL_STARTED: "1000", LABEL_OWNER: "there:20"}, False),  # not this host's
-        ({LABEL_STARTED: "-5000", LABEL_OWNER: "here:10"}, False),  # old, but its runner lives
-        ({LABEL_STARTED: "-5000", LABEL_OWNER: "there:10"}, True),  # another host's, too old
-        ({LABEL_STARTED: "soon", LABEL_OWNER: "here:x"}, False),  # unreadable: kept
-        ({}, False),
-    ],
-)
-def test_is_orphan(labels: dict[str, str], orphan: bool) -> None:
-    alive = {10}.__contains__
-
-    assert is_orphan(labels, host="here", now=1000, max_age=3600, alive=alive) is orphan
