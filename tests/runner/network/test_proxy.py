@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -404,11 +405,15 @@ async def test_network_off_starts_no_proxy_and_reaches_nothing(
     monkeypatch.setenv("NEO_EGRESS_NETWORK", ",".join(servers.networks))
     report = EgressReport()
     async with open_sandbox(
-        "docker", tmp_path, job_id="test-off", network=plan(OFF, None), report=report
+        "docker",
+        tmp_path,
+        job_id=(job_id := unique("test-off")),
+        network=plan(OFF, None),
+        report=report,
     ) as sandbox:
         assert isinstance(sandbox, DockerSandbox)
         proxies = docker_client.api.containers(
-            filters={"label": [f"{LABEL_EGRESS}=1", f"{LABEL_JOB}=test-off"]}
+            filters={"label": [f"{LABEL_EGRESS}=1", f"{LABEL_JOB}={job_id}"]}
         )
         env = await sh(sandbox, "env")
         relay = await sh(sandbox, f"{CURL} -x http://127.0.0.1:3128 http://web.test/")
@@ -432,21 +437,22 @@ async def test_open_sandbox_reports_the_refusals_when_the_block_ends(
 ) -> None:
     monkeypatch.setenv("NEO_EGRESS_NETWORK", ",".join(servers.networks))
     report = EgressReport()
+    job_id = unique("test-report")
     async with open_sandbox(
         "docker",
         tmp_path,
-        job_id="test-report",
+        job_id=job_id,
         network=plan(policy_of(["web.test"]), None),
         report=report,
     ) as sandbox:
         await sh(sandbox, PIP)
-        names = _job_objects(docker_client, "test-report")
+        names = _job_objects(docker_client, job_id)
         assert len(names["containers"]) == 2
         assert len(names["volumes"]) == 1
 
     assert [(b.host, b.command) for b in report.blocked] == [("index.test", PIP)]
     # Nothing of the job is left: no container, no volume.
-    assert _job_objects(docker_client, "test-report") == {"containers": [], "volumes": []}
+    assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
 
 
 async def test_the_default_network_is_created_with_containers_kept_apart(
@@ -471,7 +477,7 @@ async def test_a_missing_network_is_one_clear_error(
     with pytest.raises(SandboxError) as raised:
         async with EgressProxy.start(
             docker_client,
-            job_id="test-no-net",
+            job_id=(job_id := unique("test-no-net")),
             plan=plan(NetworkPolicy(), None),
             networks=("neo-test-no-such-network",),
         ):
@@ -480,7 +486,7 @@ async def test_a_missing_network_is_one_clear_error(
     assert str(raised.value) == (
         "docker network neo-test-no-such-network not found (the egress proxy's network)"
     )
-    assert _job_objects(docker_client, "test-no-net") == {"containers": [], "volumes": []}
+    assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
 
 
 async def test_a_missing_proxy_image_is_one_clear_error(
@@ -491,7 +497,7 @@ async def test_a_missing_proxy_image_is_one_clear_error(
     with pytest.raises(SandboxError) as raised:
         async with EgressProxy.start(
             docker_client,
-            job_id="test-no-image",
+            job_id=(job_id := unique("test-no-image")),
             plan=plan(NetworkPolicy(), None),
             networks=servers.networks,
             image="neo-no-such-egress:never",
@@ -501,7 +507,7 @@ async def test_a_missing_proxy_image_is_one_clear_error(
     assert str(raised.value) == (
         "egress proxy image neo-no-such-egress:never not found (build it with scripts/build-images)"
     )
-    assert _job_objects(docker_client, "test-no-image") == {"containers": [], "volumes": []}
+    assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
 
 
 RUNNER = """
@@ -523,7 +529,7 @@ asyncio.run(main())
 async def test_nothing_is_left_running_after_the_runner_is_killed(
     docker_client: DockerClient, servers: Servers, tmp_path: Path
 ) -> None:
-    job_id = "test-egress-sigkill"
+    job_id = unique("test-egress-sigkill")
     env = {**os.environ, "NEO_EGRESS_NETWORK": ",".join(servers.networks)}
     runner = subprocess.Popen(
         [sys.executable, "-c", RUNNER, str(tmp_path), job_id],
@@ -555,6 +561,12 @@ async def test_nothing_is_left_running_after_the_runner_is_killed(
     later.mkdir()
     async with open_sandbox("docker", later, job_id="test-egress-after-sigkill"):
         assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
+
+
+def unique(job_id: str) -> str:
+    """`job_id` of this test run alone: others may share the engine, and a
+    test that counts a job's containers must count only its own."""
+    return f"{job_id}-{secrets.token_hex(3)}"
 
 
 def _running(client: DockerClient, job_id: str) -> list[str]:
