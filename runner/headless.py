@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal, cast
 
 from runner.agent import Event
 from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
 from runner.budget import ran_out
 from runner.context import Environment, find_git_root, project_context
+from runner.context.setup_facts import access_of
 from runner.errors import ConfigError, NeoError
 from runner.llm.provider import prepare_provider
 from runner.llm.registry import make_provider
@@ -33,7 +35,9 @@ from runner.network import (
 )
 from runner.run import bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import open_sandbox
+from runner.sandbox.factory import open_environment
+from runner.sandbox.setup_files import environment_for
+from runner.sandbox.setup_plan import SetupOutcome
 from runner.session import Session, SessionError, SessionStore
 from runner.skills import run_skills, tree_skills
 
@@ -56,6 +60,9 @@ class RunRequest:
     # `--network-methods` alone: the default's methods.
     network_methods: Methods | None = None
     network_ceiling: NetworkPolicy | None = None
+    # `--setup`: "auto" detects and runs the tree's setup in a docker
+    # sandbox (docs/setup.md), "none" runs none; the local sandbox never does.
+    setup: Literal["auto", "none"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,8 @@ class RunResult:
     # Model calls billed: the agent's turns, its subagents', compaction's and
     # the last word's (`num_turns` counts the agent's turns alone).
     model_calls: int = 0
+    # What the docker sandbox's setup did; None: no setup phase (the local sandbox).
+    setup: SetupOutcome | None = None
 
     def to_json(self) -> dict[str, JSON]:
         error: JSON = None
@@ -94,6 +103,7 @@ class RunResult:
             "duration_ms": self.duration_ms,
             "session_id": self.session_id,
             "network": None if self.blocked is None else {"blocked": _blocked_json(self.blocked)},
+            "setup": None if self.setup is None else cast("JSON", self.setup.to_json()),
         }
 
 
@@ -153,21 +163,33 @@ async def run_headless(
         )
         docker = request.sandbox == "docker"
         report = EgressReport()
-        sandbox = open_sandbox(
+        setting = None if docker and request.setup == "auto" else ()
+        environment = await asyncio.to_thread(environment_for, repo, setting, repository=str(repo))
+        network = _plan(request, environment.plan.ecosystems) if docker else None
+        sandbox = open_environment(
             request.sandbox,
             repo,
             job_id=meta.id,
             image=request.image,
             image_setting="--image",
-            network=_plan(request, ()) if docker else None,
+            environment=environment,
+            network=network,
             report=report,
         )
         try:
-            async with sandbox as box:
-                result = await _run_agent(request, kit, box, session, on_event, stop, started)
+            async with sandbox as opened:
+                facts = Environment(
+                    is_git_repo=find_git_root(repo) is not None,
+                    # The local sandbox enforces nothing: its commands have the network.
+                    network=True if network is None else access_of(network.agent),
+                    setup=opened.setup if docker else None,
+                )
+                result = await _run_agent(
+                    request, kit, opened.box, session, on_event, stop, started, facts
+                )
         except SandboxError as error:
             return failed(error, started)
-        return replace(result, blocked=report.blocked) if docker else result
+        return replace(result, blocked=report.blocked, setup=facts.setup) if docker else result
 
 
 def _plan(request: RunRequest, ecosystems: Sequence[str]) -> Plan:
@@ -199,14 +221,12 @@ async def _run_agent(
     on_event: Callable[[Event], None] | None,
     stop: asyncio.Event | None,
     started: float,
+    environment: Environment,
 ) -> RunResult:
     repo = Path(session.meta.cwd)
     # The prompt is all the requester's own: its `$name` invokes a skill.
     found = await asyncio.to_thread(tree_skills, find_git_root(repo) or repo)
     skills = run_skills(found, request=request.prompt, disabled=kit.settings.disabled_skills)
-    environment = Environment(
-        is_git_repo=find_git_root(repo) is not None, network=request.sandbox != "docker"
-    )
     briefing = Briefing(project_context(repo), skills, environment)
     run = kit.start(box, session, briefing, on_event=on_event)
     error: NeoError | None = None

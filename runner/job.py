@@ -30,9 +30,10 @@ from runner.agent import Event, TurnFinished, TurnStarted
 from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
 from runner.budget import ran_out
 from runner.closing import inert_closing_keywords
-from runner.context import Environment
+from runner.context import Environment, NetworkAccess
 from runner.context import project_context as read_project_context
 from runner.context.prompt import WORKFLOWS_DIR
+from runner.context.setup_facts import access_of
 from runner.errors import ConfigError, NeoError
 from runner.fork import (
     PROPOSING,
@@ -62,7 +63,9 @@ from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, comme
 from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import SANDBOXES, open_sandbox
+from runner.sandbox.factory import SANDBOXES, open_environment
+from runner.sandbox.requests import Bounds, EnvironmentRequest, Opened
+from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.sandbox.setup_run import SetupFailed
 from runner.session import (
@@ -89,7 +92,6 @@ __all__ = [
 
 Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
 
-SETUP_TIMEOUT = 600.0
 # A job's run, unless its spec says otherwise: thirty minutes, thinking.
 JOB_SETTINGS = RunSettings(time_limit=30 * 60.0, effort="medium")
 
@@ -130,7 +132,11 @@ class JobSpec:
     settings: RunSettings = JOB_SETTINGS
     sandbox: str = "docker"
     image: str | None = None
-    setup: tuple[str, ...] = ()
+    # The repository's setup commands; None: detected from its files
+    # (docs/setup.md), () none at all.
+    setup: tuple[str, ...] | None = None
+    # How many prepared environments this host keeps, and how long.
+    environment_bounds: Bounds = field(default_factory=Bounds)
     # What the agent's commands may reach, as the repository's default branch
     # asks (None: unset, the ecosystems setup detected), within the operator's
     # `network_ceiling` (NEO_NETWORK; None: no bound); `network_notes` say how
@@ -182,6 +188,8 @@ class JobResult:
     # what the job's network setting became (the operator's bound, an old key).
     network_blocked: tuple[Blocked, ...] = ()
     network_notes: tuple[str, ...] = ()
+    # What the setup phase did (None: the job ended before it).
+    setup: SetupOutcome | None = None
     # The setup that failed the job: what ran up to the command that failed, and
     # that command's last lines, for the report (None: setup did not fail it).
     failed_setup: SetupOutcome | None = None
@@ -241,6 +249,7 @@ class _Progress:
     # What the egress proxy refused, once the sandbox is gone; the network's notes.
     egress: EgressReport = field(default_factory=EgressReport)
     network_notes: tuple[str, ...] = ()
+    setup: SetupOutcome | None = None
     failed_setup: SetupOutcome | None = None
 
     @property
@@ -396,26 +405,32 @@ async def _prepare_and_run_agent(
     project = project_context
     if project is None:
         project = await asyncio.to_thread(read_project_context, tree)
-    network = job_plan(spec.network, (), spec.network_ceiling)
-    progress.network_notes = (*spec.network_notes, *network.notes)
-    briefing = Briefing(
-        project,
-        await _skills(spec, tree),
-        Environment(
-            is_git_repo=True,
-            # Only a docker sandbox takes the network away (after setup).
-            network=spec.sandbox != "docker",
-            setup=spec.setup,
-            setup_network=not network.setup.off,
-            pull_request=True,
-            allow_workflow_edits=spec.allow_workflow_edits,
-        ),
-        spec.system_extra,
+    skills = await _skills(spec, tree)
+    request = await asyncio.to_thread(
+        environment_for,
+        tree,
+        spec.setup,
+        repository=spec.repo_url,
+        # A fork's code runs in setup: what it prepares is this job's alone.
+        share=spec.fork is None,
+        bounds=spec.environment_bounds,
     )
+    # Unset, the network is what the detected setup needs.
+    network = job_plan(spec.network, request.plan.ecosystems, spec.network_ceiling)
+    progress.network_notes = (*spec.network_notes, *network.notes)
     try:
-        async with _sandbox(spec, tree, network, progress.egress) as box:
+        async with _sandbox(spec, tree, request, network, progress.egress) as opened:
             _mark(spec, "sandbox_ready")
-            await _run_agent(spec, kit, box, tree, briefing, progress, on_event)
+            progress.setup = opened.setup
+            facts = Environment(
+                is_git_repo=True,
+                network=_network_fact(spec, network),
+                setup=opened.setup,
+                pull_request=True,
+                allow_workflow_edits=spec.allow_workflow_edits,
+            )
+            briefing = Briefing(project, skills, facts, spec.system_extra)
+            await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event)
     except SetupFailed as error:
         # The report shows the command that failed and its last lines.
         progress.failed_setup = error.outcome
@@ -495,21 +510,29 @@ async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> t
 
 @contextlib.asynccontextmanager
 async def _sandbox(
-    spec: JobSpec, tree: Path, network: Plan, report: EgressReport
-) -> AsyncIterator[Sandbox]:
-    """The spec's sandbox on `tree`, with the repository's setup commands run in it;
-    `report` gets the requests its egress proxy refused."""
-    async with open_sandbox(
+    spec: JobSpec,
+    tree: Path,
+    request: EnvironmentRequest,
+    network: Plan,
+    report: EgressReport,
+) -> AsyncIterator[Opened]:
+    """The spec's sandbox on `tree`, its setup done (or a prepared environment
+    reused); `report` gets the requests its egress proxy refused."""
+    async with open_environment(
         spec.sandbox,
         tree,
         job_id=spec.job_id,
         image=spec.image,
-        setup=spec.setup,
+        environment=request,
         network=network,
         report=report,
-        setup_timeout=SETUP_TIMEOUT,
-    ) as box:
-        yield box
+    ) as opened:
+        yield opened
+
+
+def _network_fact(spec: JobSpec, network: Plan) -> NetworkAccess | bool:
+    """What the prompt says the agent's commands reach: the local sandbox enforces nothing."""
+    return access_of(network.agent) if spec.sandbox == "docker" else True
 
 
 async def _run_agent(
@@ -812,6 +835,7 @@ def _result(
         generated=done.generated,
         network_blocked=progress.egress.blocked,
         network_notes=progress.network_notes,
+        setup=progress.setup,
         failed_setup=progress.failed_setup,
         summary=finished.text if finished else "",
         error_kind=error.kind if error else None,

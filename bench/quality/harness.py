@@ -34,6 +34,7 @@ from runner.llm.provider import Provider
 from runner.mcp import Operator
 from runner.network import NetworkPolicy
 from runner.sandbox.base import SandboxError
+from runner.sandbox.requests import Bounds
 from runner.text import one_line
 from tests.fakes.git_server import FakeGitServer
 
@@ -56,6 +57,10 @@ class BenchSettings:
     mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+
+    def prepared_bounds(self) -> Bounds:
+        """The prepared environments kept between tasks and runs: the service's default."""
+        return Bounds()
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from runner.errors import ConfigError, NeoError
 from runner.llm.price_book import Price
 from runner.mcp import Operator
 from runner.network import BadEntry, NetworkPolicy, parse_list
+from runner.sandbox.requests import Bounds
 from runner.text import one_line
 
 __all__ = ["EXIT_FAILED", "main", "run_action"]
@@ -294,6 +295,10 @@ class _ActionSettings:
     docs_url: str = DEFAULT_DOCS_URL
     # NEO_PRICES in the workflow's environment.
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+
+    def prepared_bounds(self) -> Bounds:
+        # A runner of the Action's is thrown away after the run, with what it kept.
+        return Bounds()
 
 
 def _settings(context: ActionContext, inputs: ActionInputs, data_dir: Path) -> _ActionSettings:

@@ -47,6 +47,12 @@ def add_run_parser(commands: Any) -> None:
     run.add_argument("--sandbox", choices=("local", "docker"), default="local")
     run.add_argument("--image", type=image_reference, help="sandbox image for --sandbox docker")
     run.add_argument(
+        "--setup",
+        choices=("auto", "none"),
+        help="--sandbox docker: install the tree's dependencies first, detected from its files"
+        " as jobs do, or not (default: auto; the local sandbox never does)",
+    )
+    run.add_argument(
         "--network",
         metavar="off|LIST",
         help="what --sandbox docker's commands may reach, through Neo's proxy: off, or"
@@ -130,11 +136,14 @@ def run_command(args: argparse.Namespace) -> int:
             raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
         if args.fallback_model and not args.fallback:
             raise ConfigError("--fallback-model needs --fallback PROVIDER")
+        if args.setup is not None and args.sandbox != "docker":
+            raise ConfigError("--setup applies to --sandbox docker only")
         request = RunRequest(
             prompt=prompt,
             repo=args.repo,
             sandbox=args.sandbox,
             image=args.image,
+            setup=args.setup or "auto",
             resume=args.resume,
             network=_network(args),
             network_methods=args.network_methods,

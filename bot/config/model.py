@@ -454,11 +454,14 @@ class RepoConfig(_Strict):
             " default. `true`, or `{enabled, attempts}`; see [CI repair](#ci-repair)."
         ),
     )
-    setup: tuple[_Command, ...] = Field(
-        default=(),
+    setup: tuple[_Command, ...] | None = Field(
+        default=None,
         description=(
-            "Shell commands run in the sandbox, in order, before the agent starts "
-            "(e.g. `pip install -e .`). A failing command fails the run."
+            "Shell commands run in the sandbox, in order, at the repository's root, before the"
+            " agent starts (e.g. `make deps`); a failing one fails the run. Unset: Neo detects"
+            " them from the repository's files (lockfiles, manifests) and a failing one is"
+            " reported while the run goes on; `[]`: no setup. What setup installs is kept"
+            " for the repository's next runs; see [Setup](setup.md)."
         ),
     )
     network: Literal["off"] | Network | None = Field(

@@ -19,6 +19,7 @@ from bot.github.markers import job_id_of, job_marker
 from bot.jobs import Conclusion
 from bot.worker.fork_report import PROPOSED, fork_pushed_line, patch_section
 from bot.worker.network_report import blocked_lines
+from bot.worker.setup_report import setup_lines
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.agent.events import (
     Compacted,
@@ -34,6 +35,7 @@ from runner.fork import ForkResult
 from runner.headless import RunResult
 from runner.llm.types import Usage
 from runner.network import Blocked
+from runner.sandbox.setup_plan import SetupOutcome
 from runner.skills import SkillsInvoked
 from runner.subagent import ChildFinished, ChildStarted, ChildTurn
 from runner.text import one_line
@@ -596,6 +598,8 @@ class Outcome:
     config_path: str = ".github/neo.yml"
     # A fork's pull request: the change proposed as a patch, or what the push left out.
     fork: ForkResult | None = None
+    # What the setup phase did (None: no setup phase).
+    setup: SetupOutcome | None = None
 
     @classmethod
     def from_run(
@@ -779,6 +783,7 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
     if outcome.blocked_hosts:
         blocked = blocked_lines(outcome.blocked_hosts, config_path=outcome.config_path, code=_code)
         sections.append("\n".join(blocked))
+    sections.extend(setup_lines(outcome.setup, code=_code))
     # Beside the summary, which may say the opposite: the model's word is not proof.
     warnings = _failed_checks(checks)
     if warnings:

@@ -83,4 +83,5 @@ def review_outcome(
         num_turns=result.num_turns,
         models=result.models,
         fallback_reason=result.fallback_reason,
+        setup=result.setup,
     )

@@ -29,6 +29,7 @@ from runner.job import JobSpec
 from runner.llm.price_book import Price, PriceBook
 from runner.mcp import Operator
 from runner.network import NetworkPolicy
+from runner.sandbox.requests import Bounds
 from runner.subject import CommitText
 
 __all__ = [
@@ -67,6 +68,7 @@ class WorkerSettings(Protocol):
     def docs_url(self) -> str: ...
     @property
     def operator_prices(self) -> Mapping[str, Price]: ...
+    def prepared_bounds(self) -> Bounds: ...
 
 
 @dataclass
@@ -271,6 +273,7 @@ def job_spec(
         network=config.network_policy(),
         network_ceiling=settings.network_ceiling,
         network_notes=config.network_notes(),
+        environment_bounds=settings.prepared_bounds(),
         allow_workflow_edits=config.allow_workflow_edits,
         co_author=co_author,
         bot_name=who.bot,

@@ -55,6 +55,7 @@ def run_outcome(
         cancelled_by=cancelled_by,
         left_out=result.left_out,
         generated=result.generated,
+        setup=result.setup,
         usage=result.usage,
         cost_usd=result.cost_usd,
         duration_ms=result.duration_ms,

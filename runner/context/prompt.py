@@ -6,12 +6,12 @@ Nothing in a segment changes during a run, so providers cache the prefix
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from runner.context.setup_facts import NetworkAccess, network_lines, setup_lines
 from runner.llm.types import SystemPrompt
-from runner.text import one_line
+from runner.sandbox.setup_plan import SetupOutcome
 
 _BASE: Final = """\
 You are Neo, a coding agent. You work autonomously and headless in the working \
@@ -72,10 +72,6 @@ def base_prompt(edit_tool: str = "edit_file", shell_tool: str = "bash") -> str:
 
 BASE_PROMPT: Final = base_prompt()
 
-# Setup commands shown in the environment segment: enough to tell what is
-# installed, without letting a long list crowd out the task.
-MAX_SETUP_SHOWN: Final = 20
-_MAX_SETUP_CHARS: Final = 200
 WORKFLOWS_DIR: Final = ".github/workflows"
 
 
@@ -83,11 +79,10 @@ WORKFLOWS_DIR: Final = ".github/workflows"
 class Environment:
     """The run's surroundings as the environment segment states them, each fact only when given.
 
-    `workdir`; `is_git_repo`; `network`, whether the agent's commands reach
-    the network; `setup`, the repository's setup commands, which had the
-    network when `setup_network` (the sandbox runs them before the agent and
-    fails the run on the first that fails, so a prompt is only built after
-    all of them succeeded); the budget (`max_turns`, `time_limit` in seconds,
+    `workdir`; `is_git_repo`; `network`, what the agent's commands reach
+    (True: the network, as in the local sandbox; False: nothing; the hosts
+    and methods the egress proxy allows); `setup`, what the setup phase did
+    (`runner.context.setup_facts`); the budget (`max_turns`, `time_limit` in seconds,
     `max_cost_usd`); `pull_request`, whether the final message becomes a pull
     request's summary; `allow_workflow_edits`, whether changes under
     `.github/workflows/` survive.
@@ -95,9 +90,8 @@ class Environment:
 
     workdir: str = ""
     is_git_repo: bool | None = None
-    network: bool | None = None
-    setup: Sequence[str] | None = None
-    setup_network: bool = False
+    network: NetworkAccess | bool | None = None
+    setup: SetupOutcome | None = None
     max_turns: int | None = None
     time_limit: float | None = None
     max_cost_usd: float | None = None
@@ -139,16 +133,9 @@ def _environment(facts: Environment) -> str:
         lines.append(
             "It is a git repository." if facts.is_git_repo else "It is not a git repository."
         )
-    if facts.network is False:
-        lines.append(
-            "Network: none. Your commands cannot reach the internet: no package"
-            " installs, no downloads, no git fetch or push. Work with what is installed."
-        )
-    elif facts.network:
-        lines.append("Network: your commands can reach the network.")
+    lines.extend(network_lines(facts.network))
     if facts.setup is not None:
-        # Where the agent has the network, its setup had it too.
-        lines.extend(_setup(facts.setup, facts.setup_network or bool(facts.network)))
+        lines.extend(setup_lines(facts.setup))
     budget = _budget(facts.max_turns, facts.time_limit, facts.max_cost_usd)
     if budget:
         lines.append(
@@ -173,19 +160,6 @@ def _environment(facts: Environment) -> str:
     elif facts.allow_workflow_edits:
         lines.append(f"You may change files under {WORKFLOWS_DIR}/.")
     return "\n".join(["# Environment", "", *lines]) if lines else ""
-
-
-def _setup(commands: Sequence[str], network: bool) -> list[str]:
-    if not commands:
-        return ["Setup: no setup commands ran; only what was already there is installed."]
-    shown = [one_line(command, _MAX_SETUP_CHARS) for command in commands[:MAX_SETUP_SHOWN]]
-    more = len(commands) - len(shown)
-    how = "with network access" if network else "without network access"
-    lines = [f"Setup: these commands ran before you started, {how}, and all succeeded:"]
-    lines.extend(f"- {command}" for command in shown)
-    if more:
-        lines.append(f"- ... and {more} more")
-    return lines
 
 
 def _budget(max_turns: int | None, time_limit: float | None, max_cost_usd: float | None) -> str:

@@ -11,10 +11,11 @@ import datetime
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from runner.network import NetworkPolicy
 from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
 from runner.text import one_line
 
-__all__ = ["MAX_SETUP_SHOWN", "NetworkAccess", "network_lines", "setup_lines"]
+__all__ = ["MAX_SETUP_SHOWN", "NetworkAccess", "access_of", "network_lines", "setup_lines"]
 
 # Commands shown: enough to tell what is installed, without letting a long
 # list crowd out the task.
@@ -36,6 +37,13 @@ class NetworkAccess:
 
     hosts: tuple[str, ...]
     methods: Literal["read", "all"] = "read"
+
+
+def access_of(policy: NetworkPolicy) -> NetworkAccess:
+    """What the prompt says of an egress policy: its hosts (none when it is off) and methods."""
+    if policy.off:
+        return NetworkAccess(())
+    return NetworkAccess(tuple(str(host) for host in policy.hosts), policy.methods)
 
 
 def network_lines(network: NetworkAccess | bool | None) -> list[str]:
@@ -66,7 +74,8 @@ def setup_lines(setup: SetupOutcome) -> list[str]:
     notes = [f"Setup note: {one_line(note)}" for note in setup.notes]
     if setup.mode == "off":
         return [
-            "Setup: off (`setup: []` in .github/neo.yml); only what the image has is installed.",
+            "Setup: off (`setup: []` in .github/neo.yml, or `neo run --setup none`); only"
+            " what the image has is installed.",
             *notes,
         ]
     if not setup.steps:

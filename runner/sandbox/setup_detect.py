@@ -1,6 +1,6 @@
 """Automatic setup: the commands that install a repository's dependencies, from its root files.
 
-    files = read_setup_files(tree)              # on the host, before any sandbox
+    files = read_setup_files(tree)              # on the host (runner.sandbox.setup_files)
     plan = detect_setup(files)                  # pure: which commands, for which ecosystems
     plan.ecosystems                             # ("python", "node"): the network's default
 
@@ -14,26 +14,15 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import re
 import shlex
-import stat
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runner.sandbox.setup_plan import SetupPlan, SetupStep, explicit_plan
+from runner.sandbox.setup_plan import SetupFiles, SetupPlan, SetupStep, explicit_plan
 
-__all__ = [
-    "MAX_FILE_BYTES",
-    "SetupFiles",
-    "detect_setup",
-    "is_setup_file",
-    "plan_setup",
-    "read_setup_files",
-]
+__all__ = ["detect_setup", "is_setup_file", "plan_setup"]
 
 # Root files detection reads; `requirements*.txt` are matched by pattern.
 _NAMES = frozenset(
@@ -46,29 +35,10 @@ _NAMES = frozenset(
     }
 )
 _REQUIREMENTS = re.compile(r"requirements[\w.-]*\.txt")
-# A lockfile larger than this is not read (its step is not detected, and a note says so).
-MAX_FILE_BYTES = 64 * 1024 * 1024
 # The extra (or dependency group) an editable install adds, first found wins.
 _TEST_EXTRAS = ("test", "tests", "testing", "dev")
 # Files that configure a package manager: part of what a step reads, when present.
 _NODE_CONFIG = (".npmrc", ".yarnrc", ".yarnrc.yml", "pnpm-workspace.yaml")
-
-
-@dataclass(frozen=True, slots=True)
-class SetupFiles(Mapping[str, bytes]):
-    """The root files setup may read, by name, with what could not be read."""
-
-    contents: Mapping[str, bytes] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-
-    def __getitem__(self, name: str) -> bytes:
-        return self.contents[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.contents)
-
-    def __len__(self) -> int:
-        return len(self.contents)
 
 
 def is_setup_file(name: str) -> bool:
@@ -261,71 +231,3 @@ def _package_manager(files: Mapping[str, bytes], notes: list[str]) -> str | None
 
 def _first_line(error: BaseException) -> str:
     return str(error).strip().splitlines()[0][:120] if str(error).strip() else type(error).__name__
-
-
-def read_setup_files(tree: Path, commands: Sequence[str] = ()) -> SetupFiles:
-    """The tree's root setup files, and the files `commands` name (for an explicit plan's key).
-
-    Symbolic links are never followed (a repository's link could point at the
-    host's files), and nothing outside the tree is read.
-    """
-    root = Path(os.path.realpath(tree))
-    contents: dict[str, bytes] = {}
-    notes: list[str] = []
-    with os.scandir(root) as entries:
-        names = sorted(entry.name for entry in entries if is_setup_file(entry.name))
-    for name in [*names, *_named_paths(commands)]:
-        if name in contents:
-            continue
-        data = _read_regular(root, name, notes, quiet=name not in names)
-        if data is not None:
-            contents[name] = data
-    return SetupFiles(contents, tuple(notes))
-
-
-def _named_paths(commands: Sequence[str]) -> list[str]:
-    """Relative paths the commands name (`-r requirements/dev.txt`, `--file=x.lock`)."""
-    found = []
-    for command in commands:
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
-        for word in words:
-            word = word.partition("=")[2] if word.startswith("--") else word
-            word = re.sub(r"^-[rc](?=.)", "", word)
-            path = os.path.normpath(word) if word else ""
-            if path and not path.startswith(("/", "-", "..")) and path != ".":
-                found.append(path)
-    return found
-
-
-def _read_regular(root: Path, name: str, notes: list[str], *, quiet: bool) -> bytes | None:
-    """The content of regular file `name` under `root`, reached through no symbolic link."""
-    fd = None
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        *parents, leaf = name.split("/")
-        for part in parents:
-            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = child
-        child = os.open(leaf, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-        os.close(fd)
-        fd = child
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_size > MAX_FILE_BYTES:
-            notes.append(f"{name} is larger than {MAX_FILE_BYTES // 2**20} MiB: not read")
-            return None
-        with os.fdopen(fd, "rb") as handle:
-            fd = None
-            return handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES]
-    except OSError:
-        if not quiet:
-            notes.append(f"{name} could not be read (a symbolic link is never followed)")
-        return None
-    finally:
-        if fd is not None:
-            os.close(fd)

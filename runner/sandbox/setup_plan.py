@@ -1,6 +1,6 @@
 """What a job's setup phase runs: the repository's own commands, the detected ones, or none.
 
-    plan = plan_setup(config.setup, read_setup_files(tree))
+    plan = plan_setup(config.setup, read_setup_files(tree))   # runner.sandbox.setup_files
 
 `setup` unset (None) detects the commands from the repository's files
 (`runner.sandbox.setup_detect`); an explicit list runs as written, and a
@@ -11,13 +11,14 @@ environment is keyed on it (`runner.sandbox.prepared`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
     "ECOSYSTEMS",
     "STEP_TIMEOUT",
+    "SetupFiles",
     "SetupMode",
     "SetupOutcome",
     "SetupPlan",
@@ -32,6 +33,23 @@ ECOSYSTEMS = ("python", "node", "go", "rust", "ruby")
 STEP_TIMEOUT = 600.0
 
 SetupMode = Literal["auto", "explicit", "off"]
+
+
+@dataclass(frozen=True, slots=True)
+class SetupFiles(Mapping[str, bytes]):
+    """The root files setup may read, by name, with what could not be read."""
+
+    contents: Mapping[str, bytes] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def __getitem__(self, name: str) -> bytes:
+        return self.contents[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.contents)
+
+    def __len__(self) -> int:
+        return len(self.contents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,3 +196,12 @@ class SetupOutcome:
     @property
     def seconds(self) -> float:
         return sum(step.seconds for step in self.steps)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "steps": [step.to_json() for step in self.steps],
+            "notes": list(self.notes),
+            "reused_from": self.reused_from,
+            "kept": self.kept,
+        }

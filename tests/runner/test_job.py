@@ -30,6 +30,9 @@ from runner.git import MirrorCache
 from runner.job import JOB_SETTINGS, JobResult, JobSpec, run, session_id_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, ToolResult, ToolUse
+from runner.sandbox.prepared import prune
+from runner.sandbox.preparing import orphaned
+from runner.sandbox.requests import Bounds
 from runner.session import JobMark, Session, SessionStore, before_job
 from runner.skills import SkillsInvoked
 from tests.fakes import (
@@ -515,6 +518,7 @@ from pathlib import Path
 from runner.assembly import RunSettings
 from runner.job import JobSpec, run
 from runner.llm.price_book import PriceBook
+from runner.sandbox.requests import Bounds
 from runner.subagent import SubagentSettings
 
 values = json.load(sys.stdin)
@@ -525,7 +529,8 @@ settings["disabled_skills"] = tuple(settings["disabled_skills"])
 settings["prices"] = PriceBook(**settings["prices"])
 values["settings"] = RunSettings(**settings)
 values["data_dir"] = Path(values["data_dir"])
-values["setup"] = tuple(values["setup"])
+values["setup"] = None if values["setup"] is None else tuple(values["setup"])
+values["environment_bounds"] = Bounds(**values["environment_bounds"])
 values["co_author"] = tuple(values["co_author"]) if values["co_author"] else None
 asyncio.run(run(JobSpec(**values)))
 """
@@ -535,6 +540,7 @@ asyncio.run(run(JobSpec(**values)))
 def job_process(spec: JobSpec, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
     values["settings"] = dataclasses.asdict(spec.settings)
+    values["environment_bounds"] = dataclasses.asdict(spec.environment_bounds)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-c", JOB_PROCESS],
@@ -1158,10 +1164,13 @@ async def test_the_system_prompt_states_setup_budget_and_where_the_summary_goes(
     assert sent[0] == sent[1] == sent[2]
     environment = sent[0][-1]
     assert "Network: your commands can reach the network." in environment  # local sandbox
-    assert (
-        "Setup: these commands ran before you started, with network access, and all"
-        " succeeded:\n- true\n- test -f README.md\n"
-    ) in environment
+    assert "Setup: these commands ran before you started, at the repository's root:\n" in (
+        environment
+    )
+    assert "\n- `true`: succeeded in " in environment
+    assert "\n- `test -f README.md`: succeeded in " in environment
+    assert result.setup is not None
+    assert [step.command for step in result.setup.steps] == ["true", "test -f README.md"]
     assert "Budget: at most 7 model turns and 2 minutes for the whole run." in environment
     assert "Your final message becomes the summary of your work on GitHub" in environment
     assert "Changes under .github/workflows/ are reverted before the commit" in environment
@@ -1199,25 +1208,34 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     seen: list[Path] = []
     edit_and_check(fake_anthropic, data_dir / "workspaces" / "job-docker", seen)
 
-    # A setup command makes the job start its container with setup (and no network).
+    # A setup command makes the job prepare its environment first (and no network).
     spec = make_spec(job_id="job-docker", sandbox="docker", setup=("test -f README.md",))
 
-    result = await run(spec)
+    try:
+        result = await run(spec)
+    finally:
+        kept = prune(
+            docker_client, Bounds(), everything=True, orphan=orphaned, repository=spec.repo_url
+        )
 
     commit = assert_changed(result, origin)
     assert git(origin, "show", f"{commit}:README.md") == "# fixture\n\nEdited by Neo."
     assert "Co-authored-by: Mona Lisa <mona@example.com>" in git(origin, "log", "-1", commit)
     tool_result = fake_anthropic.requests[2].body["messages"][-1]["content"][0]
     assert "exit code: 0" in json.dumps(tool_result)
-    # The model is told its commands reach nothing (the repository allows
-    # nothing); setup reached public hosts through the proxy.
+    # The model is told the container is offline, and what its setup did.
     environment = system_texts(fake_anthropic)[0][-1]
     assert "Network: none." in environment
-    assert "ran before you started, with network access" in environment
+    assert "\n- `test -f README.md`: succeeded in " in environment
+    # The environment it prepared was kept for the repository's next job.
+    assert result.setup is not None
+    assert result.setup.kept
+    assert len(kept) == 1
     assert seen == [data_dir / "workspaces" / "job-docker"]
     assert_no_token_sent(fake_anthropic)
     assert not (data_dir / "workspaces" / "job-docker").exists()
-    assert not docker_client.containers.list(all=True, filters={"label": "neo.job=job-docker"})
+    for job in ("job-docker", "job-docker-setup"):
+        assert not docker_client.containers.list(all=True, filters={"label": f"neo.job={job}"})
 
 
 def skill_md(body: str) -> bytes:

@@ -379,6 +379,7 @@ def test_401_is_one_line_after_one_request(
             "sandbox image neo-missing:none not found",
         ),
         (["--image", "neo-sandbox:local", "go"], None, "--image applies to --sandbox docker only"),
+        (["--setup", "none", "go"], None, "--setup applies to --sandbox docker only"),
         (["   "], None, "the prompt is empty"),
     ],
 )
@@ -588,6 +589,34 @@ def test_docker_sandbox_end_to_end_leaves_no_container(
     finally:
         client.close()
     assert left == []
+    # Nothing to install in this tree: setup had nothing to run.
+    assert result["setup"] == {
+        "mode": "auto",
+        "steps": [],
+        "notes": [],
+        "reused_from": None,
+        "kept": False,
+    }
+
+
+def test_docker_sandbox_setup_none_runs_none(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (repo / "requirements.txt").write_text("calc-never-installed==1\n")
+    fake_anthropic.script(Reply([text("done")]))
+
+    code, result, err = run_json(
+        capsys, "--sandbox", "docker", "--setup", "none", "--repo", str(repo), "go"
+    )
+
+    assert code == 0, err
+    assert result["setup"]["mode"] == "off"
+    assert result["setup"]["steps"] == []
+    system = fake_anthropic.requests[0].body["system"][-1]["text"]
+    assert "Setup: off" in system
 
 
 @pytest.fixture

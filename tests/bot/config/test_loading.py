@@ -29,7 +29,7 @@ def test_an_empty_file_means_every_default(text: str | bytes) -> None:
     assert config.model is None
     assert config.openai_auth == "api_key"
     assert (config.max_turns, config.time_limit) == (100, 30)
-    assert config.setup == ()
+    assert config.setup is None  # detected from the repository's files
     assert config.setup_network is None
     assert config.network is None
     assert config.sandbox_image is None

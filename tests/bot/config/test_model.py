@@ -97,6 +97,21 @@ def test_a_full_file_is_read() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "setup"),
+    [
+        pytest.param("", None, id="unset-detects"),
+        pytest.param("setup: null", None, id="null-detects"),
+        pytest.param("setup: []", (), id="empty-is-off"),
+        pytest.param("setup: [make deps]", ("make deps",), id="a-list-runs-as-written"),
+    ],
+)
+def test_setup_unset_detects_and_an_empty_list_turns_it_off(
+    text: str, setup: tuple[str, ...] | None
+) -> None:
+    assert parse_repo_config(text).setup == setup
+
+
 def test_the_config_is_frozen() -> None:
     config = parse_repo_config("max_turns: 7")
 

@@ -28,6 +28,7 @@ from runner.fork import Fork
 from runner.llm.price_book import Price
 from runner.mcp import Operator
 from runner.network import NetworkPolicy
+from runner.sandbox.requests import Bounds
 from runner.subagent import SubagentSettings
 
 REQUEST = JobRequest(
@@ -58,6 +59,9 @@ class _Settings:
     mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+
+    def prepared_bounds(self) -> Bounds:
+        return Bounds(max_entries=3)
 
 
 def job(request: JobRequest = REQUEST) -> Job:
@@ -189,6 +193,38 @@ def test_the_configs_subagents_reach_the_runner() -> None:
         job(), off, _Settings(), default_branch="main", thread=THREAD, who=Identity(BOT, "t")
     )
     assert spec.settings.subagents.enabled is False
+
+
+@pytest.mark.parametrize(
+    ("is_pull", "same", "kind", "shares"),
+    [
+        (False, True, JobKind.TASK, True),
+        (True, True, JobKind.TASK, True),
+        (True, True, JobKind.REVIEW, True),
+        # A fork's code runs in setup: the runner keeps no prepared environment
+        # of a job on a fork (`JobSpec.fork`), for another job to start from.
+        (True, False, JobKind.TASK, False),
+        (True, False, JobKind.REVIEW, False),
+    ],
+)
+def test_setup_and_the_prepared_bounds_reach_the_spec_and_a_fork_shares_nothing(
+    is_pull: bool, same: bool, kind: JobKind, shares: bool
+) -> None:
+    request = replace(REQUEST, thread=Thread("octo/hello", 12, is_pull_request=is_pull), kind=kind)
+    thread = replace(THREAD, head_ref="feature", same_repository=same)
+
+    spec, _ = job_spec(
+        job(request),
+        parse_repo_config("setup: [make deps]\n"),
+        _Settings(),
+        default_branch="main",
+        thread=thread,
+        who=Identity(BOT, "t"),
+    )
+
+    assert (spec.fork is None) is shares
+    assert spec.setup == ("make deps",)
+    assert spec.environment_bounds == Bounds(max_entries=3)
 
 
 @pytest.mark.parametrize(

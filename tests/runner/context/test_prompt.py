@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
-from runner.context import BASE_PROMPT, Environment, build_system_prompt
+from runner.context import BASE_PROMPT, Environment, NetworkAccess, build_system_prompt
 from runner.llm.types import SystemPrompt
+from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
 
 _FACTS = {field.name for field in dataclasses.fields(Environment)}
 
@@ -63,9 +64,14 @@ JOB: dict[str, Any] = {
     "workdir": "/workspace",
     "project": "",
     "is_git_repo": True,
-    "network": False,
-    "setup": ("pip install -e '.[test]'", "npm ci"),
-    "setup_network": True,
+    "network": NetworkAccess(("pypi.org", "files.pythonhosted.org")),
+    "setup": SetupOutcome(
+        "auto",
+        (
+            StepOutcome("uv pip install -e '.[test]'", "python", 14.2, 0),
+            StepOutcome("npm ci", "node", 3.0, 0),
+        ),
+    ),
     "max_turns": 100,
     "time_limit": 1800.0,
     "pull_request": True,
@@ -79,9 +85,13 @@ JOB: dict[str, Any] = {
         pytest.param(
             {},
             [
-                "Network: none. Your commands cannot reach the internet",
-                "Setup: these commands ran before you started, with network access,"
-                " and all succeeded:\n- pip install -e '.[test]'\n- npm ci\n",
+                "Network: your commands reach only these hosts, through Neo's proxy, with GET,"
+                " HEAD and OPTIONS requests only (HTTPS through CONNECT): pypi.org,"
+                " files.pythonhosted.org. A request to anything else is blocked and listed in"
+                " Neo's report",
+                "Setup: these commands ran before you started, at the repository's root:\n"
+                "- `uv pip install -e '.[test]'`: succeeded in 14s\n"
+                "- `npm ci`: succeeded in 3s\n",
                 "Budget: at most 100 model turns and 30 minutes for the whole run.",
                 "Your final message becomes the summary of your work on GitHub, in the"
                 " pull request's description and in Neo's report: write it for a reviewer.",
@@ -95,34 +105,22 @@ JOB: dict[str, Any] = {
             id="a-docker-job",
         ),
         pytest.param(
-            {"setup_network": False},
-            ["ran before you started, without network access, and all succeeded"],
-            ["with network access"],
-            id="setup-offline",
-        ),
-        pytest.param(
-            {"setup": ()},
-            ["Setup: no setup commands ran; only what was already there is installed."],
+            {"setup": SetupOutcome("auto")},
+            ["Setup: none ran (no dependency files were found)"],
             ["these commands ran"],
-            id="no-setup",
+            id="nothing-detected",
         ),
         pytest.param(
-            {"network": True, "setup_network": False},
-            ["Network: your commands can reach the network.", "ran before you started, with"],
+            {"network": False},
+            ["Network: none. Your commands cannot reach the internet"],
+            ["through Neo's proxy"],
+            id="network-off",
+        ),
+        pytest.param(
+            {"network": True, "setup": SetupOutcome("off")},
+            ["Network: your commands can reach the network.", "Setup: off (`setup: []`"],
             ["Network: none"],
             id="local-sandbox-has-the-network",
-        ),
-        pytest.param(
-            {"setup": tuple(f"step {n}" for n in range(25))},
-            ["- step 19\n- ... and 5 more"],
-            ["- step 20"],
-            id="setup-list-capped",
-        ),
-        pytest.param(
-            {"setup": ("echo " + "x" * 500 + "\n  && true",)},
-            ["- echo " + "x" * 194 + "…\n"],
-            ["x" * 200],
-            id="long-setup-command-on-one-line",
         ),
         pytest.param(
             {"max_turns": 1, "time_limit": 90.0, "max_cost_usd": 2.5},
@@ -174,7 +172,9 @@ def test_the_environment_states_the_run_facts(
     [
         pytest.param({}, id="a-job"),
         pytest.param({"project": "# Project instructions\n\nrules", "extra": "x"}, id="all"),
-        pytest.param({"network": True, "setup": (), "max_cost_usd": 1.0}, id="local"),
+        pytest.param(
+            {"network": True, "setup": SetupOutcome("off"), "max_cost_usd": 1.0}, id="local"
+        ),
     ],
 )
 def test_segments_are_byte_identical_for_the_same_run(changes: dict[str, Any]) -> None:
@@ -191,7 +191,13 @@ def test_run_facts_never_reach_the_base_segment() -> None:
     # The base is the cached prefix of every run: each fact goes after it.
     a = prompt_of(**JOB)
     b = prompt_of(
-        **{**JOB, "setup": ("make deps",), "max_turns": 7, "time_limit": 60.0, "network": True}
+        **{
+            **JOB,
+            "setup": SetupOutcome("explicit", (StepOutcome("make deps", None, 1.0, 0),)),
+            "max_turns": 7,
+            "time_limit": 60.0,
+            "network": True,
+        }
     )
     assert a.segments[0] == b.segments[0] == BASE_PROMPT
     assert a.segments[-1] != b.segments[-1]

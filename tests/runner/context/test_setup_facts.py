@@ -45,7 +45,7 @@ def test_a_reused_environment_says_when_it_was_prepared() -> None:
 @pytest.mark.parametrize(
     ("outcome", "first"),
     [
-        (SetupOutcome("off"), "Setup: off (`setup: []` in .github/neo.yml);"),
+        (SetupOutcome("off"), "Setup: off (`setup: []` in .github/neo.yml, or"),
         (SetupOutcome("auto"), "Setup: none ran (no dependency files were found);"),
     ],
 )

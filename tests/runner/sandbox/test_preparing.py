@@ -32,7 +32,8 @@ from runner.sandbox.prepared import (
 )
 from runner.sandbox.preparing import orphaned
 from runner.sandbox.requests import Bounds, EnvironmentRequest, Opened
-from runner.sandbox.setup_detect import plan_setup, read_setup_files
+from runner.sandbox.setup_detect import plan_setup
+from runner.sandbox.setup_files import read_setup_files
 from runner.sandbox.setup_run import SetupFailed
 from tests.package_index import Package, PackageIndex, package_index
 from tests.runner.network.conftest import egress_image

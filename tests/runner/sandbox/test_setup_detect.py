@@ -7,14 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox.setup_detect import (
-    MAX_FILE_BYTES,
-    SetupFiles,
-    detect_setup,
-    plan_setup,
-    read_setup_files,
-)
-from runner.sandbox.setup_plan import SetupStep
+from runner.sandbox.setup_detect import detect_setup, plan_setup
+from runner.sandbox.setup_files import MAX_FILE_BYTES, read_setup_files
+from runner.sandbox.setup_plan import SetupFiles, SetupStep
 
 PYPROJECT_TEST_EXTRA = b"""
 [project]

@@ -1,0 +1,74 @@
+"""The report's setup section: what ran, how long it took, a failure's last lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.jobs import Conclusion
+from bot.worker import setup_report
+from bot.worker.progress import Outcome, Progress, _code, render_report
+from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
+
+
+def lines_of(setup: SetupOutcome | None, **given: Any) -> list[str]:
+    return setup_report.setup_lines(setup, code=_code, **given)
+
+
+UV = StepOutcome("uv pip install -r requirements.txt", "python", 12.4, 0)
+NPM = StepOutcome("npm ci", "node", 0.4, 1, tail="npm ERR! code E404\nnpm ERR! 404 `left-pad`")
+
+
+def test_nothing_ran_nothing_is_said() -> None:
+    assert lines_of(None) == []
+    assert lines_of(SetupOutcome("off")) == []
+    assert lines_of(SetupOutcome("auto")) == []
+
+
+def test_a_setup_that_succeeded_folds_into_one_line() -> None:
+    (section,) = lines_of(SetupOutcome("auto", (UV,), kept=True))
+
+    assert section == (
+        "<details><summary>Setup: 1 command in 12s, kept for the next jobs</summary>\n\n"
+        "- ✅ `uv pip install -r requirements.txt` · 12s\n\n</details>"
+    )
+
+
+def test_a_reused_environment_says_how_old_it_is() -> None:
+    (section,) = lines_of(
+        SetupOutcome("auto", (UV,), reused_from=1_000.0), clock=lambda: 1_000.0 + 7_200
+    )
+    assert section.startswith(
+        "<details><summary>Setup: reused the environment an earlier job prepared 2h 00m ago"
+    )
+
+
+def test_a_failed_command_is_shown_open_with_its_last_lines() -> None:
+    lines = lines_of(SetupOutcome("auto", (UV, NPM), notes=("yarn.lock is odd",)))
+
+    assert lines == [
+        "⚠️ **Setup: 2 commands in 12s; `npm ci` failed.** The run went on without what it"
+        " should have installed: commit what is missing, or write the commands as `setup` in"
+        " `.github/neo.yml`.",
+        "- ✅ `uv pip install -r requirements.txt` · 12s\n"
+        "- ❌ `npm ci` · 0.4s → exit code 1\n"
+        "- ℹ️ `yarn.lock is odd`",
+        "Last lines of `npm ci`:\n\n```text\nnpm ERR! code E404\nnpm ERR! 404 `left-pad`\n```",
+    ]
+
+
+def test_output_cannot_close_its_block_nor_a_command_its_span() -> None:
+    step = StepOutcome("echo `x`", None, 1.0, 2, tail="```\n@mona [x](http://e.test)")
+    lines = lines_of(SetupOutcome("explicit", (step,)))
+
+    assert "- ❌ `` echo `x` `` · 1s → exit code 2" in lines[1]
+    assert lines[2].endswith("````text\n```\n@mona [x](http://e.test)\n````")
+
+
+def test_the_report_carries_the_section() -> None:
+    progress = Progress("job-1", clock=lambda: 0.0)
+    report = render_report(
+        progress.state,
+        Outcome(conclusion=Conclusion.NO_CHANGES, setup=SetupOutcome("auto", (UV, NPM))),
+    )
+    assert "⚠️ **Setup: 2 commands in 12s; `npm ci` failed.**" in report
+    assert "npm ERR! code E404" in report
