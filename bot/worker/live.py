@@ -12,7 +12,8 @@ from typing import Any
 from bot.github.client import GitHubError
 from bot.queue import LeaseLost, QueueError, SessionArchive
 from bot.worker.context import JobContext, ProgressComment
-from bot.worker.progress import Progress, Throttle, render_progress
+from bot.worker.progress import Progress, Throttle
+from bot.worker.rendering import render_progress
 from bot.worker.running import Running, first
 from bot.worker.services import JobServices
 from bot.worker.sessions import archive_of, read_session_files, write_session_files

@@ -21,9 +21,9 @@ from markdown_it import MarkdownIt
 
 from bot.github.markers import STATUS_END, STATUS_START
 from bot.jobs import JobRequest, TriggerKind
-from bot.worker.progress import Command, format_duration, neutralise
-from bot.worker.progress import _close_fences as close_fences
-from bot.worker.progress import _code as code_span
+from bot.worker.progress import Command
+from bot.worker.rendering import format_duration
+from bot.worker.untrusted import close_fences, code_span, neutralise
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.closing import inert_closing_keywords
 from runner.git import DiffStat

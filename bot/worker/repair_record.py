@@ -19,8 +19,9 @@ from dataclasses import dataclass, field, replace
 from bot.github.client import GitHubError, RepoClient
 from bot.github.markers import REPAIR_ROUND_MARKER
 from bot.worker.context import ProgressComment, with_lead
-from bot.worker.progress import Command, Outcome, Progress, render_progress
+from bot.worker.progress import Command, Outcome, Progress
 from bot.worker.pull_request import comment_url, with_status
+from bot.worker.rendering import render_progress
 from bot.worker.repair_report import (
     Pushed,
     RepairRound,

@@ -22,10 +22,11 @@ from markdown_it import MarkdownIt
 
 from bot.github.markers import REPAIR_ROUND_MARKER, repair_section_end, repair_section_start
 from bot.jobs import Conclusion
-from bot.worker.progress import MAX_COMMENT_CHARS, Command, Outcome, format_duration
-from bot.worker.progress import _code as code_span
-from bot.worker.progress import _inline as inline
+from bot.worker.progress import Command, Outcome
 from bot.worker.pull_request import cost_text, verification_lines
+from bot.worker.rendering import MAX_COMMENT_CHARS, format_duration
+from bot.worker.untrusted import code_span
+from bot.worker.untrusted import inline_markdown as inline
 
 __all__ = [
     "CheckLink",

@@ -14,7 +14,8 @@ from bot.github.client import GitHubError
 from bot.jobs import Conclusion, Job
 from bot.queue import overran
 from bot.worker.context import Ended, ProgressComment, with_lead
-from bot.worker.progress import Outcome, Progress, render_report
+from bot.worker.progress import Outcome, Progress
+from bot.worker.rendering import render_report
 from bot.worker.reported import with_outcome
 from bot.worker.running import Running
 from bot.worker.services import JobServices

@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from bot.github.models import ReviewThread
 from bot.jobs import Conclusion
-from bot.worker.progress import Outcome, neutralise
+from bot.worker.progress import Outcome
 from bot.worker.prompt import InlineComment
+from bot.worker.untrusted import neutralise
 from runner.job import JobResult
 from runner.review import InlineDraft, ReviewDraft
 

@@ -17,9 +17,10 @@ from bot.github.client import GitHubError, ReactionSubject, RepoClient
 from bot.jobs import Conclusion, JobKind, JobRequest, TriggerKind
 from bot.worker.access import unauthorised_run
 from bot.worker.context import Ended, JobContext, ProgressComment
-from bot.worker.progress import Outcome, Progress, render_progress
+from bot.worker.progress import Outcome, Progress
 from bot.worker.pull_request import RunFacts, comment_url, pr_body, pr_title, threadless_pr_body
 from bot.worker.refusals import Allowed, may_ask, may_start
+from bot.worker.rendering import render_progress
 from bot.worker.reporting import failed_outcome, report
 from bot.worker.review import all_folded, fixed_threads, review_outcome, review_payload, unrepeated
 from bot.worker.running import Running, Stopped, together

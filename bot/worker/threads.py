@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.github.models import ReviewComment, ReviewThread
-from bot.worker.progress import neutralise
+from bot.worker.untrusted import neutralise
 from runner.job import JobResult
 
 __all__ = ["ANSWER_LIMIT", "answered_threads", "reply_key", "thread_answer", "threads_to_resolve"]

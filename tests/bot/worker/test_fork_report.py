@@ -4,8 +4,8 @@ not at all, what a pushed branch left out, and nothing a fork wrote that GitHub 
 from __future__ import annotations
 
 from bot.jobs import Conclusion, JobKind, JobRequest, Thread, TriggerKind
-from bot.worker.progress import MAX_COMMENT_CHARS, render_report
 from bot.worker.pull_request import RunFacts, pr_body
+from bot.worker.rendering import MAX_COMMENT_CHARS, render_report
 from runner.fork import ForkResult
 from runner.job import JobResult
 from tests.bot.worker.test_progress import (

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from bot.jobs import Conclusion
 from bot.worker.network_report import MAX_BLOCKED_SHOWN, blocked_lines
-from bot.worker.progress import Outcome, Progress, render_report
+from bot.worker.progress import Outcome, Progress
+from bot.worker.rendering import render_report
 from runner.network import Blocked
 
 

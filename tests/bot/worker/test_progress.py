@@ -15,7 +15,6 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from bot.worker.progress import (
-    MAX_COMMENT_CHARS,
     Command,
     Conclusion,
     Outcome,
@@ -24,13 +23,11 @@ from bot.worker.progress import (
     Status,
     Throttle,
     describe_call,
-    format_duration,
     job_id_of,
     job_marker,
-    neutralise,
-    render_progress,
-    render_report,
 )
+from bot.worker.rendering import MAX_COMMENT_CHARS, format_duration, render_progress, render_report
+from bot.worker.untrusted import neutralise
 from runner.agent.events import (
     Compacted,
     Event,
@@ -42,7 +39,6 @@ from runner.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from runner.headless import RunResult
 from runner.llm.types import JSON, JSONObject, Usage
 from runner.sandbox import LocalSandbox
 from runner.skills import SkillsInvoked
@@ -672,31 +668,6 @@ def test_report_cancelled_names_who_without_pinging() -> None:
     )
     assert f"🛑 **Cancelled** by @{ZWSP}alice · 1m 15s" in report
     assert not MENTION.search(prose_text(report))
-
-
-def test_outcome_from_run() -> None:
-    result = RunResult(
-        is_error=True,
-        result="partial",
-        error_type="timeout",
-        error_message="the run did not finish within 1800s",
-        stop_reason=None,
-        num_turns=12,
-        usage=Usage(10, 20),
-        cost_usd=0.5,
-        duration_ms=1_800_000,
-        session_id="s1",
-    )
-    made = Outcome.from_run(result, conclusion=Conclusion.FAILED)
-    assert made == Outcome(
-        conclusion=Conclusion.FAILED,
-        summary="partial",
-        error="timeout: the run did not finish within 1800s",
-        usage=Usage(10, 20),
-        cost_usd=0.5,
-        duration_ms=1_800_000,
-        num_turns=12,
-    )
 
 
 HOSTILE_SUMMARY = """\

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.worker.progress import Progress, render_progress
+from bot.worker.progress import Progress
+from bot.worker.rendering import render_progress
 from runner.agent import Agent
 from runner.llm.types import END_TURN, JSONObject, Request, Response, Text, Usage
 from runner.sandbox import LocalSandbox

@@ -25,10 +25,10 @@ from bot.worker.prompt import (
     Post,
     ReviewLocation,
     Trigger,
-    boundary,
     build_instruction_prompt,
     build_task_prompt,
 )
+from bot.worker.untrusted import boundary
 
 BLOCK = re.compile(
     r"<data-(?P<token>[0-9a-f]{16})(?P<attrs>[^>\n]*)>\n(?P<content>.*?)\n</data-(?P=token)>",

@@ -10,8 +10,9 @@ import pytest
 from bot.github.markers import job_marker
 from bot.jobs import Conclusion, Job, JobOutcome, JobState
 from bot.queue import SpendRecord
-from bot.worker.progress import MAX_COMMENT_CHARS, neutralise
+from bot.worker.rendering import MAX_COMMENT_CHARS
 from bot.worker.reported import reported_outcome, with_outcome
+from bot.worker.untrusted import neutralise
 from tests.bot.queue.factories import make_request
 
 JOB = Job(

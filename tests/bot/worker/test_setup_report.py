@@ -6,12 +6,14 @@ from typing import Any
 
 from bot.jobs import Conclusion
 from bot.worker import setup_report
-from bot.worker.progress import Outcome, Progress, _code, render_report
+from bot.worker.progress import Outcome, Progress
+from bot.worker.rendering import render_report
+from bot.worker.untrusted import code_span
 from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
 
 
 def lines_of(setup: SetupOutcome | None, **given: Any) -> list[str]:
-    return setup_report.setup_lines(setup, code=_code, **given)
+    return setup_report.setup_lines(setup, code=code_span, **given)
 
 
 UV = StepOutcome("uv pip install -r requirements.txt", "python", 12.4, 0)
