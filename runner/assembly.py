@@ -29,6 +29,7 @@ from runner.agent import Agent, Event
 from runner.budget import RunBudget
 from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
+from runner.context.families import family_segment
 from runner.continuation import ContinueCutResponses
 from runner.llm.cache_ttl import LongCacheAfterGaps
 from runner.llm.fallback import may_answer, models_of, with_fallback
@@ -186,6 +187,7 @@ class RunKit:
             extra=briefing.extra,
             edit_tool=edit_tool,
             shell_tool=shell_tool,
+            family=family_segment(self.provider.model),
         )
         agent = make_agent(
             self.provider,

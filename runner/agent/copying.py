@@ -26,7 +26,7 @@ def copy_object(value: JSONObject) -> JSONObject:
 
 def copy_block(block: Block) -> Block:
     if isinstance(block, ToolUse):
-        return ToolUse(block.id, block.name, copy_object(block.input))
+        return ToolUse(block.id, block.name, copy_object(block.input), block.freeform)
     if isinstance(block, Opaque):
         return Opaque(block.provider, block.kind, copy_object(block.data))
     # Text, Image and ToolResult hold only strings and tuples of frozen blocks.

@@ -107,16 +107,20 @@ def build_system_prompt(
     extra: str = "",
     edit_tool: str = "edit_file",
     shell_tool: str = "bash",
+    family: str = "",
 ) -> SystemPrompt:
-    """The system prompt: base, project context, skills, environment, then `extra`.
+    """The system prompt: base, the model family's, project context, skills,
+    environment, then `extra`.
 
     `project` is the rendered AGENTS.md context (see `project_context`);
     `skills` the skills catalog (`runner.skills.catalog`); `edit_tool` and
     `shell_tool` the names of the tools the model has to edit files and run
-    commands. Empty segments are left out.
+    commands; `family` the model family's segment (`runner.context.families`).
+    Empty segments are left out.
     """
     segments = (
         base_prompt(edit_tool, shell_tool),
+        family.strip(),
         project.strip(),
         skills.strip(),
         _environment(environment),

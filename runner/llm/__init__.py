@@ -9,9 +9,11 @@ from runner.llm.provider import Completed, Provider, Retrying, StreamEvent, Text
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import (
     EFFORTS,
+    FREEFORM_INPUT,
     JSON,
     Block,
     Effort,
+    Grammar,
     Image,
     JSONObject,
     Message,
@@ -28,10 +30,12 @@ from runner.llm.types import (
 
 __all__ = [
     "EFFORTS",
+    "FREEFORM_INPUT",
     "JSON",
     "Block",
     "Completed",
     "Effort",
+    "Grammar",
     "Image",
     "JSONObject",
     "Message",

@@ -97,13 +97,16 @@ def _block_to_json(block: Block, where: str) -> JSONObject:
             return {"type": "text", "text": text}
         case Image(media_type=media_type, data=data):
             return {"type": "image", "media_type": media_type, "data": data}
-        case ToolUse(id=id_, name=name, input=input_):
-            return {
+        case ToolUse(id=id_, name=name, input=input_, freeform=freeform):
+            out: JSONObject = {
                 "type": "tool_use",
                 "id": id_,
                 "name": name,
                 "input": _json_object(input_, f"{where}.input"),
             }
+            if freeform:
+                out["freeform"] = True
+            return out
         case ToolResult(tool_use_id=tool_use_id, content=content, is_error=is_error):
             return {
                 "type": "tool_result",
@@ -139,6 +142,7 @@ def _block_from_json(item: object, where: str) -> Block:
             id=_str(item, "id", where),
             name=_str(item, "name", where),
             input=_json_object(item.get("input"), f"{where}.input"),
+            freeform=item.get("freeform") is True,
         )
     if kind == "tool_result":
         return _tool_result_from_json(item, where)

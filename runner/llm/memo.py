@@ -95,7 +95,7 @@ def _signature(message: llm.Message) -> Hashable:
         if isinstance(block, llm.Text):
             parts.append(block.text)
         elif isinstance(block, llm.ToolUse):
-            parts.append((block.id, block.name))
+            parts.append((block.id, block.name, block.freeform))
         elif isinstance(block, llm.Opaque):
             parts.append((block.provider, block.kind))
         elif isinstance(block, llm.ToolResult):

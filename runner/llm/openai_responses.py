@@ -8,6 +8,11 @@ stream silent for `idle_timeout` seconds is cut and tried once more.
 
 Besides an API key, a `RequestAuth` can sign each request: expiring
 credentials (a ChatGPT sign-in) that are renewed once when refused.
+
+GPT-5-class models take a tool with a grammar (apply_patch) as a custom tool,
+as they were trained to call it: the model writes the text itself, a
+`custom_tool_call` comes back, and it is replayed with its
+`custom_tool_call_output` as it came. Other models get the JSON schema.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ __all__ = [
     "cache_key",
     "parse_response",
     "stop_reason",
+    "takes_custom_tools",
 ]
 
 log = logging.getLogger("neo.llm.openai")
@@ -72,6 +78,9 @@ _KEYLIKE = re.compile(r"\b(sk|sess)-[\w*\-]+")
 _ITEMS: Memo[list[dict[str, Any]]] = Memo()
 # A ChatGPT sign-in's tokens are JWTs, should a message ever quote one.
 _JWTLIKE = re.compile(r"\beyJ[\w-]*\.[\w-]+\.[\w-]*")
+# The GPT-5 family (gpt-5, gpt-5-codex, gpt-5.1, ...; a provider prefix may come
+# first) takes custom tools with grammars; its chat snapshots do not.
+_CUSTOM_TOOLS = re.compile(r"(?:^|/)gpt-5(?!\S*-chat)", re.IGNORECASE)
 
 
 class RequestAuth(Protocol):
@@ -248,17 +257,8 @@ def build_params(model: str, request: llm.Request, *, cap_output: bool = True) -
     if request.system.text:
         params["instructions"] = request.system.text
     if request.tools:
-        params["tools"] = [
-            {
-                "type": "function",
-                "name": t.name,
-                "description": t.description,
-                "parameters": dict(t.input_schema),
-                # Our schemas are not written for strict mode's rules.
-                "strict": False,
-            }
-            for t in request.tools
-        ]
+        custom = takes_custom_tools(model)
+        params["tools"] = [_tool(t, custom=custom) for t in request.tools]
         params["tool_choice"] = request.tool_choice
     if limits_for(model).thinking != "none":
         # Without the encrypted reasoning a stateless transcript loses it
@@ -270,6 +270,34 @@ def build_params(model: str, request: llm.Request, *, cap_output: bool = True) -
     if key is not None:
         params["prompt_cache_key"] = key
     return params
+
+
+def takes_custom_tools(model: str) -> bool:
+    """Whether `model` is offered tools with a grammar as custom (free-form) tools."""
+    return _CUSTOM_TOOLS.search(model) is not None
+
+
+def _tool(spec: llm.ToolSpec, *, custom: bool) -> dict[str, Any]:
+    if custom and spec.grammar is not None:
+        grammar = spec.grammar
+        return {
+            "type": "custom",
+            "name": spec.name,
+            "description": spec.description,
+            "format": {
+                "type": "grammar",
+                "syntax": grammar.syntax,
+                "definition": grammar.definition,
+            },
+        }
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": dict(spec.input_schema),
+        # Our schemas are not written for strict mode's rules.
+        "strict": False,
+    }
 
 
 def cache_key(request: llm.Request) -> str | None:
@@ -289,9 +317,23 @@ def cache_key(request: llm.Request) -> str | None:
 
 def _input(messages: Sequence[llm.Message]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    # Calls made free-form are answered in kind; a user message is encoded
+    # alone (and remembered), so its outputs are retyped here.
+    custom: set[str] = set()
     for message in messages:
-        items.extend(_ITEMS.get(message, _items))
+        encoded = _ITEMS.get(message, _items)
+        if message.role == "assistant":
+            custom.update(i["call_id"] for i in encoded if i["type"] == "custom_tool_call")
+        elif custom:
+            encoded = [_answered_in_kind(item, custom) for item in encoded]
+        items.extend(encoded)
     return items
+
+
+def _answered_in_kind(item: dict[str, Any], custom: set[str]) -> dict[str, Any]:
+    if item["type"] == "function_call_output" and item["call_id"] in custom:
+        return {**item, "type": "custom_tool_call_output"}
+    return item
 
 
 def _items(message: llm.Message) -> list[dict[str, Any]]:
@@ -344,7 +386,17 @@ def _assistant_items(message: llm.Message) -> list[dict[str, Any]]:
                 texts.append({"type": "output_text", "text": block.text})
             continue
         flush()
-        if isinstance(block, llm.ToolUse):
+        if isinstance(block, llm.ToolUse) and block.freeform:
+            text = block.input.get(llm.FREEFORM_INPUT)
+            items.append(
+                {
+                    "type": "custom_tool_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "input": text if isinstance(text, str) else "",
+                }
+            )
+        elif isinstance(block, llm.ToolUse):
             items.append(
                 {
                     "type": "function_call",
@@ -372,6 +424,9 @@ def parse_response(response: APIResponse) -> llm.Response:
                 content.append(llm.Text(text))
         elif item.type == "function_call":
             content.append(llm.ToolUse(item.call_id, item.name, _arguments(item.arguments)))
+        elif item.type == "custom_tool_call":
+            freeform: llm.JSONObject = {llm.FREEFORM_INPUT: item.input}
+            content.append(llm.ToolUse(item.call_id, item.name, freeform, freeform=True))
         else:
             # Reasoning (with its encrypted content) goes back unchanged.
             data = cast(llm.JSONObject, item.model_dump(mode="json", exclude_none=True))
@@ -415,7 +470,7 @@ def stop_reason(response: APIResponse) -> str:
         for part in item.content
     )
     if response.status == "completed":
-        if any(item.type == "function_call" for item in response.output):
+        if any(item.type in ("function_call", "custom_tool_call") for item in response.output):
             return llm.TOOL_USE
         return llm.REFUSAL if refused else llm.END_TURN
     if response.status == "incomplete":

@@ -30,11 +30,18 @@ class Image:
     data: str
 
 
+# The one input property of a tool that takes free text (a `Grammar` tool).
+FREEFORM_INPUT = "input"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolUse:
     id: str
     name: str
     input: JSONObject
+    # Called with free text, not JSON arguments (an OpenAI custom tool): the
+    # text is `input[FREEFORM_INPUT]`, and the call is replayed as it came.
+    freeform: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +127,26 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class Grammar:
+    """The exact form of a tool's free-text input: a Lark grammar or a regular expression."""
+
+    syntax: Literal["lark", "regex"]
+    definition: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """What the model is told about a tool: its name, purpose and input schema."""
+    """What the model is told about a tool: its name, purpose and input schema.
+
+    With a `grammar`, the input schema is one string property, FREEFORM_INPUT,
+    in that grammar; a provider whose model takes free-form tools offers it as
+    one (the model writes the text itself, not JSON), others as the schema.
+    """
 
     name: str
     description: str
     input_schema: Mapping[str, JSON]
+    grammar: Grammar | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from runner.tools.edit_file import MAX_EDIT_BYTES
 from runner.tools.files import decode_text, path_error, tree_relative
 from runner.tools.patch_format import AddFile, DeleteFile, PatchError, UpdateFile, apply_hunks
 from runner.tools.patch_format import parse as parse_patch
+from runner.tools.patch_grammar import PATCH_GRAMMAR
 from runner.tools.schema import ToolInput, input_schema, parse
 
 __all__ = ["SPEC", "ApplyPatchTool"]
@@ -37,19 +38,21 @@ SPEC = ToolSpec(
         "*** Delete File: path/old.py\n"
         "*** Update File: path/app.py\n"
         "*** Move to: path/main.py   (optional: rename the file)\n"
-        "@@ def greet():   (optional: a line above the change, to place it)\n"
+        "@@ def greet():   (each hunk opens with @@, then optionally a line above it)\n"
         " a context line, prefixed with a space\n"
         "-a line to remove\n"
         "+a line to add\n"
         "*** End Patch\n"
-        "Give about 3 lines of context above and below each change; start each further"
-        " change with @@. End a hunk with '*** End of File' when it must match at the"
+        "Give about 3 lines of context above and below each change, each hunk opened"
+        " by its own @@ line. End a hunk with '*** End of File' when it must match at the"
         " end. Paths are relative to the repository root. Context and removed lines"
         " must match the file; when they do not exactly, a unique match ignoring trailing"
         " whitespace, then indentation, then Unicode punctuation is used and the answer"
         " says so. The patch applies entirely or not at all."
     ),
     input_schema=input_schema(ApplyPatchInput),
+    # GPT-5-class models write the patch itself, in this grammar, not a JSON string.
+    grammar=PATCH_GRAMMAR,
 )
 
 

@@ -118,7 +118,8 @@ def provider_api(case: Case) -> Iterator[API]:
     elif case.provider == "openai":
         with responses.FakeOpenAIResponses(api_key=key) as openai:
             openai.script(
-                responses.Reply([responses.function_call("c1", tool, arguments)]),
+                # GPT-5 writes its patch free-form, to the custom tool it was offered.
+                responses.Reply([responses.custom_tool_call("c1", tool, arguments["input"])]),
                 responses.Reply([responses.message(SUMMARY)]),
             )
             yield API(

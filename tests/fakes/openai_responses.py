@@ -20,6 +20,15 @@ saw, and, with `store: false`, a call replayed without the reasoning item
 that came before it (or with that item's encrypted content missing or
 altered). Every request is appended to `server.requests`.
 
+Custom tools (`{"type": "custom", "format": {"type": "grammar", "syntax":
+"lark", ...}}`) are taken by GPT-5-class models only, their Lark grammar
+compiled (a grammar that does not compile is a 400); a scripted
+`custom_tool_call` is streamed with `response.custom_tool_call_input` events
+and must name a tool the request offered as custom and match its grammar, as
+a grammar-bound model's would (else the fake answers 500, the test's mistake).
+Replayed, a `custom_tool_call` is answered by a `custom_tool_call_output`, a
+`function_call` by a `function_call_output`.
+
 `FakeOpenAIResponses(chatgpt=auth)` is ChatGPT's Codex backend instead:
 `POST /backend-api/codex/responses`, the bearer one of the access tokens the
 fake sign-in service `auth` issued and has not revoked, `chatgpt-account-id`
@@ -30,6 +39,7 @@ its account, and the backend's own refusals (`{"detail": ...}`) of
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import string
 import time
@@ -37,6 +47,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import lark
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -56,6 +67,7 @@ __all__ = [
     "Reply",
     "Stall",
     "Usage",
+    "custom_tool_call",
     "function_call",
     "message",
     "prompt_text",
@@ -104,6 +116,18 @@ def function_call(call_id: str, name: str, arguments: Mapping[str, Any]) -> Item
         "call_id": call_id,
         "name": name,
         "arguments": json.dumps(dict(arguments)),
+        "status": "completed",
+    }
+
+
+def custom_tool_call(call_id: str, name: str, text: str) -> Item:
+    """A call to a custom (free-form) tool: `text` is its whole input."""
+    return {
+        "type": "custom_tool_call",
+        "id": _random_id("ctc_"),
+        "call_id": call_id,
+        "name": name,
+        "input": text,
         "status": "completed",
     }
 
@@ -189,6 +213,9 @@ def validate(body: object, issued: _Issued) -> str | None:
         return "Invalid body: expected an object."
     if not isinstance(body.get("model"), str):
         return "Missing required parameter: 'model'."
+    problem = _tools_problem(body)
+    if problem:
+        return problem
     items = body.get("input")
     if isinstance(items, str):
         return None
@@ -196,6 +223,7 @@ def validate(body: object, issued: _Issued) -> str | None:
         return "Invalid type for 'input': expected a string or an array of input items."
     stateless = body.get("store") is False
     calls: list[str] = []
+    custom_calls: set[str] = set()
     outputs: set[str] = set()
     seen_reasoning: set[str] = set()
     for i, item in enumerate(items):
@@ -213,21 +241,27 @@ def validate(body: object, issued: _Issued) -> str | None:
             if stateless and item["encrypted_content"] != issued.encrypted.get(rid):
                 return f"The encrypted content for item {rid} could not be verified."
             seen_reasoning.add(rid)
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
                 return f"Missing required parameter: 'input[{i}].call_id'."
+            if kind == "custom_tool_call" and not isinstance(item.get("input"), str):
+                return f"Missing required parameter: 'input[{i}].input'."
             needed = issued.reasoning_before.get(call_id)
             if stateless and needed is not None and needed not in seen_reasoning:
                 return (
-                    f"Item '{call_id}' of type 'function_call' was provided without its "
+                    f"Item '{call_id}' of type '{kind}' was provided without its "
                     f"required 'reasoning' item: '{needed}'."
                 )
             calls.append(call_id)
-        elif kind == "function_call_output":
+            if kind == "custom_tool_call":
+                custom_calls.add(call_id)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
-            if call_id not in calls:
-                return f"No tool call found for function call output with call_id {call_id}."
+            custom = kind == "custom_tool_call_output"
+            if call_id not in calls or (call_id in custom_calls) != custom:
+                what = "custom tool call output" if custom else "function call output"
+                return f"No tool call found for {what} with call_id {call_id}."
             outputs.add(str(call_id))
         elif kind == "message" and item.get("role") not in (
             "user",
@@ -239,6 +273,75 @@ def validate(body: object, issued: _Issued) -> str | None:
     for call_id in calls:
         if call_id not in outputs:
             return f"No tool output found for function call {call_id}."
+    return None
+
+
+# Models that take custom tools (and their chat snapshots, which do not).
+_CUSTOM_TOOL_MODELS = re.compile(r"^gpt-5(?!\S*-chat)")
+
+
+def _tools_problem(body: Mapping[str, Any]) -> str | None:
+    tools = body.get("tools") or []
+    if not isinstance(tools, list):
+        return "Invalid type for 'tools': expected an array."
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, Mapping) or tool.get("type") != "custom":
+            continue
+        if not isinstance(tool.get("name"), str) or not tool["name"]:
+            return f"Missing required parameter: 'tools[{i}].name'."
+        if not _CUSTOM_TOOL_MODELS.match(str(body.get("model"))):
+            return f"Custom tools are not supported with the model '{body.get('model')}'."
+        grammar = tool.get("format")
+        if grammar is None or grammar.get("type") == "text":
+            continue
+        if grammar.get("type") != "grammar" or grammar.get("syntax") not in ("lark", "regex"):
+            return f"Invalid value for 'tools[{i}].format'."
+        if not isinstance(grammar.get("definition"), str):
+            return f"Missing required parameter: 'tools[{i}].format.definition'."
+        try:
+            _compiled(grammar["syntax"], grammar["definition"])
+        except (lark.exceptions.LarkError, re.error) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else "invalid"
+            return f"Invalid grammar for tool '{tool['name']}': {first}"
+    return None
+
+
+def _compiled(syntax: str, definition: str) -> Callable[[str], bool]:
+    """Whether a text is in the grammar; raises when the grammar does not compile."""
+    if syntax == "regex":
+        pattern = re.compile(definition)
+        return lambda text: pattern.fullmatch(text) is not None
+    parser = lark.Lark(definition, parser="earley", lexer="dynamic")
+
+    def matches(text: str) -> bool:
+        try:
+            parser.parse(text)
+        except lark.exceptions.LarkError:
+            return False
+        return True
+
+    return matches
+
+
+def _custom_mismatch(output: Sequence[Item], body: Mapping[str, Any]) -> str | None:
+    """Why a scripted custom call is one no model could make for this request."""
+    offered = {
+        t["name"]: t.get("format") or {"type": "text"}
+        for t in body.get("tools") or []
+        if isinstance(t, Mapping) and t.get("type") == "custom"
+    }
+    for item in output:
+        if item["type"] == "function_call" and item["name"] in offered:
+            return f"fake: {item['name']} was offered as a custom tool, not a function"
+        if item["type"] != "custom_tool_call":
+            continue
+        grammar = offered.get(item["name"])
+        if grammar is None:
+            return f"fake: {item['name']} was not offered as a custom tool"
+        if grammar.get("type") == "grammar" and not _compiled(
+            grammar["syntax"], grammar["definition"]
+        )(item["input"]):
+            return f"fake: the scripted input of {item['name']} is not in its grammar"
     return None
 
 
@@ -328,6 +431,19 @@ def _item_events(index: int, item: Item) -> list[dict[str, Any]]:
                 **base,
                 "arguments": item["arguments"],
             }
+        )
+    elif kind == "custom_tool_call":
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "input": ""},
+            }
+        )
+        for piece in _pieces(item["input"]):
+            events.append({"type": "response.custom_tool_call_input.delta", **base, "delta": piece})
+        events.append(
+            {"type": "response.custom_tool_call_input.done", **base, "input": item["input"]}
         )
     else:
         events.append({"type": "response.output_item.added", "output_index": index, "item": item})
@@ -512,6 +628,9 @@ class FakeOpenAIResponses(ScriptedServer[ScriptItem]):
         if isinstance(item, RawStream):
             return Plan(200, _SSE_HEADERS, [item.body.encode()])
         reply = item.reply if isinstance(item, Stall) else item
+        mismatch = _custom_mismatch(reply.output, body)
+        if mismatch:
+            return _error_plan(500, ("server_error", mismatch, "server_error"))
         output = self._issue(reply.output, body)
         usage = reply.usage or _estimate(body, output, reply.cached_share)
         if self.prompt_cache and reply.usage is None:
@@ -537,7 +656,7 @@ class FakeOpenAIResponses(ScriptedServer[ScriptItem]):
                     if "reasoning.encrypted_content" in include:
                         item["encrypted_content"] = _random_id("gAAAA", 64)
                         self._issued.encrypted[item["id"]] = item["encrypted_content"]
-                elif item["type"] == "function_call":
+                elif item["type"] in ("function_call", "custom_tool_call"):
                     self._issued.calls.add(item["call_id"])
                     if last_reasoning is not None:
                         self._issued.reasoning_before[item["call_id"]] = last_reasoning

@@ -27,7 +27,7 @@ from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, Stall, text, tool_u
 from tests.fakes.anthropic_api import Usage as WireUsage
 from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaModel, call
 from tests.fakes.chat_completions import Reply as ChatReply
-from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
+from tests.fakes.openai_responses import FakeOpenAIResponses, custom_tool_call, message
 from tests.fakes.openai_responses import Reply as OpenAIReply
 from tests.small_disk import fill, small_disk
 
@@ -750,7 +750,7 @@ def test_openai_gpt5_edits_with_apply_patch_end_to_end(
     )
     with FakeOpenAIResponses() as server:
         server.script(
-            OpenAIReply([function_call("call_1", "apply_patch", {"input": patch})]),
+            OpenAIReply([custom_tool_call("call_1", "apply_patch", patch)]),
             OpenAIReply([message("Patched.")]),
         )
         monkeypatch.setenv("NEO_HOME", str(home))
@@ -764,10 +764,15 @@ def test_openai_gpt5_edits_with_apply_patch_end_to_end(
     result = json.loads(out.strip().splitlines()[-1])
     assert result["is_error"] is False
     assert (repo / "greeting.txt").read_text() == "hello patch\n"
-    offered = {tool["name"] for tool in server.requests[0].body["tools"]}
-    assert {"apply_patch", "shell"} <= offered
+    offered = {tool["name"]: tool["type"] for tool in server.requests[0].body["tools"]}
+    assert offered["apply_patch"] == "custom"
+    assert offered["shell"] == "function"
     assert "edit_file" not in offered
-    (item,) = [i for i in server.requests[1].body["input"] if i["type"] == "function_call_output"]
+    # The prompt speaks of its family's tools: the patch and argv lists.
+    assert "\n\n# Your tools\n\n- Edit with apply_patch" in server.requests[0].body["instructions"]
+    (item,) = [
+        i for i in server.requests[1].body["input"] if i["type"] == "custom_tool_call_output"
+    ]
     assert item["output"] == "applied the patch:\nM greeting.txt"
 
 

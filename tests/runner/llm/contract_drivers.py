@@ -20,7 +20,7 @@ from runner.llm import anthropic, google
 from runner.llm.anthropic import AnthropicProvider
 from runner.llm.chat_completions import CHAT_COMPLETIONS, ChatCompletionsProvider, Dialect
 from runner.llm.google import GoogleProvider
-from runner.llm.openai_responses import OpenAIResponsesProvider
+from runner.llm.openai_responses import OpenAIResponsesProvider, takes_custom_tools
 from runner.llm.openrouter import OPENROUTER
 from runner.llm.provider import Provider
 from runner.llm.retry import RetryPolicy
@@ -306,7 +306,7 @@ class OpenAIDriver(_Base):
     def _reply(self, answer: _Answer) -> object:
         text, stop = answer.text, answer.stop
         output = [oai.refusal(text) if stop == REFUSAL else oai.message(text)] if text else []
-        output += [oai.function_call(c.id, c.name, c.input) for c in answer.calls]
+        output += [self._call(c) for c in answer.calls]
         usage = None
         if (tokens := answer.tokens) is not None:
             # The API counts cached tokens into input_tokens.
@@ -317,6 +317,12 @@ class OpenAIDriver(_Base):
         if stop == UNKNOWN:
             return oai.Reply(output, "cancelled", usage=usage)
         return oai.Reply(output, usage=usage)
+
+    def _call(self, call: Call) -> dict[str, Any]:
+        # GPT-5 is offered apply_patch as a custom tool, and writes the patch free-form.
+        if call.name == "apply_patch" and takes_custom_tools(self.patch_model):
+            return oai.custom_tool_call(call.id, call.name, call.input["input"])
+        return oai.function_call(call.id, call.name, call.input)
 
     def _error(self, status: int, headers: Mapping[str, str]) -> object:
         if status == 429:
@@ -339,7 +345,7 @@ class OpenAIDriver(_Base):
         return [
             (item["call_id"], _text(item.get("output")))
             for item in self._body(n)["input"]
-            if item.get("type") == "function_call_output"
+            if item.get("type") in ("function_call_output", "custom_tool_call_output")
         ]
 
 
