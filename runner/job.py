@@ -58,6 +58,7 @@ from runner.git import (
 )
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, Usage
+from runner.needed import split_needs
 from runner.network import Blocked, EgressReport, NetworkPolicy, Plan, job_plan
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
@@ -194,6 +195,9 @@ class JobResult:
     # that command's last lines, for the report (None: setup did not fail it).
     failed_setup: SetupOutcome | None = None
     summary: str = ""
+    # What the agent said it lacked (a tool, a permission, a host, a secret):
+    # the summary's `Needed:` lines, taken out of it (runner/needed.py).
+    needed: tuple[str, ...] = ()
     error_kind: str | None = None
     error_message: str | None = None
     usage: Usage = field(default_factory=Usage)
@@ -824,6 +828,7 @@ def _result(
     if conclusion is None:
         conclusion = "cancelled" if isinstance(error, RunInterrupted) else "failed"
     models, fallback_reason = kit.models()
+    needs = split_needs(finished.text if finished else "")
     return JobResult(
         conclusion=conclusion,
         branch=spec.work_branch,
@@ -837,7 +842,8 @@ def _result(
         network_notes=progress.network_notes,
         setup=progress.setup,
         failed_setup=progress.failed_setup,
-        summary=finished.text if finished else "",
+        summary=needs.summary,
+        needed=needs.needed,
         error_kind=error.kind if error else None,
         error_message=one_line(error) if error else None,
         usage=usage,

@@ -370,6 +370,8 @@ class Outcome:
     fallback_reason: str | None = None
     # Lines of the service's own about the run (a budget's ceiling or allowance).
     notes: tuple[str, ...] = ()
+    # What the agent said it lacked: a tool, a permission, a host, a secret.
+    needed: tuple[str, ...] = ()
     # Hosts the egress proxy refused, with the commands that tried; where the config is.
     blocked_hosts: tuple[Blocked, ...] = ()
     config_path: str = ".github/neo.yml"

@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from bot.github.markers import STATUS_END, STATUS_START
 from bot.jobs import JobRequest, TriggerKind
 from bot.worker.progress import Command
-from bot.worker.rendering import format_duration
+from bot.worker.rendering import format_duration, needed_line
 from bot.worker.untrusted import close_fences, code_span, neutralise
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.closing import inert_closing_keywords
@@ -149,6 +149,8 @@ def threadless_pr_body(result: JobResult, request: JobRequest, facts: RunFacts) 
 def _body(result: JobResult, facts: RunFacts, head: list[str], closing: str | None) -> str:
     # Who asked, then what is left of incomplete work, before anything else.
     parts = [status_block(_first_status(result, facts.report_url)), head[0]]
+    if result.needed:
+        parts.append(needed_line(result.needed))
     if result.incomplete:
         parts += _what_is_left(result, facts.checklist)
     parts += head[1:]

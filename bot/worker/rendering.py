@@ -34,7 +34,13 @@ from bot.worker.verification import KINDS, Kind, kinds
 from runner.text import one_line
 from runner.tools.checklist import ChecklistItem
 
-__all__ = ["MAX_COMMENT_CHARS", "format_duration", "render_progress", "render_report"]
+__all__ = [
+    "MAX_COMMENT_CHARS",
+    "format_duration",
+    "needed_line",
+    "render_progress",
+    "render_report",
+]
 
 
 # GitHub rejects a comment body longer than this.
@@ -253,6 +259,11 @@ def _call_line(call: ToolCall) -> str:
     return line
 
 
+def needed_line(needed: Sequence[str]) -> str:
+    """What the agent lacked, for a maintainer to grant: one line, the model's words as data."""
+    return "**Needed:** " + "; ".join(neutralise(one_line(what, 300)) for what in needed)
+
+
 def render_report(state: ProgressState, outcome: Outcome) -> str:
     """The final comment: outcome, PR, summary, what was verified, the tool
     calls, tokens, cost and duration; within GitHub's size limit."""
@@ -279,6 +290,8 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             f"**Stopped before the end:** {stopped}. The {kind} holds the work"
             " so far; the summary says what is left. Mention Neo on it to go on."
         )
+    if outcome.needed:
+        sections.append(needed_line(outcome.needed))
     if outcome.draft_refused and outcome.pr_url:
         sections.append(
             "ℹ️ This repository does not allow draft pull requests (GitHub allows them on"

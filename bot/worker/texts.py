@@ -63,6 +63,7 @@ def run_outcome(
         models=result.models,
         fallback_reason=result.fallback_reason,
         notes=result.network_notes,
+        needed=result.needed,
         blocked_hosts=result.network_blocked,
         config_path=config_path,
         fork=result.fork,

@@ -62,7 +62,12 @@ Before you finish, run git status and git diff: every change must be one you \
 meant, and scratch files, debug output and temporary scripts you made are \
 deleted. Then end with a concise summary: what you changed and why, how you \
 verified it (the commands you ran and their outcome; say plainly when a check \
-still fails), and any assumptions you made or work left undone."""
+still fails), and any assumptions you made or work left undone. When part of \
+the task could not be done for want of something only a maintainer can grant \
+(a tool or program that is not installed, a permission, network access to a \
+host, a secret or credential), end the summary with one line for each, \
+starting `Needed:` and naming exactly what, for example `Needed: network \
+access to registry.npmjs.org`. Leave such lines out when nothing was missing."""
 
 
 def base_prompt(edit_tool: str = "edit_file", shell_tool: str = "bash") -> str:

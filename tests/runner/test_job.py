@@ -271,6 +271,29 @@ async def test_no_change_pushes_nothing(
     assert not (data_dir / "workspaces" / "job-1").exists()
 
 
+async def test_what_the_agent_lacked_leaves_the_summary_for_the_result(
+    make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI
+) -> None:
+    fake_anthropic.script(
+        Reply(
+            [
+                text(
+                    "The lockfile could not be refreshed.\n\n"
+                    "Needed: network access to registry.npmjs.org"
+                )
+            ]
+        )
+    )
+
+    result = await run(make_spec())
+
+    assert result.summary == "The lockfile could not be refreshed."
+    assert result.needed == ("network access to registry.npmjs.org",)
+    # The model was asked for such lines.
+    system = "".join(block["text"] for block in fake_anthropic.requests[0].body["system"])
+    assert "starting `Needed:` and naming exactly what" in " ".join(system.split())
+
+
 async def test_the_provider_is_built_while_the_event_loop_runs_on(
     make_spec: Callable[..., JobSpec], fake_anthropic: FakeAnthropicAPI
 ) -> None:

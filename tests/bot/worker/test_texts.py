@@ -7,9 +7,12 @@ from dataclasses import replace
 import pytest
 
 from bot.jobs import Conclusion, Job, JobOutcome, JobState
+from bot.worker.pull_request import RunFacts, pr_body
+from bot.worker.rendering import render_report
 from bot.worker.texts import given_up_report, run_outcome, stored_outcome
 from runner.git import DiffStat, FileStat
 from runner.job import JobResult
+from tests.bot.worker.test_progress import working
 from tests.bot.worker.test_spec import REQUEST
 
 CHANGED = JobResult(
@@ -94,3 +97,23 @@ def test_the_stored_outcome_holds_the_branch_the_session_the_cost_and_the_report
         "cost_usd",
         "report",
     }
+
+
+def test_what_the_agent_lacked_is_a_line_of_the_report_and_the_pull_request() -> None:
+    lacking = replace(
+        CHANGED,
+        summary="Fixed the date parser.",
+        needed=("network access to registry.npmjs.org", "the secret `NPM_TOKEN` @owner"),
+    )
+
+    outcome = run_outcome(lacking, pr_url=None, cancelled_by=None, config_path="x")
+    report = render_report(working().state, outcome)
+    body = pr_body(lacking, REQUEST, RunFacts())
+
+    line = "**Needed:** network access to registry.npmjs.org; the secret `NPM_TOKEN` @\u200bowner"
+    assert f"\n\n{line}\n\n" in report
+    assert report.index(line) < report.index("Fixed the date parser.")
+    assert f"\n\n{line}\n\n" in body
+    assert "Needed" not in render_report(
+        working().state, run_outcome(CHANGED, pr_url=None, cancelled_by=None, config_path="x")
+    )
