@@ -151,10 +151,12 @@ async def open_environment(
         ) from None
     except DockerException as error:
         raise SandboxError(f"cannot inspect sandbox image {name}: {one_line(error)}") from None
+    from runner.mcp.container import sweep_mcp
     from runner.network.proxy import EgressProxy, sweep_egress
 
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
     await asyncio.to_thread(sweep_egress, client, max_age=max_job_seconds)
+    await asyncio.to_thread(sweep_mcp, client, max_age=max_job_seconds)
     async with AsyncExitStack() as stack:
         proxy = None
         if network is not None and not network.off:
