@@ -2,7 +2,10 @@
 
     result = await run(JobSpec(...), on_event=progress.apply, stop=stopped)
 
-The data directory, a thread's session across jobs, and what is committed and
+This module runs the steps in order and keeps what each learned; the steps
+are their own modules: the spec and result (`job_spec.py`), the tree
+(`checkout.py`), the thread's session (`job_session.py`), the commit and push
+(`publish.py`). The data directory, a thread's session across jobs, and what is committed and
 pushed: docs/architecture.md, "One job on the host".
 """
 
@@ -11,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import hashlib
 import json
 import logging
 import os
@@ -21,67 +23,40 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
-# Host-side git runner.git has no public function for yet (listing and
-# reverting paths, merge-base) runs through its hardened internals.
-from runner import git as host_git
 from runner.agent import Event, TurnFinished, TurnStarted
-from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
+from runner.assembly import Briefing, ProviderFactory, RunKit, open_run
 from runner.budget import ran_out
-from runner.closing import inert_closing_keywords
+from runner.checkout import check_out, job_mirrors
 from runner.context import Environment, NetworkAccess
 from runner.context import project_context as read_project_context
 from runner.context.prompt import WORKFLOWS_DIR
 from runner.context.setup_facts import access_of
-from runner.errors import ConfigError, NeoError
-from runner.fork import (
-    PROPOSING,
-    Fork,
-    ForkResult,
-    ForkStart,
-    checkout_fork_head,
-    fork_note,
-    proposed,
-    start_on_fork,
-)
-from runner.git import (
-    DiffStat,
-    GitError,
-    MirrorCache,
-    checkout_branch,
-    clone_branch,
-    commit_all,
-    diffstat,
-    fetch_pull_request,
-    push,
-)
+from runner.errors import NeoError
+from runner.fork import PROPOSING, Fork, ForkStart
+from runner.git import GitError, MirrorCache
+from runner.job_session import end_session, open_session, session_id_for
+from runner.job_spec import JOB_SETTINGS, Conclusion, JobResult, JobSpec, check_spec
 from runner.llm.registry import make_provider
-from runner.llm.types import Message, Text, Usage
+from runner.llm.types import Usage
 from runner.needed import split_needs
-from runner.network import Blocked, EgressReport, NetworkPolicy, Plan, job_plan
+from runner.network import EgressReport, Plan, job_plan
+from runner.publish import Committed, has_changes, publish
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
-from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms, session_meta
+from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import SANDBOXES, open_environment
-from runner.sandbox.requests import Bounds, EnvironmentRequest, Opened
+from runner.sandbox.factory import open_environment
+from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.sandbox.setup_run import SetupFailed
-from runner.session import (
-    Session,
-    SessionError,
-    SessionStore,
-    before_job,
-    start_job,
-    utc_timestamp,
-)
+from runner.session import Session, SessionError, SessionStore
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
-from runner.subject import CommitText
 from runner.text import one_line
 
 __all__ = [
+    "JOB_SETTINGS",
     "WORKFLOWS_DIR",
     "Conclusion",
     "JobResult",
@@ -91,148 +66,12 @@ __all__ = [
     "session_id_for",
 ]
 
-Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
-
-# A job's run, unless its spec says otherwise: thirty minutes, thinking.
-JOB_SETTINGS = RunSettings(time_limit=30 * 60.0, effort="medium")
-
 # The most of a review's diff a job holds (see `_prepare_and_run_agent`).
 _HELD_DIFF_CHARS = 5_000_000
 
-_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_NOTHING_COMMITTED = Committed()
 
 log = logging.getLogger("neo.job")
-
-
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """Everything one job needs; the caller (bot or action) builds it."""
-
-    job_id: str
-    # https (http for local test servers) clone URL, without credentials.
-    repo_url: str
-    # For clone, fetch and push on the host only; never in repr, the sandbox
-    # or the model's context.
-    token: str = field(repr=False)
-    base_branch: str
-    # Created from the base (or the pull request head) unless it exists on
-    # the remote, in which case the job continues it.
-    work_branch: str
-    # The task text, built by the caller.
-    prompt: str
-    data_dir: Path
-    # The pull request whose head (refs/pull/N/head) a review checks out, or
-    # whose fork's code a task works on (with `fork`).
-    pull_request: int | None = None
-    # A fork's pull request: what of its code may reach the base repository,
-    # and how much of it is checked out (runner/fork.py).
-    fork: Fork | None = None
-    system_extra: str = ""
-    # The model, its limits (the time limit covers everything up to the end
-    # of the agent's run), skills left out, subagents.
-    settings: RunSettings = JOB_SETTINGS
-    sandbox: str = "docker"
-    image: str | None = None
-    # The repository's setup commands; None: detected from its files
-    # (docs/setup.md), () none at all.
-    setup: tuple[str, ...] | None = None
-    # How many prepared environments this host keeps, and how long.
-    environment_bounds: Bounds = field(default_factory=Bounds)
-    # What the agent's commands may reach, as the repository's default branch
-    # asks (None: unset, the ecosystems setup detected), within the operator's
-    # `network_ceiling` (NEO_NETWORK; None: no bound); `network_notes` say how
-    # the repository's setting was read.
-    network: NetworkPolicy | None = None
-    network_ceiling: NetworkPolicy | None = None
-    network_notes: tuple[str, ...] = ()
-    # Workflows run with the repository's secrets: the agent may not write
-    # under WORKFLOWS_DIR unless the repository's configuration says so.
-    allow_workflow_edits: bool = False
-    # (name, email) of the person who asked: the commit's Co-authored-by.
-    co_author: tuple[str, str] | None = None
-    bot_name: str = "neo[bot]"
-    bot_email: str = "neo[bot]@users.noreply.github.com"
-    # The thread (e.g. "owner/repo#12") whose conversation this job continues.
-    session_key: str | None = None
-    # The commit's subject is the model's summary line (`runner.subject`);
-    # this says what follows it, and what stands in when there is none.
-    commit: CommitText = field(default_factory=CommitText)
-    # The requester's own words inside `prompt` (a trigger comment, a
-    # schedule's prompt): only there do `$name` and `/name` invoke a skill.
-    invocation: str = ""
-    # Read the repository's skills from this branch of the remote, not the
-    # tree: a pull request job's default branch, so the PR cannot rewrite them.
-    skills_branch: str | None = None
-    # A review of pull request `pull_request`: its head is checked out, the
-    # model gets the diff against the base and the `review_comment` tool, and
-    # nothing is committed or pushed; the result carries the review.
-    review: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class JobResult:
-    conclusion: Conclusion
-    branch: str
-    commit: str | None = None
-    # The commit's subject: what the change does, in a line (the pull request's title).
-    subject: str | None = None
-    diffstat: DiffStat | None = None
-    # Paths under .github/workflows/ the agent changed and the host reverted.
-    blocked_paths: tuple[str, ...] = ()
-    # Directories holding a git repository of their own, left out of the
-    # commit: staged, each would be a gitlink to a commit no remote has.
-    left_out: tuple[str, ...] = ()
-    # Untracked caches and build output left out of the commit: each kind
-    # (`__pycache__/`, `*.pyc`, ...) with how many files.
-    generated: tuple[tuple[str, int], ...] = ()
-    # The hosts the egress proxy refused, each with the command that tried;
-    # what the job's network setting became (the operator's bound, an old key).
-    network_blocked: tuple[Blocked, ...] = ()
-    network_notes: tuple[str, ...] = ()
-    # What the setup phase did (None: the job ended before it).
-    setup: SetupOutcome | None = None
-    # The setup that failed the job: what ran up to the command that failed, and
-    # that command's last lines, for the report (None: setup did not fail it).
-    failed_setup: SetupOutcome | None = None
-    summary: str = ""
-    # What the agent said it lacked (a tool, a permission, a host, a secret):
-    # the summary's `Needed:` lines, taken out of it (runner/needed.py).
-    needed: tuple[str, ...] = ()
-    error_kind: str | None = None
-    error_message: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float | None = None
-    # The models that did the work, in order: a fallback's after the first's.
-    models: tuple[str, ...] = ()
-    # Why the fallback took over: the first provider's last error.
-    fallback_reason: str | None = None
-    # Model calls billed: the agent's, its subagents', compaction's, the last word's.
-    num_turns: int = 0
-    # Why the model's last word after a budget ran out is missing, when it is.
-    wrap_up_failed: str | None = None
-    duration_ms: int = 0
-    session_id: str | None = None
-    # A review job's review, with its comments placed on the diff.
-    review: ReviewDraft | None = None
-    # A job on a fork's pull request: the fork's head it worked from, what of the
-    # fork was left out of the push, or the change it proposes instead of pushing.
-    fork: ForkResult | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.conclusion == "changed"
-
-    @property
-    def incomplete(self) -> bool:
-        """A budget stopped the agent, and its work so far was pushed (`error_*` say which)."""
-        return self.changed and self.error_kind is not None
-
-
-def session_id_for(key: str) -> str:
-    """The session id of thread `key`: readable, and a hash so distinct keys never collide."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", key).strip("-")[:60] or "thread"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return f"{slug}-{digest}"
 
 
 @dataclass
@@ -289,7 +128,7 @@ async def run(
     agent's run.
     """
     progress = _Progress(started=time.monotonic())
-    _check(spec)
+    check_spec(spec)
     if spec.pull_request is not None and not spec.review and spec.fork is None:
         # Work from a pull request's head is work on a fork's code: nothing of it
         # is pushed unless the caller says so (`Fork.push`).
@@ -297,7 +136,7 @@ async def run(
     workspace = spec.data_dir / "workspaces" / spec.job_id
     async with open_run(spec.settings, provider_factory) as kit:
         try:
-            async with _mirrors(spec, cache) as mirrors:
+            async with job_mirrors(spec, cache) as mirrors:
                 await asyncio.to_thread(_remove, workspace)
                 await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
                 work = _prepare_and_run_agent(
@@ -333,46 +172,12 @@ async def run(
         result = replace(result, error_message=_without_paths(result.error_message, hidden))
     # Only now, with the branch pushed or the work dropped, does the session move on.
     await asyncio.to_thread(
-        functools.partial(_end_session, compacted=progress.compacted),
+        functools.partial(end_session, compacted=progress.compacted),
         spec,
         progress.session,
         result,
     )
     return result
-
-
-def _check(spec: JobSpec) -> None:
-    if not _ID_RE.fullmatch(spec.job_id):
-        raise ConfigError(f"invalid job id {spec.job_id!r}: use letters, digits, '.', '_', '-'")
-    if spec.sandbox not in SANDBOXES:
-        raise ConfigError(f"unknown sandbox {spec.sandbox!r} (one of: {', '.join(SANDBOXES)})")
-    if spec.sandbox == "local" and spec.image is not None:
-        raise ConfigError("a sandbox image applies to the docker sandbox only")
-    settings = spec.settings
-    if settings.max_turns < 1:
-        raise ConfigError("max turns must be at least 1")
-    if settings.time_limit is None or not settings.time_limit > 0:
-        raise ConfigError("the time limit must be positive")
-    if settings.max_cost_usd is not None and not 0 < settings.max_cost_usd < float("inf"):
-        raise ConfigError("the cost limit must be a positive number of US dollars")
-    if spec.pull_request is not None and spec.pull_request < 1:
-        raise ConfigError(f"not a pull request number: {spec.pull_request}")
-    if spec.review and spec.pull_request is None:
-        raise ConfigError("a review job needs the pull request to review")
-    if spec.fork is not None and spec.pull_request is None:
-        raise ConfigError("a job on a fork needs the pull request it comes from")
-    if not spec.prompt.strip():
-        raise ConfigError("the job has no prompt")
-
-
-@contextlib.asynccontextmanager
-async def _mirrors(spec: JobSpec, cache: MirrorCache | None) -> AsyncIterator[MirrorCache]:
-    if cache is not None:
-        yield cache
-        return
-    # A cache of its own lives for one job only: a spare tree would be wasted.
-    async with MirrorCache(spec.data_dir / "mirrors", spare_trees=False) as own:
-        yield own
 
 
 async def _prepare_and_run_agent(
@@ -384,27 +189,14 @@ async def _prepare_and_run_agent(
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
 ) -> None:
+    checked_out = await check_out(spec, tree, mirrors)
+    progress.start, progress.fork = checked_out.start, checked_out.fork
     if spec.review:
-        progress.start, diff = await _checkout_review(spec, tree, mirrors)
+        diff = checked_out.diff
         # What the model is shown and the lines it may comment on; a comment
         # past it goes into the summary. Memory stays bounded by it.
         progress.diff, progress.diff_chars = diff[:_HELD_DIFF_CHARS], len(diff)
         progress.review = ReviewCollector(commentable(progress.diff))
-    elif spec.fork is not None:
-        assert spec.pull_request is not None
-        progress.start, progress.fork = await start_on_fork(
-            tree,
-            spec.pull_request,
-            spec.fork,
-            url=spec.repo_url,
-            token=spec.token,
-            cache=mirrors,
-            base_branch=spec.base_branch,
-            work_branch=spec.work_branch,
-            author=(spec.bot_name, spec.bot_email),
-        )
-    else:
-        progress.start = await _checkout(spec, tree, mirrors)
     _mark(spec, "checkout_done")
     project = project_context
     if project is None:
@@ -459,59 +251,6 @@ def _mark(spec: JobSpec, event: str, **fields: object) -> None:
     log.info(json.dumps(line))
 
 
-async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
-    """Clone and put the work branch in `tree`; the commit it starts from."""
-    # An existing work branch (a follow-up, a pull request's own branch, a
-    # schedule's) is continued; otherwise it starts from the base. (A fork's
-    # pull request: `_checkout_fork`.)
-    start, continued = await clone_branch(
-        spec.repo_url,
-        tree,
-        token=spec.token,
-        cache=mirrors,
-        branch=spec.work_branch,
-        base=spec.base_branch,
-    )
-    if continued:
-        return start
-    await checkout_branch(tree, spec.work_branch)
-    return start
-
-
-async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> tuple[str, str]:
-    """The pull request's head in `tree`, fetched on the host (a fork's within its
-    limits), and its diff from where it left the base (what GitHub shows as the PR's diff)."""
-    assert spec.pull_request is not None
-    await clone_branch(
-        spec.repo_url,
-        tree,
-        token=spec.token,
-        cache=mirrors,
-        branch=spec.base_branch,
-        base=spec.base_branch,
-    )
-    base = f"refs/remotes/origin/{spec.base_branch}"
-    if spec.fork is not None:
-        head = await checkout_fork_head(
-            tree,
-            spec.pull_request,
-            fork=spec.fork,
-            base=base,
-            branch=spec.work_branch,
-            url=spec.repo_url,
-            token=spec.token,
-        )
-    else:
-        head = await fetch_pull_request(
-            tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
-        )
-    fork_point = (await host_git.run_local(tree, "merge-base", base, head)).decode().strip()
-    diff = await host_git.run_local(
-        tree, "diff", "--no-color", "--no-ext-diff", "--no-renames", fork_point, head, "--"
-    )
-    return head, diff.decode(errors="replace")
-
-
 @contextlib.asynccontextmanager
 async def _sandbox(
     spec: JobSpec,
@@ -551,17 +290,7 @@ async def _run_agent(
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
     progress.session_id = session_id
-    previous = store.load(session_id) if store.path(session_id).is_file() else None
-    if previous is not None and _drops_last_job(previous, spec.job_id):
-        previous = before_job(previous)
-    meta = session_meta(
-        previous,
-        new_id=session_id,
-        provider=spec.settings.provider_name,
-        model=kit.provider.model,
-        cwd=str(tree),
-    )
-    meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
+    session = open_session(spec, store, session_id, model=kit.provider.model, tree=tree)
     asked: list[bool] = []  # the first model call of this job is logged
 
     def observe(event: Event) -> None:
@@ -573,14 +302,11 @@ async def _run_agent(
 
     if briefing.skills.invoked:
         _mark(spec, "skills_invoked", skills=list(briefing.skills.names))
-    # Saved into the thread's session file, under this job's open mark: should
-    # the job never end, the next job drops these turns (`_drops_last_job`).
-    # Once compacted, the transcript no longer begins with the one the job
-    # found, so the mark could not cut this job's turns away again: the file
-    # keeps its last save from before, until the job ends (`_end_session`).
+    # Saved into the thread's session file, under this job's open mark; held
+    # once compacted, until the job ends (runner/job_session.py says why).
     agent_run = kit.start(
         box,
-        RunSession(store, meta, previous),
+        session,
         briefing,
         on_event=observe,
         tools=(ReviewCommentTool(progress.review),) if progress.review else (),
@@ -600,14 +326,31 @@ async def _run_agent(
 
 
 async def _has_changes(tree: Path, progress: _Progress) -> bool:
-    """Whether the tree differs from where the work branch started (what would be committed)."""
+    """Whether the agent left work in the tree (what would be committed)."""
     if progress.start is None or progress.run is None:
         return False  # the agent never ran: nothing of its to keep
-    await host_git.stage_all(tree)
-    changed = await host_git.run_local(
-        tree, "diff", "--cached", "--name-only", "-z", progress.start, "--"
-    )
-    return bool(changed.strip(b"\0"))
+    return await has_changes(tree, progress.start)
+
+
+async def _publish(
+    spec: JobSpec,
+    tree: Path,
+    kit: RunKit,
+    progress: _Progress,
+    *,
+    error: NeoError | None = None,
+) -> JobResult:
+    """The work committed, pushed or proposed (`runner.publish`), as the job's result.
+
+    With `error` (a budget that ran out), what is pushed is incomplete work.
+    """
+    assert progress.start is not None
+    summary = progress.finished.text if progress.finished else ""
+    done = await publish(spec, tree, start=progress.start, summary=summary, fork=progress.fork)
+    conclusion: Conclusion = "changed" if done.changed else "no_changes"
+    if not done.changed and error is not None:
+        conclusion = "failed"
+    return _result(spec, kit, progress, error=error, conclusion=conclusion, done=done)
 
 
 async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
@@ -624,182 +367,6 @@ async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
         return
     with contextlib.suppress(SessionError):
         progress.run.save()
-
-
-def _drops_last_job(session: Session, job_id: str) -> bool:
-    """Whether a job `job_id` starts from before the job that last wrote `session`."""
-    mark = session.meta.job
-    # A mark never finished is a dead attempt's; one of `job_id` is this job's own.
-    return mark is not None and (not mark.finished or mark.id == job_id)
-
-
-def _end_session(
-    spec: JobSpec, session: Session | None, result: JobResult, *, compacted: bool = False
-) -> None:
-    """Close the job's mark on its session, with a note on what the branch lacks."""
-    if session is None or session.meta.job is None:
-        return  # the agent never ran: the session is as the job found it
-    messages = list(session.messages)
-    note = _outcome_note(result)
-    if note is not None:
-        if messages and messages[-1].role == "user":
-            last = messages.pop()
-            messages.append(replace(last, content=(*last.content, Text(note))))
-        else:
-            messages.append(Message("user", (Text(note),)))
-    mark = replace(session.meta.job, finished=True)
-    if compacted:
-        # The transcript no longer starts with the one the job found: the
-        # job's turns are in its summary, and nothing is left to cut away.
-        mark = replace(
-            mark,
-            messages=len(messages),
-            blocks=len(messages[-1].content) if messages else 0,
-            usage=session.meta.usage,
-        )
-    meta = replace(session.meta, updated_at=utc_timestamp(), job=mark)
-    try:
-        SessionStore(spec.data_dir).save(Session(meta, tuple(messages)))
-    except SessionError as error:
-        # The saves while the agent ran worked; the result stands. The open
-        # mark makes the next job start from before this one.
-        log.warning("job %s: %s", spec.job_id, error)
-
-
-def _outcome_note(result: JobResult) -> str | None:
-    """What the next job must know that this job's conversation does not say."""
-    discarded = (
-        "Its working tree was discarded: none of the changes made in it is on"
-        f" branch {result.branch}."
-    )
-    if result.conclusion == "cancelled":
-        return f"[Neo: this job was cancelled before it finished. {discarded}]"
-    if result.conclusion == "failed":
-        reason = f"{result.error_kind}: {result.error_message}"
-        return f"[Neo: this job failed ({reason}). {discarded}]"
-    notes = []
-    if result.fork is not None and (note := fork_note(result.fork, result.branch)):
-        notes.append(note)
-    if result.blocked_paths:
-        paths = ", ".join(result.blocked_paths)
-        notes.append(
-            f"[Neo: changes to {paths} were reverted before the commit: files under"
-            f" {WORKFLOWS_DIR}/ may not be changed in this repository.]"
-        )
-    if result.left_out:
-        paths = ", ".join(f"{path}/" for path in result.left_out)
-        notes.append(
-            f"[Neo: left out of the commit: {paths}. A directory holding a git repository"
-            " of its own would be committed as a link to a commit no remote has.]"
-        )
-    return " ".join(notes) or None
-
-
-@dataclass(frozen=True, slots=True)
-class _Committed:
-    """What the host made of the tree: the commit and its numbers, and what it left out."""
-
-    commit: str | None = None
-    stat: DiffStat | None = None
-    subject: str | None = None
-    # Under WORKFLOWS_DIR, reverted; embedded repositories; generated files by kind.
-    blocked: tuple[str, ...] = ()
-    left_out: tuple[str, ...] = ()
-    generated: tuple[tuple[str, int], ...] = ()
-    fork: ForkResult | None = None
-
-
-async def _publish(
-    spec: JobSpec,
-    tree: Path,
-    kit: RunKit,
-    progress: _Progress,
-    *,
-    error: NeoError | None = None,
-) -> JobResult:
-    """On the host: drop blocked paths, commit the rest, push the work branch.
-
-    With `error` (a budget that ran out), what is pushed is incomplete work.
-    """
-    assert progress.start is not None
-
-    async def git(*args: str, check: bool = True) -> bytes:
-        return await host_git.run_local(tree, *args, check=check)
-
-    # Whatever the agent did to HEAD, the job's commit goes on the work branch,
-    # on top of where it started; commits the agent made fold into it.
-    await git("symbolic-ref", "HEAD", f"refs/heads/{spec.work_branch}")
-    await git("reset", "--quiet", "--no-refresh", progress.start, "--")
-    staged = await host_git.stage_all(tree)
-    left_out = tuple(_shown(path) for path in staged.embedded)
-    blocked: tuple[str, ...] = ()
-    if not spec.allow_workflow_edits:
-        listed = await git(
-            "diff",
-            "--cached",
-            "--name-only",
-            "-z",
-            "--no-renames",
-            progress.start,
-            "--",
-            WORKFLOWS_DIR,
-        )
-        blocked = tuple(sorted(p for p in listed.decode(errors="replace").split("\0") if p))
-        if blocked:
-            await git(
-                "restore",
-                f"--source={progress.start}",
-                "--staged",
-                "--worktree",
-                "--",
-                WORKFLOWS_DIR,
-            )
-    co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
-    summary = progress.finished.text if progress.finished else ""
-    changed = await git("diff", "--cached", "--name-only", "-z", "--no-renames", progress.start)
-    paths = [p for p in changed.decode(errors="replace").split("\0") if p]
-    subject, message = spec.commit.message(summary, paths)
-    # The message quotes the model's summary, which an issue's text can steer:
-    # none of it may close an issue when the commit reaches the default branch.
-    subject, message = inert_closing_keywords(subject), inert_closing_keywords(message)
-    commit = await commit_all(
-        tree,
-        message,
-        author_name=spec.bot_name,
-        author_email=spec.bot_email,
-        co_authors=co_authors,
-    )
-    committed = _Committed(blocked=blocked, left_out=left_out, generated=staged.generated)
-    if commit is None:
-        conclusion: Conclusion = "no_changes" if error is None else "failed"
-        return _result(spec, kit, progress, error=error, conclusion=conclusion, done=committed)
-    if spec.fork is not None and not spec.fork.push:
-        # A fork's code never reaches the base repository unasked: the change is
-        # proposed against the fork's head, and nothing is pushed.
-        assert progress.fork is not None
-        fork = await proposed(tree, progress.fork.head, commit)
-        stat = await _diffstat(tree, progress.start)
-        committed = replace(committed, stat=stat, fork=fork, subject=subject)
-        return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
-    base = (
-        (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
-        .decode()
-        .strip()
-    )
-    stat = await _diffstat(tree, base or progress.start)
-    await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
-    committed = replace(committed, commit=commit, stat=stat, subject=subject)
-    if progress.fork is not None:
-        fork = ForkResult(progress.fork.head, pushed=True, left_out=progress.fork.left_out)
-        committed = replace(committed, fork=fork)
-    return _result(spec, kit, progress, error=error, conclusion="changed", done=committed)
-
-
-async def _diffstat(tree: Path, base: str) -> DiffStat | None:
-    try:
-        return await diffstat(tree, base)
-    except GitError:
-        return None  # the summary loses its numbers; the change is still good
 
 
 def _review_result(
@@ -821,7 +388,7 @@ def _result(
     *,
     error: NeoError | None = None,
     conclusion: Conclusion | None = None,
-    done: _Committed = _Committed(),
+    done: Committed = _NOTHING_COMMITTED,
 ) -> JobResult:
     finished = progress.finished
     usage = finished.usage if finished else Usage()
@@ -860,11 +427,6 @@ def _result(
 
 def _remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _shown(path: str) -> str:
-    """A path from the file system as text: undecodable bytes become U+FFFD."""
-    return os.fsencode(path).decode(errors="replace")
 
 
 def _host_paths(spec: JobSpec, cache: MirrorCache | None) -> list[tuple[str, str]]:

@@ -1,0 +1,117 @@
+"""A job's working tree on the host, before the agent: the work branch, a fork's
+head, or a review's pull request with its diff.
+
+Everything here runs git on the host, through the mirror cache (`runner.git`);
+the sandbox sees the tree only once it is checked out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Host-side git runner.git has no public function for yet (merge-base, the
+# diff) runs through its hardened internals.
+from runner import git as host_git
+from runner.fork import ForkStart, checkout_fork_head, start_on_fork
+from runner.git import MirrorCache, checkout_branch, clone_branch, fetch_pull_request
+from runner.job_spec import JobSpec
+
+__all__ = ["CheckedOut", "check_out", "job_mirrors"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedOut:
+    """Where the work starts: the commit, a fork's head, a review's diff."""
+
+    start: str  # the commit the work branch is at before the agent
+    fork: ForkStart | None = None  # a fork's head the work started from
+    diff: str = ""  # a review's: the pull request's whole diff
+
+
+@contextlib.asynccontextmanager
+async def job_mirrors(spec: JobSpec, cache: MirrorCache | None) -> AsyncIterator[MirrorCache]:
+    """`cache`, else a mirror cache of the job's own under its data directory."""
+    if cache is not None:
+        yield cache
+        return
+    # A cache of its own lives for one job only: a spare tree would be wasted.
+    async with MirrorCache(spec.data_dir / "mirrors", spare_trees=False) as own:
+        yield own
+
+
+async def check_out(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> CheckedOut:
+    """The spec's work in `tree`: a review's head, a fork's, or the work branch."""
+    if spec.review:
+        start, diff = await _checkout_review(spec, tree, mirrors)
+        return CheckedOut(start, diff=diff)
+    if spec.fork is not None:
+        assert spec.pull_request is not None
+        start, fork = await start_on_fork(
+            tree,
+            spec.pull_request,
+            spec.fork,
+            url=spec.repo_url,
+            token=spec.token,
+            cache=mirrors,
+            base_branch=spec.base_branch,
+            work_branch=spec.work_branch,
+            author=(spec.bot_name, spec.bot_email),
+        )
+        return CheckedOut(start, fork=fork)
+    return CheckedOut(await _checkout(spec, tree, mirrors))
+
+
+async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
+    """Clone and put the work branch in `tree`; the commit it starts from."""
+    # An existing work branch (a follow-up, a pull request's own branch, a
+    # schedule's) is continued; otherwise it starts from the base. (A fork's
+    # pull request: `runner.fork.start_on_fork`.)
+    start, continued = await clone_branch(
+        spec.repo_url,
+        tree,
+        token=spec.token,
+        cache=mirrors,
+        branch=spec.work_branch,
+        base=spec.base_branch,
+    )
+    if continued:
+        return start
+    await checkout_branch(tree, spec.work_branch)
+    return start
+
+
+async def _checkout_review(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> tuple[str, str]:
+    """The pull request's head in `tree`, fetched on the host (a fork's within its
+    limits), and its diff from where it left the base (what GitHub shows as the PR's diff)."""
+    assert spec.pull_request is not None
+    await clone_branch(
+        spec.repo_url,
+        tree,
+        token=spec.token,
+        cache=mirrors,
+        branch=spec.base_branch,
+        base=spec.base_branch,
+    )
+    base = f"refs/remotes/origin/{spec.base_branch}"
+    if spec.fork is not None:
+        head = await checkout_fork_head(
+            tree,
+            spec.pull_request,
+            fork=spec.fork,
+            base=base,
+            branch=spec.work_branch,
+            url=spec.repo_url,
+            token=spec.token,
+        )
+    else:
+        head = await fetch_pull_request(
+            tree, spec.pull_request, url=spec.repo_url, token=spec.token, branch=spec.work_branch
+        )
+    fork_point = (await host_git.run_local(tree, "merge-base", base, head)).decode().strip()
+    diff = await host_git.run_local(
+        tree, "diff", "--no-color", "--no-ext-diff", "--no-renames", fork_point, head, "--"
+    )
+    return head, diff.decode(errors="replace")
