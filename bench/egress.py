@@ -9,9 +9,14 @@ same `pip install` (no cache, into a scratch directory) runs, alternately:
   is the job's egress proxy, through the exec server's relay and squid;
 - directly: in a container of the same image on the index's network.
 
+Both run as the sandbox's user with the sandbox's environment (the proxy's
+variables left out of the direct one), so they differ only in the way out.
 Each is timed inside its container, so only the install is measured. Then a
 raw transfer (one file of TRANSFER MiB with curl) the same two ways. Prints
-medians and the throughput ratio (direct time / proxy time; 1.0 is no cost).
+medians and the throughput ratio (direct time / proxy time; 1.0 is no cost),
+the CPU seconds of the command and of the proxy's container (on a loaded
+host a transfer waits for CPU: the relay and squid are copies more), and
+the load average around the runs, which the figures depend on.
 
     uv run python -m bench.egress [--image neo-sandbox:local] [--packages 20] [--size 4]
         [--runs 5] [--transfer 256]
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import hashlib
 import io
 import os
@@ -31,6 +37,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from docker import DockerClient
@@ -39,6 +46,7 @@ from docker.types import IPAMConfig, IPAMPool
 
 from runner.network import plan, policy_of
 from runner.network.proxy import EgressProxy
+from runner.network.relay import proxy_environment
 from runner.sandbox.docker import DockerSandbox, docker_client
 
 MiB = 1024 * 1024
@@ -52,11 +60,13 @@ handler.func.log_message = lambda *args: None
 http.server.ThreadingHTTPServer(("", 80), handler).serve_forever()
 """
 
-# Runs ARGV, prints the seconds it took; the timing stays inside the container.
+# Runs ARGV, prints the seconds it took and the CPU seconds it used; the
+# timing stays inside the container.
 TIMED = (
-    "import subprocess, sys, time; t = time.perf_counter();"
+    "import resource, subprocess, sys, time; t = time.perf_counter();"
     " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"
-    " print(time.perf_counter() - t)"
+    " u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+    " print(time.perf_counter() - t, u.ru_utime + u.ru_stime)"
 )
 
 
@@ -149,32 +159,79 @@ def curl_argv() -> list[str]:
     return ["curl", "-sS", "-o", "/dev/null", f"http://{INDEX}/blob.bin"]
 
 
-def direct(client: DockerClient, image: str, network: str, argv: list[str]) -> float:
-    """Seconds `argv` took in a container on the index's own network."""
+@dataclass
+class Arm:
+    """One way of reaching the index: each run's seconds, and CPU seconds of the
+    command and of the proxy's container."""
+
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    proxy_cpu: list[float] = field(default_factory=list)
+
+    def add(self, sample: tuple[float, float], proxy_cpu: float = 0.0) -> None:
+        self.wall.append(sample[0])
+        self.cpu.append(sample[1])
+        self.proxy_cpu.append(proxy_cpu)
+
+
+def container_cpu(client: DockerClient, name: str) -> float:
+    """CPU seconds container `name` has used."""
+    stats = client.api.stats(name, stream=False, one_shot=True)
+    return float(stats["cpu_stats"]["cpu_usage"]["total_usage"]) / 1e9
+
+
+def direct(
+    client: DockerClient, image: str, network: str, env: dict[str, str], argv: list[str]
+) -> tuple[float, float]:
+    """Seconds `argv` took in a container on the index's own network, with the
+    sandbox's environment `env` (the same pip, the same settings), and its CPU seconds."""
     output = client.containers.run(
         image,
         ["python3", "-c", TIMED, *argv],
         network=network,
         remove=True,
+        user="1000:1000",
         tmpfs={"/tmp": "size=2g", "/home/neo": "size=256m,uid=1000"},
-        environment={"HOME": "/home/neo"},
+        environment=env,
     )
-    return float(output.decode().strip().splitlines()[-1])
+    return _sample(output)
 
 
-async def proxied(sandbox: DockerSandbox, argv: list[str]) -> float:
+async def sandbox_environment(sandbox: DockerSandbox) -> dict[str, str]:
+    """The sandbox's environment without the proxy's variables."""
+    result = await sandbox.run(["env", "-0"], timeout=30)
+    pairs = (entry.partition("=") for entry in result.output.decode().split("\0") if entry)
+    proxy = set(proxy_environment())
+    return {key: value for key, _, value in pairs if key not in proxy}
+
+
+async def proxied(
+    client: DockerClient, proxy: EgressProxy, sandbox: DockerSandbox, argv: list[str], arm: Arm
+) -> None:
+    before = await asyncio.to_thread(container_cpu, client, proxy.container)
     result = await sandbox.run(["python3", "-c", TIMED, *argv], timeout=1800)
     if result.exit_code != 0:
         raise RuntimeError(result.output.decode(errors="replace")[-2000:])
-    return float(result.output.decode().strip().splitlines()[-1])
+    after = await asyncio.to_thread(container_cpu, client, proxy.container)
+    arm.add(_sample(result.output), after - before)
 
 
-def report(name: str, through: list[float], straight: list[float], moved: int) -> None:
-    proxy, plain = statistics.median(through), statistics.median(straight)
+def _sample(output: bytes) -> tuple[float, float]:
+    wall, cpu = output.decode().strip().splitlines()[-1].split()
+    return float(wall), float(cpu)
+
+
+def report(name: str, through: Arm, straight: Arm, moved: int) -> None:
+    proxy, plain = statistics.median(through.wall), statistics.median(straight.wall)
     print(
         f"  {name:<22} direct {plain:7.2f} s ({moved / MiB / plain:7.1f} MiB/s)"
         f"   proxy {proxy:7.2f} s ({moved / MiB / proxy:7.1f} MiB/s)"
         f"   throughput ratio {plain / proxy:5.2f}x"
+    )
+    print(
+        f"  {'':<22} CPU: the command {statistics.median(straight.cpu):.2f} s direct,"
+        f" {statistics.median(through.cpu):.2f} s through the proxy;"
+        f" the proxy's container {statistics.median(through.proxy_cpu):.2f} s"
     )
 
 
@@ -197,25 +254,25 @@ async def bench(args: argparse.Namespace) -> None:
                     tree, image=args.image, job_id="bench-egress", egress=proxy, client=client
                 ) as sandbox,
             ):
+                env = await sandbox_environment(sandbox)
+                here = functools.partial(direct, client, args.image, network, env)
                 # One of each first: caches warm, images loaded.
-                await proxied(sandbox, pip_argv(names[:1]))
-                await asyncio.to_thread(direct, client, args.image, network, pip_argv(names[:1]))
-                installs: tuple[list[float], list[float]] = ([], [])
-                transfers: tuple[list[float], list[float]] = ([], [])
+                await proxied(client, proxy, sandbox, pip_argv(names[:1]), Arm())
+                await asyncio.to_thread(here, pip_argv(names[:1]))
+                installs, transfers = (Arm(), Arm()), (Arm(), Arm())
+                load = os.getloadavg()[0]
                 for _ in range(args.runs):
-                    installs[0].append(await proxied(sandbox, pip_argv(names)))
-                    installs[1].append(
-                        await asyncio.to_thread(
-                            direct, client, args.image, network, pip_argv(names)
-                        )
-                    )
-                    transfers[0].append(await proxied(sandbox, curl_argv()))
-                    transfers[1].append(
-                        await asyncio.to_thread(direct, client, args.image, network, curl_argv())
-                    )
+                    await proxied(client, proxy, sandbox, pip_argv(names), installs[0])
+                    installs[1].add(await asyncio.to_thread(here, pip_argv(names)))
+                    await proxied(client, proxy, sandbox, curl_argv(), transfers[0])
+                    transfers[1].add(await asyncio.to_thread(here, curl_argv()))
                 blocked = proxy.blocked(sandbox.command_text)
     wheels = args.packages * args.size * MiB
-    print(f"egress proxy, {args.runs} runs each, medians ({os.cpu_count()} CPUs):")
+    cpus, end = os.cpu_count(), os.getloadavg()[0]
+    print(
+        f"egress proxy, {args.runs} runs each, medians"
+        f" ({cpus} CPUs, load average {load:.1f} to {end:.1f}):"
+    )
     report(f"pip install {args.packages}x{args.size} MiB", *installs, wheels)
     report(f"curl {args.transfer} MiB", *transfers, args.transfer * MiB)
     print(f"  refused by the proxy: {len(blocked)}")
