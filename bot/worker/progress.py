@@ -33,10 +33,12 @@ from runner.sandbox.setup_plan import SetupOutcome
 from runner.skills import SkillsInvoked
 from runner.subagent import ChildFinished, ChildStarted, ChildTurn
 from runner.text import one_line
+from runner.tools.checklist import SPEC as CHECKLIST_SPEC
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
 __all__ = [
     "FINAL",
+    "INTERNAL_TOOLS",
     "Command",
     "Conclusion",
     "Outcome",
@@ -67,14 +69,16 @@ _SUBJECT = {
 }
 
 
+# Tools of Neo's own bookkeeping, not work on the repository: the checklist
+# (shown to the model as `workflow`, which reads as GitHub Actions in a list of
+# calls) is shown as the checklist, never as a call.
+INTERNAL_TOOLS = frozenset({CHECKLIST_SPEC.name})
+
+
 def describe_call(name: str, args: Mapping[str, object]) -> str:
     """A tool call as one line: `bash: pytest -q`, `edit_file: src/app.py`."""
     subject: object = None
-    if name == "workflow":
-        items = args.get("items")
-        if isinstance(items, list):
-            subject = f"{len(items)} items"
-    elif name in _SUBJECT:
+    if name in _SUBJECT:
         subject = args.get(_SUBJECT[name])
         where = args.get("path")
         if name in ("grep", "glob") and isinstance(where, str) and where not in ("", "."):
@@ -224,6 +228,7 @@ class Progress:
         self._compactions: list[tuple[int, int]] = []
         self._skills: tuple[str, ...] = ()
         self._children: dict[int, RunningChild] = {}
+        self._internal: set[str] = set()
 
     @property
     def state(self) -> ProgressState:
@@ -312,6 +317,9 @@ class Progress:
         return next(reversed(self._running.values()), THINKING)
 
     def _started(self, event: ToolStarted) -> None:
+        if event.name in INTERNAL_TOOLS:
+            self._internal.add(event.call_id)
+            return
         summary = describe_call(event.name, event.args)
         self._index[event.call_id] = len(self._calls)
         self._calls.append(ToolCall(event.call_id, event.name, summary))
@@ -322,6 +330,10 @@ class Progress:
         self._step = self._running[event.call_id]
 
     def _finished(self, event: ToolFinished) -> None:
+        if event.call_id in self._internal or event.name in INTERNAL_TOOLS:
+            self._internal.discard(event.call_id)
+            self._step = self._current()
+            return
         index = self._index.get(event.call_id)
         if index is None:  # a result without a start: still worth listing
             index = self._index[event.call_id] = len(self._calls)
@@ -379,6 +391,9 @@ class Outcome:
     fork: ForkResult | None = None
     # What the setup phase did (None: no setup phase).
     setup: SetupOutcome | None = None
+    # The run changed the code (a pull request, a pushed branch, a proposed
+    # patch): only then does the report say what was verified.
+    changed: bool = False
 
 
 # --- when to edit -----------------------------------------------------------------

@@ -88,13 +88,15 @@ _STATUS_LINE = {
 _MAX_CHECKLIST = 50
 
 
-def _checklist_lines(items: Iterable[ChecklistItem]) -> list[str]:
+def _checklist_lines(items: Iterable[ChecklistItem], *, ended: bool = False) -> list[str]:
+    """The checklist as task-list lines; once the job `ended`, nothing is in progress:
+    a step the model left so is simply not done."""
     lines = []
     for item in items:
         text = inline_markdown(item.content, 200)
         if item.status == "done":
             lines.append(f"- [x] {text}")
-        elif item.status == "in_progress":
+        elif item.status == "in_progress" and not ended:
             lines.append(f"- [ ] 🔄 {text} — _in progress_")
         else:
             lines.append(f"- [ ] {text}")
@@ -315,7 +317,8 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append("\n".join(blocked))
     sections.extend(setup_lines(outcome.setup, code=code_span))
     # Beside the summary, which may say the opposite: the model's word is not proof.
-    warnings = _failed_checks(checks)
+    # Only where code changed: a review or an answer claims no change to verify.
+    warnings = _failed_checks(checks) if outcome.changed else []
     if warnings:
         sections.append("\n".join(warnings))
     if outcome.summary.strip():
@@ -340,13 +343,15 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append(_lines_part(lines, "head", "left-out directories"))
     if state.checklist:
         sections.append("**Checklist**")
-        sections.append(_lines_part(_checklist_lines(state.checklist), "head", "more steps"))
-    sections.append("**What was verified**")
-    if checks:
-        lines = [_command_line(command) for command in checks]
-        sections.append(_lines_part(lines, "tail", "earlier commands"))
-    else:
-        sections.append("_No tests, builds or linters were run._")
+        checklist = _checklist_lines(state.checklist, ended=True)
+        sections.append(_lines_part(checklist, "head", "more steps"))
+    if outcome.changed:
+        sections.append("**What was verified**")
+        if checks:
+            lines = [_command_line(command) for command in checks]
+            sections.append(_lines_part(lines, "tail", "earlier commands"))
+        else:
+            sections.append("_No tests, builds or linters were run._")
     if state.calls:
         count = len(state.calls)
         sections.append(f"<details><summary>{count} tool call{'s' if count != 1 else ''}</summary>")

@@ -54,6 +54,7 @@ def run_outcome(
         error=error,
         cancelled_by=cancelled_by,
         left_out=result.left_out,
+        changed=result.changed,
         generated=result.generated,
         setup=result.setup,
         usage=result.usage,

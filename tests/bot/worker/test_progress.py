@@ -100,6 +100,9 @@ def outcome(conclusion: Conclusion = Conclusion.SUCCESS, **kw: object) -> Outcom
         "cost_usd": 0.0421,
         "duration_ms": 252_000,
         "num_turns": 7,
+        # A job that succeeded or stopped early pushed a change (a review or an answer
+        # says otherwise).
+        "changed": conclusion in (Conclusion.SUCCESS, Conclusion.INCOMPLETE),
     }
     fields.update(kw)
     return Outcome(conclusion=conclusion, **fields)  # type: ignore[arg-type]
@@ -209,6 +212,66 @@ def test_checklist_is_the_latest_workflow_change() -> None:
     assert len(progress.state.checklist) == 3
 
 
+def test_the_checklist_tool_is_the_checklist_never_a_tool_call() -> None:
+    # `workflow: 3 items` among the calls read as GitHub Actions.
+    progress = working()
+    progress.apply(started("w1", "workflow", items=[{"content": "Fix", "status": "pending"}]))
+    assert step(progress) == "thinking"
+    progress.apply(checklist(("Fix", "in_progress")))
+    progress.apply(finished("w1", "workflow", "ok"))
+    bash(progress, "c1", "pytest -q", "exit code: 0")
+    progress.apply(started("w2", "workflow", items=[]))
+    progress.apply(finished("w2", "workflow", "ok"))
+
+    assert [call.name for call in progress.state.calls] == ["bash"]
+    live = render_progress(progress.state, now=1000.0)
+    assert "<sub>1 tool call so far</sub>" in live
+    assert "- [ ] 🔄 Fix — _in progress_" in live
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome())
+    assert "workflow" not in report
+    assert "<summary>1 tool call</summary>" in report
+
+
+def test_a_finished_report_shows_no_step_in_progress() -> None:
+    progress = working()
+    progress.apply(checklist(("Reproduce", "done"), ("Fix", "in_progress"), ("Test", "pending")))
+    progress.finish(Conclusion.SUCCESS)
+
+    report = render_report(progress.state, outcome())
+
+    assert "**Checklist**\n\n- [x] Reproduce\n- [ ] Fix\n- [ ] Test" in report
+    assert "in progress" not in report
+    assert "🔄" not in report
+
+
+@pytest.mark.parametrize(
+    ("conclusion", "changed", "shown"),
+    [
+        (Conclusion.SUCCESS, True, True),
+        (Conclusion.INCOMPLETE, True, True),
+        # An answer to a question, a review: nothing changed, nothing to verify.
+        (Conclusion.NO_CHANGES, False, False),
+        (Conclusion.SUCCESS, False, False),
+        (Conclusion.FAILED, False, False),
+    ],
+)
+def test_what_was_verified_shows_only_where_code_changed(
+    conclusion: Conclusion, changed: bool, shown: bool
+) -> None:
+    progress = working()
+    bash(progress, "c1", "pytest -q", "1 failed\nexit code: 1")
+    progress.finish(conclusion)
+
+    report = render_report(progress.state, outcome(conclusion, changed=changed))
+
+    assert ("**What was verified**" in report) is shown
+    assert ("⚠️ The last test run failed" in report) is shown
+    assert "- ❌ `bash: pytest -q` → exit 1" in report  # the call itself is always listed
+    nothing = render_report(working().state, outcome(conclusion, changed=changed))
+    assert ("No tests, builds or linters were run" in nothing) is shown
+
+
 def test_current_step_follows_the_calls() -> None:
     progress = working()
     assert "**Now:** _thinking_" in render_progress(progress.state, now=1000.0)
@@ -242,7 +305,6 @@ def test_current_step_follows_the_calls() -> None:
         ("grep", {"pattern": "def main", "path": "src"}, "grep: def main in src"),
         ("grep", {"pattern": "TODO", "path": "."}, "grep: TODO"),
         ("glob", {"pattern": "**/*.py"}, "glob: **/*.py"),
-        ("workflow", {"items": [{}, {}, {}]}, "workflow: 3 items"),
         ("mystery", {"n": 3, "query": "hello"}, "mystery: hello"),
         ("bash", {}, "bash"),
     ],

@@ -185,6 +185,8 @@ async def test_a_review_arrives_as_one_review_inline_with_a_suggestion_and_nothi
     report = bot_comments(github, number)[-1]["body"]
     assert f"#pullrequestreview-{review['id']}" in report
     assert "3 inline comments" in report
+    # A review changes no code: nothing to say of what was verified.
+    assert "What was verified" not in report
 
 
 @pytest.fixture

@@ -48,6 +48,12 @@ def test_the_report_of_a_job_the_queue_gave_up_on(
     assert said.startswith(f"**Error:** {line}. Nothing more will be pushed")
 
 
+def test_a_runs_outcome_says_whether_code_changed() -> None:
+    assert run_outcome(CHANGED, pr_url=None, cancelled_by=None, config_path="x").changed
+    failed = replace(CHANGED, conclusion="failed", error_kind="sandbox_error")
+    assert not run_outcome(failed, pr_url=None, cancelled_by=None, config_path="x").changed
+
+
 def test_a_runs_outcome_tells_what_was_not_pushed_and_why() -> None:
     blocked = replace(CHANGED, blocked_paths=(".github/workflows/ci.yml",))
     outcome = run_outcome(blocked, pr_url=None, cancelled_by=None, config_path="ci/neo.yml")
