@@ -93,7 +93,6 @@ class _Progress:
     egress: EgressReport = field(default_factory=EgressReport)
     network_notes: tuple[str, ...] = ()
     setup: SetupOutcome | None = None
-    failed_setup: SetupOutcome | None = None
 
     @property
     def finished(self) -> TurnFinished | None:
@@ -229,7 +228,7 @@ async def _prepare_and_run_agent(
             await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event)
     except SetupFailed as error:
         # The report shows the command that failed and its last lines.
-        progress.failed_setup = error.outcome
+        progress.setup = error.outcome
         raise
 
 
@@ -408,7 +407,6 @@ def _result(
         network_blocked=progress.egress.blocked,
         network_notes=progress.network_notes,
         setup=progress.setup,
-        failed_setup=progress.failed_setup,
         summary=needs.summary,
         needed=needs.needed,
         error_kind=error.kind if error else None,

@@ -118,11 +118,9 @@ class JobResult:
     # what the job's network setting became (the operator's bound, an old key).
     network_blocked: tuple[Blocked, ...] = ()
     network_notes: tuple[str, ...] = ()
-    # What the setup phase did (None: the job ended before it).
+    # What the setup phase did, up to and with a command that failed the job (its
+    # last lines too); None: the job ended before it.
     setup: SetupOutcome | None = None
-    # The setup that failed the job: what ran up to the command that failed, and
-    # that command's last lines, for the report (None: setup did not fail it).
-    failed_setup: SetupOutcome | None = None
     summary: str = ""
     # What the agent said it lacked (a tool, a permission, a host, a secret):
     # the summary's `Needed:` lines, taken out of it (runner/needed.py).

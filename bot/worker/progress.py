@@ -389,7 +389,7 @@ class Outcome:
     config_path: str = ".github/neo.yml"
     # A fork's pull request: the change proposed as a patch, or what the push left out.
     fork: ForkResult | None = None
-    # What the setup phase did (None: no setup phase).
+    # What the setup phase did, a command that failed the job included (None: no setup).
     setup: SetupOutcome | None = None
     # The run changed the code (a pull request, a pushed branch, a proposed
     # patch): only then does the report say what was verified.

@@ -315,7 +315,7 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
             outcome.blocked_hosts, config_path=outcome.config_path, code=code_span
         )
         sections.append("\n".join(blocked))
-    sections.extend(setup_lines(outcome.setup, code=code_span))
+    sections.extend(setup_lines(outcome.setup, code=code_span, config_path=outcome.config_path))
     # Beside the summary, which may say the opposite: the model's word is not proof.
     # Only where code changed: a review or an answer claims no change to verify.
     warnings = _failed_checks(checks) if outcome.changed else []

@@ -3,8 +3,10 @@
 Pure: the runner's SetupOutcome in, Markdown lines out; commands go through
 the report's own code span, which nothing can break out of. A failed detected
 command is shown open, with its output's last lines, since the job went on
-without what it should have installed; a setup that succeeded folds into one
-line; none at all says nothing. docs/setup.md is the user's side of this.
+without what it should have installed; a command of the repository's own
+`setup` that failed ended the job, and is shown so, with where it is written
+and its last lines; a setup that succeeded folds into one line; none at all
+says nothing. docs/setup.md is the user's side of this.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ def setup_lines(
     *,
     code: Callable[[str], str],
     clock: Callable[[], float] = time.time,
+    config_path: str = ".github/neo.yml",
 ) -> list[str]:
     """The report's setup section, empty when no setup ran; commands and notes
-    go through the report's own `code` span."""
+    go through the report's own `code` span; `config_path` is where `setup` is written."""
     if setup is None or not setup.steps:
         return []
     steps = setup.steps[:_SHOWN]
@@ -50,11 +53,22 @@ def setup_lines(
         body = "\n".join([*listed, *notes])
         return [f"<details><summary>{head}</summary>\n\n{body}\n\n</details>"]
     failed = setup.failed
+    if setup.mode == "explicit":
+        # Only the repository's own commands fail the job, at the first that fails.
+        step = failed[-1]
+        head = (
+            f"❌ **Setup failed:** {code(step.command)} (`setup` in {code(config_path)}):"
+            f" {step.ended}. The agent did not start."
+        )
+        lines = [head, "\n".join([*listed, *notes])]
+        if step.tail:
+            lines.append(f"Last lines of {code(step.command)}:\n\n{_fenced(step.tail)}")
+        return lines
     names = ", ".join(code(step.command) for step in failed)
     lines = [
         f"⚠️ **{head}; {names} failed.** The run went on without what"
         f" {'it' if len(failed) == 1 else 'they'} should have installed: commit what is"
-        " missing, or write the commands as `setup` in `.github/neo.yml`.",
+        f" missing, or write the commands as `setup` in {code(config_path)}.",
         "\n".join([*listed, *notes]),
     ]
     for step in failed:
@@ -85,6 +99,7 @@ def _step_line(step: StepOutcome, code: Callable[[str], str]) -> str:
 
 def _fenced(text: str) -> str:
     """`text` in a code block no line of it can close."""
+    text = text.replace("\0", "\ufffd")
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"

@@ -1155,8 +1155,8 @@ async def test_a_failing_setup_command_fails_the_job_before_the_model_is_asked(
     assert result.error_kind == "sandbox_error"
     assert result.error_message == "setup command 'exit 3' failed with exit code 3"
     # What ran up to it and how it ended, for the report.
-    assert result.failed_setup is not None
-    assert [(step.command, step.exit_code) for step in result.failed_setup.steps] == [
+    assert result.setup is not None
+    assert [(step.command, step.exit_code) for step in result.setup.steps] == [
         ("true", 0),
         ("exit 3", 3),
     ]

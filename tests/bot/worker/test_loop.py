@@ -613,6 +613,28 @@ async def test_a_sandbox_image_missing_on_the_host_fails_the_job_with_one_line(
     assert fake_anthropic.requests == []
 
 
+async def test_a_failing_setup_command_is_reported_with_its_last_lines(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    # The error's one line said which command, not why: the reader had nothing to fix.
+    command = "echo Resolving foo; echo 'ERROR: no version of foo>=9' >&2; exit 3"
+    github.put_file(REPO, ".github/neo.yml", f"setup:\n  - 'true'\n  - {json.dumps(command)}\n")
+
+    number, job = await run_one_mention(queue, app, settings, github)
+
+    assert job.state is JobState.FAILED
+    [report] = bot_comments(github, number)
+    body = report["body"]
+    assert "❌ **Setup failed:** `echo Resolving foo;" in body
+    assert "(`setup` in `.github/neo.yml`): exit code 3." in body
+    assert "```text\nResolving foo\nERROR: no version of foo>=9\n```" in body
+    assert fake_anthropic.requests == []
+
+
 class _DiesBeforeFinishing:
     """The queue, as seen by a worker whose process dies just before `finish`."""
 

@@ -58,6 +58,24 @@ def test_a_failed_command_is_shown_open_with_its_last_lines() -> None:
     ]
 
 
+def test_a_failing_command_of_the_repositorys_own_setup_ended_the_job() -> None:
+    # The error's one line said which command, not why: the reader had nothing to fix.
+    failing = StepOutcome("pip install -e .[test]", None, 12.0, 1, tail="ERROR: no foo>=9")
+    setup = SetupOutcome("explicit", (StepOutcome("true", None, 0.1, 0), failing))
+
+    assert lines_of(setup, config_path="ci/neo.yml") == [
+        "❌ **Setup failed:** `pip install -e .[test]` (`setup` in `ci/neo.yml`): exit code 1."
+        " The agent did not start.",
+        "- ✅ `true` · 0.1s\n- ❌ `pip install -e .[test]` · 12s → exit code 1",
+        "Last lines of `pip install -e .[test]`:\n\n```text\nERROR: no foo>=9\n```",
+    ]
+    timed_out = StepOutcome("make deps", None, 600.0, -1, timed_out=True)
+    assert lines_of(SetupOutcome("explicit", (timed_out,)))[0] == (
+        "❌ **Setup failed:** `make deps` (`setup` in `.github/neo.yml`): timed out after 600s."
+        " The agent did not start."
+    )
+
+
 def test_output_cannot_close_its_block_nor_a_command_its_span() -> None:
     step = StepOutcome("echo `x`", None, 1.0, 2, tail="```\n@mona [x](http://e.test)")
     lines = lines_of(SetupOutcome("explicit", (step,)))
@@ -74,3 +92,20 @@ def test_the_report_carries_the_section() -> None:
     )
     assert "⚠️ **Setup: 2 commands in 12s; `npm ci` failed.**" in report
     assert "npm ERR! code E404" in report
+
+
+def test_the_report_of_a_job_setup_failed_shows_the_command_and_its_last_lines() -> None:
+    failing = StepOutcome("make deps", None, 3.0, 2, tail="make: *** No rule to make target")
+    progress = Progress("job-1", clock=lambda: 0.0)
+    progress.finish(Conclusion.FAILED)
+    outcome = Outcome(
+        conclusion=Conclusion.FAILED,
+        error="sandbox_error: setup command 1 of 1 failed (exit code 2): make deps",
+        setup=SetupOutcome("explicit", (failing,)),
+        config_path="ci/neo.yml",
+    )
+
+    report = render_report(progress.state, outcome)
+
+    assert "❌ **Setup failed:** `make deps` (`setup` in `ci/neo.yml`): exit code 2." in report
+    assert "```text\nmake: *** No rule to make target\n```" in report
