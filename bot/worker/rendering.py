@@ -252,9 +252,13 @@ def _failed_checks(checks: Sequence[Command]) -> list[str]:
 
 
 def _call_line(call: ToolCall) -> str:
-    mark = {"ok": "✅", "error": "❌", "running": "⏳"}[call.state]
+    """A call in the report. One still running when the job ended never finished (the
+    job was stopped, or failed, under it): a finished report shows nothing running."""
+    mark = {"ok": "✅", "error": "❌", "running": "⏹️"}[call.state]
     line = f"- {mark} {code_span(call.summary)}"
-    if call.timed_out:
+    if call.state == "running":
+        line += " → did not finish"
+    elif call.timed_out:
         line += " → timed out"
     elif call.exit_code is not None:
         line += f" → exit {call.exit_code}"

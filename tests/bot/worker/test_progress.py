@@ -245,6 +245,18 @@ def test_a_finished_report_shows_no_step_in_progress() -> None:
     assert "🔄" not in report
 
 
+def test_a_call_the_end_of_the_job_cut_short_is_not_shown_running() -> None:
+    progress = working()
+    bash(progress, "c1", "make deps", "exit code: 0")
+    progress.apply(started("c2", "bash", command="make test"))
+    progress.finish(Conclusion.CANCELLED)
+
+    report = render_report(progress.state, outcome(Conclusion.CANCELLED, cancelled_by="mona"))
+
+    assert "- ✅ `bash: make deps` → exit 0\n- ⏹️ `bash: make test` → did not finish" in report
+    assert "⏳" not in report
+
+
 @pytest.mark.parametrize(
     ("conclusion", "changed", "shown"),
     [
