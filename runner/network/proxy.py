@@ -85,18 +85,20 @@ class EgressProxy:
         plan: Plan,
         networks: Sequence[str] = (EGRESS_NETWORK,),
         image: str = EGRESS_IMAGE,
+        dns: Sequence[str] = (),
     ) -> AsyncIterator[EgressProxy]:
         """A proxy for `plan`, in setup's phase, started (squid still coming
         up: `ready` waits for it, so the sandbox starts meanwhile); removed,
         with its socket's volume, when the block ends. `networks` are the
         Docker networks it reaches the outside from, the first created if it
-        is Neo's own and missing."""
+        is Neo's own and missing. `dns`: the servers squid resolves names with
+        (addresses; none: the engine's)."""
         if plan.off or not networks:
             raise ValueError("an egress proxy needs a plan that is not off, and a network")
         config = squid_config(plan.agent, plan.setup)
         proxy = cls(client, container_name(job_id).replace("neo-", "neo-egress-", 1), plan)
         try:
-            await proxy._create(job_id, list(networks), image)
+            await proxy._create(job_id, list(networks), image, list(dns))
             await proxy._open(config)
             yield proxy
         finally:
@@ -155,7 +157,7 @@ class EgressProxy:
             except RuntimeError:
                 self._finalizer()
 
-    async def _create(self, job_id: str, networks: list[str], image: str) -> None:
+    async def _create(self, job_id: str, networks: list[str], image: str, dns: list[str]) -> None:
         api = self._client.api
         label = {
             LABEL_EGRESS: "1",
@@ -177,6 +179,9 @@ class EgressProxy:
                 mem_limit=256 * _MiB,
                 memswap_limit=256 * _MiB,
                 network_mode=first,
+                # On a network of its own the engine's resolver answers
+                # containers' names and forwards the rest to these.
+                dns=dns or None,
                 log_config=LogConfig(type="none"),
             )
             await asyncio.to_thread(

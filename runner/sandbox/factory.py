@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import tempfile
 import time
@@ -35,6 +36,9 @@ JOB_IMAGE_SETTINGS = "sandbox_image in .github/neo.yml or NEO_SANDBOX_IMAGE"
 # The Docker networks a job's egress proxy reaches the outside from, comma
 # separated; unset: Neo's own `neo-egress`, created on first use.
 EGRESS_NETWORKS_VARIABLE = "NEO_EGRESS_NETWORK"
+# The DNS servers a job's egress proxy resolves names with, comma separated
+# addresses; unset: the engine's (Docker forwards to the host's resolvers).
+EGRESS_DNS_VARIABLE = "NEO_EGRESS_DNS"
 
 
 @asynccontextmanager
@@ -127,6 +131,7 @@ async def open_environment(
     problem = image_problem(name)
     if problem is not None:
         raise ConfigError(f"{image_setting}: {problem}")
+    dns = egress_dns() if network is not None and not network.off else ()
 
     # The docker SDK loads only for runs that use it.
     from docker.errors import DockerException, ImageNotFound
@@ -161,7 +166,13 @@ async def open_environment(
         proxy = None
         if network is not None and not network.off:
             proxy = await stack.enter_async_context(
-                EgressProxy.start(client, job_id=job_id, plan=network, networks=egress_networks())
+                EgressProxy.start(
+                    client,
+                    job_id=job_id,
+                    plan=network,
+                    networks=egress_networks(),
+                    dns=dns,
+                )
             )
         try:
             opened = await stack.enter_async_context(
@@ -208,6 +219,24 @@ def egress_networks() -> tuple[str, ...]:
 
     names = os.environ.get(EGRESS_NETWORKS_VARIABLE, "").split(",")
     return tuple(name.strip() for name in names if name.strip()) or (EGRESS_NETWORK,)
+
+
+def egress_dns() -> tuple[str, ...]:
+    """The addresses of NEO_EGRESS_DNS (none: the engine's resolvers).
+
+    Raises ConfigError naming an entry that is not an IP address.
+    """
+    found: list[str] = []
+    for entry in os.environ.get(EGRESS_DNS_VARIABLE, "").split(","):
+        if not entry.strip():
+            continue
+        try:
+            found.append(str(ipaddress.ip_address(entry.strip())))
+        except ValueError:
+            raise ConfigError(
+                f"{EGRESS_DNS_VARIABLE}: {one_line(entry.strip(), 60)!r} is not an IP address"
+            ) from None
+    return tuple(found)
 
 
 async def check_local_sandbox(instead: str) -> None:

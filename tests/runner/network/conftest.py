@@ -23,7 +23,15 @@ from docker.types import IPAMConfig, IPAMPool
 from runner.network.proxy import EGRESS_IMAGE
 from tests.runner.sandbox.conftest import BUILD_IMAGES, SANDBOX_IMAGE, docker_client
 
-__all__ = ["Servers", "docker_client", "egress_image", "pattern", "servers"]
+__all__ = [
+    "Servers",
+    "address_on",
+    "docker_client",
+    "egress_image",
+    "pattern",
+    "public_network",
+    "servers",
+]
 
 LABEL = "neo.test"
 
@@ -122,7 +130,7 @@ def servers(docker_client: DockerClient, egress_image: str) -> Iterator[Servers]
     created: list[str] = []
     networks: list[str] = []
     try:
-        public = _public_network(docker_client, f"neo-test-public-{tag}", labels)
+        public = public_network(docker_client, f"neo-test-public-{tag}", labels)
         networks.append(public)
         private = f"neo-test-private-{tag}"
         api.create_network(private, driver="bridge", labels=labels)
@@ -143,7 +151,7 @@ def servers(docker_client: DockerClient, egress_image: str) -> Iterator[Servers]
             api.disconnect_container_from_network(container, network)
             api.connect_container_to_network(container, network, aliases=[f"{name}.test"])
             api.start(container)
-            addresses[name] = _address(docker_client, container, network)
+            addresses[name] = address_on(docker_client, container, network)
         for container in created:
             _wait_serving(docker_client, container)
         yield Servers(public, private, addresses["web"], addresses["other"], addresses["private"])
@@ -154,7 +162,7 @@ def servers(docker_client: DockerClient, egress_image: str) -> Iterator[Servers]
             api.remove_network(network)
 
 
-def _public_network(client: DockerClient, name: str, labels: dict[str, str]) -> str:
+def public_network(client: DockerClient, name: str, labels: dict[str, str]) -> str:
     """A network in 198.18.0.0/15, on a /24 no other network holds."""
     api = client.api
     for _ in range(20):
@@ -171,7 +179,7 @@ def _public_network(client: DockerClient, name: str, labels: dict[str, str]) -> 
     raise RuntimeError("no free /24 in 198.18.0.0/15 for the test's network")
 
 
-def _address(client: DockerClient, container: str, network: str) -> str:
+def address_on(client: DockerClient, container: str, network: str) -> str:
     info = client.api.inspect_container(container)
     return str(info["NetworkSettings"]["Networks"][network]["IPAddress"])
 

@@ -1,0 +1,161 @@
+"""Names the proxy resolves through a DNS server, as it does outside the tests.
+
+The other proxy tests' hosts are Docker aliases, which the engine answers
+itself. Here one container on a network of the test's own is both a DNS
+server (NEO_EGRESS_DNS points the proxy at it; the engine forwards what it
+does not know there) and the web server its one name leads to, and it logs
+each name it is asked for. So the test sees what the proxy looks up: a
+listed name, and never a name nobody allowed (a request for one sends
+nothing out, not even a query that could carry data in its name).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from docker import DockerClient
+
+from runner.errors import ConfigError
+from runner.network import plan, policy_of
+from runner.sandbox.factory import EGRESS_DNS_VARIABLE, EGRESS_NETWORKS_VARIABLE, open_sandbox
+from tests.runner.network.conftest import LABEL, address_on, public_network
+from tests.runner.sandbox.conftest import SANDBOX_IMAGE
+
+LISTED = "listed.example"
+
+# A DNS server on 53/udp answering LISTED with the container's own address
+# (A) and no address otherwise (NXDOMAIN), printing "query NAME" for each
+# question; and an HTTP server on 80 answering "resolved <path>".
+SERVER = r"""
+import http.server, socket, struct, sys, threading
+listed = sys.argv[1]
+own = socket.inet_aton(socket.gethostbyname(socket.gethostname()))
+
+def answer(query):
+    ident, = struct.unpack(">H", query[:2])
+    at, labels = 12, []
+    while query[at]:
+        labels.append(query[at + 1 : at + 1 + query[at]].decode("ascii", "replace"))
+        at += 1 + query[at]
+    qtype, = struct.unpack(">H", query[at + 1 : at + 3])
+    question = query[12 : at + 5]
+    name = ".".join(labels).lower()
+    print("query", name, flush=True)
+    record, code = b"", 3
+    if name == listed:
+        code = 0
+        if qtype == 1:
+            record = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + own
+    header = struct.pack(">HHHHHH", ident, 0x8180 | code, 1, 1 if record else 0, 0, 0)
+    return header + question + record
+
+def dns():
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("", 53))
+    while True:
+        query, peer = udp.recvfrom(512)
+        try:
+            udp.sendto(answer(query), peer)
+        except Exception as error:
+            print("bad query", error, flush=True)
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("resolved %s\n" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+threading.Thread(target=dns, daemon=True).start()
+server = http.server.ThreadingHTTPServer(("", 80), Handler)
+print("serving", flush=True)
+server.serve_forever()
+"""
+
+
+class Resolver:
+    def __init__(self, client: DockerClient, container: str, network: str, address: str) -> None:
+        self.client, self.container = client, container
+        self.network, self.address = network, address
+
+    def queries(self) -> list[str]:
+        """The names asked for so far."""
+        log = self.client.api.logs(self.container).decode()
+        return [line.split()[1] for line in log.splitlines() if line.startswith("query ")]
+
+
+@pytest.fixture(scope="module")
+def resolver(docker_client: DockerClient, egress_image: str) -> Iterator[Resolver]:
+    tag = secrets.token_hex(3)
+    labels = {LABEL: f"dns-{tag}"}
+    api = docker_client.api
+    network = public_network(docker_client, f"neo-test-dns-{tag}", labels)
+    name = f"neo-test-dns-{tag}"
+    try:
+        api.create_container(
+            SANDBOX_IMAGE,
+            entrypoint=["python3", "-c", SERVER, LISTED],
+            name=name,
+            user="0",
+            labels=labels,
+            host_config=api.create_host_config(network_mode=network, init=True),
+        )
+        api.start(name)
+        for _ in range(300):
+            if b"serving" in api.logs(name):
+                break
+            time.sleep(0.1)
+        yield Resolver(docker_client, name, network, address_on(docker_client, name, network))
+    finally:
+        api.remove_container(name, force=True)
+        api.remove_network(network)
+
+
+CURL = 'curl -s -o /dev/null -w "%{http_code} %{http_connect}" --max-time 20'
+
+
+async def test_a_listed_name_is_looked_up_and_a_name_nobody_allowed_never_is(
+    resolver: Resolver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(EGRESS_NETWORKS_VARIABLE, resolver.network)
+    monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
+    secret = f"leak-{secrets.token_hex(4)}.example"
+    job = plan(policy_of([LISTED]), None)
+    async with open_sandbox("docker", tmp_path, job_id="test-egress-dns", network=job) as box:
+
+        async def sh(command: str) -> str:
+            done = await box.run(["bash", "-c", command], timeout=60)
+            return done.output.decode().strip()
+
+        reached = await sh(f"curl -sS --max-time 20 http://{LISTED}/page")
+        refused = await sh(f"{CURL} http://{secret}/data")
+        tunnel = await sh(f"{CURL} -p http://{secret}:443/data")
+
+    assert reached == "resolved /page"
+    assert refused == "403 000"
+    assert tunnel == "000 403"
+    asked = resolver.queries()
+    # The server's log shows the proxy's look-up of the listed name ...
+    assert LISTED in asked
+    # ... and nothing of the name no one allowed.
+    assert not [name for name in asked if secret in name]
+
+
+async def test_a_bad_dns_address_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(EGRESS_DNS_VARIABLE, "10.0.0.53, dns.example")
+    job = plan(policy_of([LISTED]), None)
+
+    with pytest.raises(ConfigError) as raised:
+        async with open_sandbox("docker", tmp_path, job_id="test-egress-bad-dns", network=job):
+            pass
+
+    assert str(raised.value) == "NEO_EGRESS_DNS: 'dns.example' is not an IP address"
