@@ -11,6 +11,7 @@ from typing import Any, Protocol, TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from bot.worker.progress import INTERNAL_TOOLS
 from runner.agent import Event, ProviderRetry, ToolFinished, ToolNotice, ToolStarted
 from runner.headless import RunResult
 from runner.llm.codec import message_to_json
@@ -64,6 +65,8 @@ class TextOutput:
         self._calls: dict[str, str] = {}
 
     def event(self, event: Event) -> None:
+        if isinstance(event, ToolStarted | ToolFinished) and event.name in INTERNAL_TOOLS:
+            return  # the checklist has its own line, below; it is no work on the tree
         if isinstance(event, ToolStarted):
             self._calls[event.call_id] = _summary(event.args)
         elif isinstance(event, ToolFinished):

@@ -143,6 +143,29 @@ def test_text_mode_prints_receipts_and_the_answer(
     assert "2 model calls" in captured.err
 
 
+def test_text_mode_shows_the_checklist_as_the_checklist_not_as_a_tool_call(
+    fake_anthropic: FakeAnthropicAPI,
+    env: dict[str, str],
+    repo: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    items = [
+        {"content": "Read it", "status": "in_progress"},
+        {"content": "Say", "status": "pending"},
+    ]
+    fake_anthropic.script(
+        Reply([tool_use("toolu_1", "workflow", {"items": items})], "tool_use"),
+        Reply([text("Read.")]),
+    )
+
+    assert main(["run", "--repo", str(repo), "read it"]) == 0
+
+    err = capsys.readouterr().err
+    assert "☰ checklist 0/2 done: Read it" in err
+    # `workflow` among the receipts read as GitHub Actions.
+    assert "workflow" not in err
+
+
 @pytest.mark.parametrize(
     ("reason", "status", "error_type"),
     [
