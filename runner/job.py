@@ -35,8 +35,10 @@ from runner.context.setup_facts import access_of
 from runner.errors import NeoError
 from runner.fork import PROPOSING, Fork, ForkStart
 from runner.git import GitError, MirrorCache
+from runner.images import image_blocks
 from runner.job_session import end_session, open_session, session_id_for
 from runner.job_spec import JOB_SETTINGS, Conclusion, JobResult, JobSpec, check_spec
+from runner.llm.limits import limits_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Usage
 from runner.needed import split_needs
@@ -319,7 +321,10 @@ async def _run_agent(
             prompt = f"{prompt}\n\n{diff}"
         elif spec.fork is not None and not spec.fork.push:
             prompt = f"{prompt}\n\n{PROPOSING}"
-        progress.error = await agent_run.send(briefing.skills.first_message(prompt))
+        vision = limits_for(kit.provider.model).vision
+        progress.error = await agent_run.send(
+            briefing.skills.first_message(prompt), image_blocks(spec.images, vision=vision)
+        )
     finally:
         agent_run.save()
 

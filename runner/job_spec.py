@@ -15,6 +15,7 @@ from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.fork import Fork, ForkResult
 from runner.git import DiffStat
+from runner.images import TaskImage
 from runner.llm.types import Usage
 from runner.network import Blocked, NetworkPolicy
 from runner.review import ReviewDraft
@@ -57,6 +58,9 @@ class JobSpec:
     # and how much of it is checked out (runner/fork.py).
     fork: Fork | None = None
     system_extra: str = ""
+    # Images the task shows (screenshots in the issue), downloaded on the host:
+    # given to the model after the task, or a note for a model without vision.
+    images: tuple[TaskImage, ...] = ()
     # The model, its limits (the time limit covers everything up to the end
     # of the agent's run), skills left out, subagents.
     settings: RunSettings = JOB_SETTINGS

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
 from runner.agent import Agent, Compacted, Event, TurnFinished, TurnStarted
 from runner.budget import WRAP_UP_SECONDS, wrap_up_prompt
 from runner.errors import NeoError
-from runner.llm.types import Usage
+from runner.llm.types import Image, Text, Usage
 from runner.session import (
     CompactionRecord,
     Session,
@@ -146,10 +146,11 @@ class AgentRun:
         if not (self._hold and self.compacted):
             self._store.save(self.session)
 
-    async def send(self, prompt: str) -> NeoError | None:
-        """Run the agent on `prompt`; the NeoError it stopped with, if any (others propagate)."""
+    async def send(self, prompt: str, attachments: Sequence[Text | Image] = ()) -> NeoError | None:
+        """Run the agent on `prompt` (then `attachments`); the NeoError it stopped
+        with, if any (others propagate)."""
         try:
-            await self.agent.send(prompt)
+            await self.agent.send(prompt, attachments)
         except NeoError as error:
             return error
         return None

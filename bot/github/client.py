@@ -15,9 +15,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from bot.github.attachments import (
+    DEFAULT_LIMITS,
+    Attachment,
+    AttachmentLimits,
+    Skipped,
+    attachment_sources,
+    download_attachments,
+    web_origin,
+)
 from bot.github.caller import DEFAULT_RETRY
 from bot.github.checks import Checks
 from bot.github.comments import Comments, Reaction, ReactionSubject
@@ -59,6 +68,17 @@ PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "non
 
 class RepoClient(Pulls, Reviews, Comments, Checks, Logs):
     """The effects of one job on one thread (`number`) of `repository` ("owner/name")."""
+
+    def attachments_in(self, body_html: str) -> list[str]:
+        """The attachment images of a post GitHub rendered as `body_html`."""
+        return attachment_sources(body_html, web_origin(str(self._github.config.base_url)))
+
+    async def attached_images(
+        self, urls: Sequence[str], limits: AttachmentLimits = DEFAULT_LIMITS
+    ) -> list[Attachment | Skipped]:
+        """`urls` (from `attachments_in`) downloaded within `limits`; no token goes
+        with them: their addresses are signed."""
+        return await download_attachments(urls, limits=limits)
 
     async def read_for(self, plan: ReadPlan) -> TriggerRead:
         """This thread as a job's trigger needs it (`plan`): its reads made together.

@@ -32,6 +32,9 @@ class Comment:
     association: str  # GitHub's author_association: OWNER, MEMBER, NONE, ...
     body: str
     created_at: str
+    # GitHub's rendering of `body`, where it was asked for (a thread's posts): its
+    # attachments' signed image addresses.
+    body_html: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,7 @@ class Issue:
     association: str
     body: str
     created_at: str
+    body_html: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,12 +12,14 @@ from githubkit_schemas.latest.models import IssueComment, PullRequestSimple
 from bot.github.checks import PullHead
 from bot.github.errors import GitHubError
 from bot.github.models import Issue, PullRequest, PullRequestRef, Thread
-from bot.github.repo_base import PAGE, RepoBase, association_of, comment_of
+from bot.github.repo_base import PAGE, RepoBase, association_of, comment_of, text_of
 
 __all__ = ["DIFF_MEDIA_TYPE", "Pulls"]
 
 # GitHub answers a pull request as its diff against the base for this media type.
 DIFF_MEDIA_TYPE: Final = "application/vnd.github.diff"
+# ... and a post with its Markdown rendered too (`body_html`: attachments' signed URLs).
+FULL_MEDIA_TYPE: Final = {"Accept": "application/vnd.github.full+json"}
 
 
 class Pulls(RepoBase):
@@ -33,14 +35,21 @@ class Pulls(RepoBase):
                 lambda: self._call(
                     "GET",
                     f"{base}/issues/{number}",
-                    lambda: rest.issues.async_get(self.owner, self.name, number),
+                    lambda: rest.issues.async_get(
+                        self.owner, self.name, number, headers=FULL_MEDIA_TYPE
+                    ),
                 )
             )
         ).parsed_data
         comments = await self._pages(
             f"{base}/issues/{number}/comments",
             functools.partial(
-                rest.issues.async_list_comments, self.owner, self.name, number, per_page=PAGE
+                rest.issues.async_list_comments,
+                self.owner,
+                self.name,
+                number,
+                per_page=PAGE,
+                headers=FULL_MEDIA_TYPE,
             ),
             list[IssueComment],
         )
@@ -70,6 +79,7 @@ class Pulls(RepoBase):
             association=association_of(issue.author_association),
             body=issue.body if isinstance(issue.body, str) else "",
             created_at=str(issue.created_at),
+            body_html=text_of(issue.body_html),
         )
         return Thread(opening, tuple(comment_of(c) for c in comments), pull)
 

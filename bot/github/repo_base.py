@@ -135,6 +135,7 @@ def comment_of(item: Any) -> Comment:
         association=association_of(item.author_association),
         body=item.body if isinstance(item.body, str) else "",
         created_at=str(item.created_at),
+        body_html=text_of(getattr(item, "body_html", None)),
     )
 
 

@@ -28,6 +28,7 @@ from bot.worker.runs import Ran, plan_run, run_planned
 from bot.worker.services import JobServices
 from bot.worker.settle import closed_earlier
 from bot.worker.spec import ThreadContext
+from bot.worker.task_images import task_images
 from bot.worker.texts import run_outcome
 from bot.worker.thread_read import read_thread
 from bot.worker.threads import reply_key, thread_answer, threads_to_resolve
@@ -104,6 +105,9 @@ async def _work(
     if request.thread.number != 0:
         thread = await read_thread(services, request, ctx.github)
     planned = await plan_run(services, ctx, allowed, thread)
+    if thread is not None and request.kind is not JobKind.REVIEW:
+        images = await task_images(thread, request, ctx.github, services.log)
+        planned = replace(planned, spec=replace(planned.spec, images=images))
 
     async def conclude(ran: Ran) -> Outcome:
         return await _conclude(services, ctx, ran, thread)

@@ -92,6 +92,7 @@ def _thread(read: Thread, request: JobRequest) -> ThreadContext:
         association=issue.association,
         body=issue.body,
         created_at=issue.created_at,
+        body_html=issue.body_html,
     )
     comments = tuple(_post(c) for c in read.comments)
     requester_id = next((c.author_id for c in read.comments if c.id == request.trigger_id), None)
@@ -117,6 +118,7 @@ def _post(comment: Comment) -> Post:
         created_at=comment.created_at,
         is_bot=comment.author_is_bot,
         id=comment.id,
+        body_html=comment.body_html,
     )
 
 

@@ -55,6 +55,8 @@ class Post:
     is_bot: bool = False
     # GitHub's id of the comment, when it is one: tells the trigger apart.
     id: int | None = None
+    # GitHub's rendering of `body`, when read: where its attached images are.
+    body_html: str = ""
 
 
 _TOKEN_DIGITS = 16

@@ -140,8 +140,9 @@ class Agent:
         self._sinks.append(sink)
         return lambda: self._sinks.remove(sink)
 
-    async def send(self, text: str) -> TurnResult:
-        """Add the user's text and run until the model ends its turn.
+    async def send(self, text: str, attachments: Sequence[llm.Text | llm.Image] = ()) -> TurnResult:
+        """Add the user's text (and `attachments` after it: images the task
+        shows) and run until the model ends its turn.
 
         Raises an `AgentError` or a provider error when the turn fails, and
         lets cancellation through; in every case the transcript stays valid
@@ -152,7 +153,7 @@ class Agent:
         self._sink_error = None
         self._tool_usage = llm.Usage()
         self._cuts, self._raised_max_tokens = 0, None
-        self._append_user(llm.Text(text))
+        self._append_user(llm.Text(text), *attachments)
         usage = llm.Usage()
         turns = 0
         try:

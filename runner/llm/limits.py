@@ -24,6 +24,9 @@ class ModelLimits:
     context_window: int
     max_output: int
     thinking: Thinking = "none"
+    # Whether it reads images: every model in the table does; an unknown one
+    # (a local model) is taken not to, and gets a note in their place.
+    vision: bool = True
 
 
 MODEL_LIMITS: dict[str, ModelLimits] = {
@@ -59,7 +62,7 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
     "gemini-3-pro": ModelLimits(1_048_576, 65_536, "adaptive"),
     "gemini-3-flash": ModelLimits(1_048_576, 65_536, "adaptive"),
 }
-DEFAULT_LIMITS = ModelLimits(128_000, 16_384)
+DEFAULT_LIMITS = ModelLimits(128_000, 16_384, vision=False)
 _BY_LENGTH = sorted(MODEL_LIMITS, key=len, reverse=True)
 
 

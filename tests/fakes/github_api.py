@@ -88,6 +88,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes import openapi
+from tests.fakes.github_attachments import Attachments
 from tests.fakes.threaded import Served
 
 __all__ = [
@@ -451,6 +452,8 @@ class FakeGitHub(Served):
             routes=[
                 # Log downloads: another host on GitHub, no API and no token there.
                 Route("/_downloads/{token}", self._download),
+                # Attached files, at the signed addresses body_html gives (no API, no token).
+                Route("/user-attachments/assets/{asset}", self._attachment),
                 Route("/{path:path}", self._endpoint, methods=_METHODS),
             ]
         )
@@ -505,6 +508,7 @@ class FakeGitHub(Served):
         )
         self._ci: dict[str, _CiState] = {}
         self._downloads: dict[str, tuple[bytes, str]] = {}
+        self.attachments = Attachments()
         self._download_requests: list[tuple[str, str | None]] = []
         self._add_check_routes()
         self.add_route("POST", "/graphql", self._graphql)
@@ -1185,7 +1189,9 @@ class FakeGitHub(Served):
         state.comments[int(comment["id"])] = comment
         return comment
 
-    def _comment_json(self, state: _RepoState, comment: Mapping[str, Any]) -> dict[str, Any]:
+    def _comment_json(
+        self, state: _RepoState, comment: Mapping[str, Any], *, rendered: bool = False
+    ) -> dict[str, Any]:
         # Caller holds the lock.
         full = state.full_name
         api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
@@ -1197,6 +1203,7 @@ class FakeGitHub(Served):
             "html_url": f"{html}/issues/{number}#issuecomment-{comment_id}",
             "issue_url": f"{api}/issues/{number}",
             "body": comment["body"],
+            **self._rendered(comment["body"], rendered),
             "user": self._user(comment["user"]),
             "created_at": comment["created_at"],
             "updated_at": comment["updated_at"],
@@ -1204,7 +1211,9 @@ class FakeGitHub(Served):
             "performed_via_github_app": None,
         }
 
-    def _issue_json(self, state: _RepoState, issue: Mapping[str, Any]) -> dict[str, Any]:
+    def _issue_json(
+        self, state: _RepoState, issue: Mapping[str, Any], *, rendered: bool = False
+    ) -> dict[str, Any]:
         # Caller holds the lock.
         full = state.full_name
         api, html = f"{self._base()}/repos/{full}", f"https://github.example.com/{full}"
@@ -1222,6 +1231,7 @@ class FakeGitHub(Served):
             "state": issue.get("state", "open"),
             "title": issue["title"],
             "body": issue["body"],
+            **self._rendered(issue["body"], rendered),
             "user": self._user(issue["user"]),
             "labels": [],
             "assignee": None,
@@ -1342,7 +1352,7 @@ class FakeGitHub(Served):
             issue = state.issues.get(number)
             if issue is None:
                 raise _Refusal(404, "Not Found")
-            return 200, self._issue_json(state, issue)
+            return 200, self._issue_json(state, issue, rendered=_full(call))
 
     def _list_comments(self, call: Call) -> tuple[int, Any, Mapping[str, str]]:
         number = _int(call.params["number"])
@@ -1357,7 +1367,7 @@ class FakeGitHub(Served):
                 key=lambda c: int(c["id"]),
             )
             chosen = every[(page - 1) * per_page : page * per_page]
-            answer = [self._comment_json(state, c) for c in chosen]
+            answer = [self._comment_json(state, c, rendered=_full(call)) for c in chosen]
             url = f"{self._base()}/repos/{full}/issues/{number}/comments"
         headers = {}
         if page * per_page < len(every):
@@ -2298,6 +2308,22 @@ class FakeGitHub(Served):
             location = self._offer_download(archive, "application/zip")
         return 302, None, {"Location": location}
 
+    def _rendered(self, body: str, html: bool) -> dict[str, str]:
+        if not html:
+            return {}
+        self.attachments.origin = self.origin
+        return {"body_html": self.attachments.render(body)}
+
+    async def _attachment(self, request: Request) -> Response:
+        asset = self.attachments.serve(
+            request.path_params["asset"],
+            request.query_params.get("jwt"),
+            request.headers.get("authorization"),
+        )
+        if asset is None:
+            return Response(b"Not Found", status_code=404)
+        return Response(asset.data, media_type=asset.media_type)
+
     async def _download(self, request: Request) -> Response:
         token = request.path_params["token"]
         with self._lock:
@@ -2307,6 +2333,12 @@ class FakeGitHub(Served):
             return Response(b"expired", status_code=404)
         data, media_type = found
         return Response(data, media_type=media_type)
+
+
+def _full(call: Call) -> bool:
+    """Whether the call asked for posts with their rendering (`body_html`)."""
+    accept = call.headers.get("accept", "")
+    return "full+json" in accept or "html+json" in accept
 
 
 def _response(status: int, payload: Any, extra: Mapping[str, str]) -> Response:

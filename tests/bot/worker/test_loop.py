@@ -5,6 +5,7 @@ API, and the local sandbox."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import subprocess
 import time
@@ -373,6 +374,52 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     first = str(fake_anthropic.requests[0].body["messages"][0])
     assert "Say hello in the README" in first
     assert "add a line to the README" in first
+
+
+async def test_the_images_the_issue_and_the_trigger_show_reach_the_model_after_the_task(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    png, gif = b"\x89PNG\r\n\x1a\n" + b"\x07" * 40, b"GIF89a" + b"\x01" * 20
+    shot = github.attachments.add(png)
+    after = github.attachments.add(gif, "image/gif")
+    claimed = github.attachments.add(png)
+    number = github.add_issue(
+        REPO,
+        "The button is misaligned",
+        f"See:\n\n![screenshot]({shot})\n\nNot this one: `{claimed}`",
+        user="mona",
+    )
+    github.add_comment(REPO, number, f"Elsewhere: ![other]({claimed})", user="octocat")
+    comment = github.add_comment(
+        REPO, number, f"@neo make it look like this ![after]({after})", user="mona"
+    )
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+
+    await run_until(worker(queue, app, settings), finished(queue, job_id))
+
+    assert (await get(queue, job_id)).state is JobState.SUCCEEDED
+    content = fake_anthropic.requests[0].body["messages"][0]["content"]
+    assert "The button is misaligned" in content[0]["text"]  # the task, quoted, first
+    assert [block["type"] for block in content[1:5]] == ["text", "image", "text", "image"]
+    assert content[1]["text"].startswith("[Image 1 of 2, from the opening post by @mona")
+    assert content[3]["text"].startswith(
+        "[Image 2 of 2, from the comment by @mona that asked for this"
+    )
+    assert content[2]["source"] == {
+        "type": "base64",
+        "media_type": "image/png",
+        "data": base64.b64encode(png).decode(),
+    }
+    assert content[4]["source"]["media_type"] == "image/gif"
+    # From the signed addresses GitHub rendered, without the job's token; nothing else.
+    fetched = github.attachments.requests
+    assert [(signed, authorization) for _, signed, authorization in fetched] == [(True, None)] * 2
+    assert claimed.rsplit("/", 1)[-1] not in {asset for asset, _, _ in fetched}
 
 
 async def test_a_repository_without_drafts_gets_a_regular_pr_and_the_report_says_so(
