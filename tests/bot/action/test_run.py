@@ -57,7 +57,7 @@ from tests.fakes import (
     tool_use,
 )
 from tests.fakes.github_api import error_json, user_json
-from tests.fakes.openai_responses import FakeOpenAIResponses, function_call, message
+from tests.fakes.openai_responses import FakeOpenAIResponses, custom_tool_call, message
 from tests.fakes.openai_responses import Reply as ResponsesReply
 
 REPO = "octo/hello"
@@ -1279,7 +1279,8 @@ def test_the_openai_provider_input_runs_the_job_with_gpt_5s_tools(
     comment = github.add_comment(REPO, number, "@neo say hello", user=REQUESTER)
     patch = "*** Begin Patch\n*** Update File: README.md\n@@\n # fixture\n+\n+Hi.\n*** End Patch\n"
     fake_openai.script(
-        ResponsesReply([function_call("c1", "apply_patch", {"input": patch})]),
+        # GPT-5 writes the patch free-form, to the custom tool it is offered.
+        ResponsesReply([custom_tool_call("c1", "apply_patch", patch)]),
         ResponsesReply([message("Said hello in README.md.")]),
     )
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)
