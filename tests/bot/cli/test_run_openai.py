@@ -13,6 +13,7 @@ from tests.fakes.openai_responses import (
     FakeOpenAIResponses,
     Reply,
     Usage,
+    custom_tool_call,
     function_call,
     message,
     reasoning,
@@ -37,10 +38,11 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
             [
                 reasoning(),
                 function_call("call_1", "read_file", {"path": "greeting.txt"}),
-                function_call(
+                # Free-form: GPT-5 is offered apply_patch as a custom tool.
+                custom_tool_call(
                     "call_2",
                     "apply_patch",
-                    {"input": "*** Begin Patch\n*** Add File: out.txt\n+made\n*** End Patch\n"},
+                    "*** Begin Patch\n*** Add File: out.txt\n+made\n*** End Patch\n",
                 ),
             ],
             usage=Usage(1_000, 40, cached_tokens=0),
