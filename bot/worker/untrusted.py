@@ -4,9 +4,11 @@ data; what the model wrote, made safe to post on GitHub. Pure.
 Inbound: each text sits verbatim in a block whose tag carries a `boundary`
 token found in none of the texts, so no text can close its block; Neo's own
 labels on it are `plain`, one line, HTML-escaped. Outbound: `neutralise`
-breaks pings, closing keywords and raw HTML where GitHub would render them
-(fenced code is left as written), and `close_fences` closes a fence a cut
-left open. The schemes: docs/architecture.md, "The prompt" and "The report".
+breaks pings, closing keywords, images on hosts other than GitHub's and raw
+HTML where GitHub would render them, written as it reads them (character
+references too; github_markdown.py); fenced code is left as written.
+`close_fences` closes a fence a cut left open. The schemes:
+docs/architecture.md, "The prompt" and "The report".
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 
 from markdown_it import MarkdownIt
 
+from bot.worker.github_markdown import decode_references, image_openers, may_move_blocks
+from runner.closing import inert_closing_keywords
 from runner.text import one_line
 
 __all__ = [
@@ -170,13 +174,6 @@ _MENTION = re.compile(r"(?<![A-Za-z0-9])@(?=[A-Za-z0-9])")
 _TAG = re.compile(r"<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*>)")
 
 
-_CLOSING = re.compile(
-    r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)"
-    r"(?=:?\s+(?:#\d|gh-\d|[\w.-]+/[\w.-]+#\d|https?://))",
-    re.IGNORECASE,
-)
-
-
 _NEWLINES = re.compile(r"\r\n?")
 
 
@@ -186,10 +183,22 @@ _MARKDOWN.core.ruler.disable(["inline", "text_join"])
 
 
 def defuse(text: str) -> str:
-    """Break every mention, closing keyword and HTML opener in `text`."""
+    """Break every mention, closing keyword, foreign image and HTML opener in `text`.
+
+    The references GitHub decodes into a mention or a keyword (`&#64;alice`)
+    are written as their characters first, so the rules see what GitHub
+    shows. A closing keyword's reference is named as an issue (`fixes issue
+    #1`), as in a commit message: one rule for both.
+    """
+    text = decode_references(text)
+    # `!`, ZWSP, `[`: a link to the same address, which nobody fetches unless
+    # they follow it. GitHub fetches an image for every reader, through its
+    # camo proxy but at the URL as written: a secret in it reaches the host.
+    for opener in reversed(image_openers(text)):
+        text = text[: opener + 1] + ZWSP + text[opener + 1 :]
     text = _MENTION.sub("@" + ZWSP, text)
     text = _TAG.sub("<" + ZWSP, text)
-    return _CLOSING.sub(lambda m: m[1][0] + ZWSP + m[1][1:], text)
+    return inert_closing_keywords(text)
 
 
 def _fenced_lines(text: str) -> set[int]:
@@ -206,32 +215,37 @@ def _fenced_lines(text: str) -> set[int]:
 
 
 def neutralise(markdown: str) -> str:
-    """`markdown` as GitHub will show it, minus pings, closing keywords and raw HTML.
+    """`markdown` as GitHub will show it, minus pings, closing keywords, images on
+    other hosts than GitHub's and raw HTML.
 
-    Breaking an HTML block can turn lines that were raw HTML into Markdown
-    and change where fences are, so then the result is parsed again, until
-    it is stable: the text is only ever added to, so this ends. The other
-    breaks (inside a word, after an `@`) change no block.
+    Breaking an HTML block can turn lines that were raw HTML into Markdown,
+    and a decoded reference can start a block (`&#45; a` is a list item once
+    written `- a`): either can change where fences are, so then the result
+    is parsed again, until it is stable. Each pass only breaks or decodes
+    what is still whole, so this ends. The other changes (a letter or an
+    `@` decoded, a break inside a word or after an `@` or a `!`, a word
+    added after a keyword) change no block.
     """
     text = _NEWLINES.sub("\n", markdown).replace("\0", "\ufffd")
     while True:
         fenced = _fenced_lines(text)
         out: list[str] = []
         prose: list[str] = []
-        html = False
+        moved = False
         for number, line in enumerate([*text.split("\n"), None]):
             if line is not None and number not in fenced:
                 prose.append(line)
                 continue
             if prose:
                 chunk = "\n".join(prose)
-                html = html or _TAG.search(chunk) is not None
-                out.append(defuse(chunk))
+                decoded = decode_references(chunk)
+                moved = moved or may_move_blocks(chunk) or _TAG.search(decoded) is not None
+                out.append(defuse(decoded))
                 prose = []
             if line is not None:
                 out.append(line)
         text = "\n".join(out)
-        if not html:
+        if not moved:
             return text
 
 

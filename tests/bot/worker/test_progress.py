@@ -768,11 +768,12 @@ def test_summary_is_neutralised_but_code_blocks_stay_verbatim() -> None:
     assert not re.search(r"(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?):?\s+\S*#\d", prose)
     # The only raw HTML is ours: the marker and the footer's <sub>.
     assert set(raw_html(report)) == {"<!-- neo:job=42 -->\n", "<sub>", "</sub>"}
-    # Reads the same, links stay, the fenced code is byte for byte.
+    # Reads the same, a reference after a closing keyword named as an issue; links stay,
+    # the fenced code is byte for byte.
     assert "See #5 and mail me at dev@example.com." in report
     assert "<https://example.com/ok>" in report
     assert "@decorator\ndef f(x: List<int>) -> None: ...  # @bob" in code_text(report)
-    assert report.replace(ZWSP, "").count("Fixes #12, closes octo/other#3") == 1
+    assert report.count("Fixes issue #12, closes issue octo/other#3, Resolves: issue #4") == 1
 
 
 def test_neutralise_is_idempotent_and_sees_through_html_blocks() -> None:

@@ -129,7 +129,7 @@ def test_a_threads_body_has_one_changes_and_one_verification_section() -> None:
     assert "**Testing**\n\nI ran the whole suite" in changes
     # The model's text mentions and closes nothing.
     assert "@\u200boctocat" in changes
-    assert "f\u200bixes #3" in changes
+    assert "fixes issue #3" in changes
     assert "<details><summary>2 files changed, +14 −2</summary>" in changes
     assert "src/dates.py | +10 -2" in changes
     assert body.endswith("\n\nFixes #12")
