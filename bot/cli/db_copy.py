@@ -22,6 +22,7 @@ from bot.jobs import JobState
 from bot.queue.base import SessionFiles
 from bot.queue.pg_schema import SCHEMA_VERSION, connect_error, first_line, version
 from bot.queue.postgres import STATUS_OF_STATE
+from bot.queue.rows import job_from_row
 from bot.worker.sessions import read_session_files
 from runner.errors import ConfigError
 from runner.session import SessionError, SessionStore
@@ -113,13 +114,18 @@ def copy_queue(source: Path, data_dir: Path, dest_url: str, *, dest: str = "DEST
     read = _read_source(source)
     sessions = [(sid, _session(data_dir, sid)) for sid in session_ids(data_dir)]
     try:
-        with psycopg.connect(dest_url, connect_timeout=10) as conn:
+        # A URL libpq cannot parse fails here too, as a ProgrammingError.
+        conn = psycopg.connect(dest_url, connect_timeout=10)
+    except psycopg.Error as error:
+        raise connect_error(error, dest, dest_url) from None
+    try:
+        with conn:
             _write(conn, read, [(sid, files) for sid, files in sessions if files is not None], dest)
     except psycopg.OperationalError as error:
-        raise connect_error(error, dest) from None
+        raise connect_error(error, dest, dest_url) from None
     except psycopg.Error as error:
         raise ConfigError(
-            f"the copy into the destination failed: {first_line(error)} ({dest})"
+            f"the copy into the destination failed: {first_line(error, dest_url)} ({dest})"
         ) from None
     queued = sum(1 for row in read.jobs if row[6] == "queued")
     running = sum(1 for row in read.jobs if row[6] == "running")
@@ -159,7 +165,26 @@ def _read_source(path: Path) -> _Source:
             conn.close()
     except sqlite3.Error as error:
         raise ConfigError(f"cannot read the queue database {path}: {error} (SOURCE)") from None
+    for row in jobs:
+        _check_job(path, row)
     return _Source(deliveries=deliveries, jobs=jobs, spend=spend)
+
+
+def _check_job(path: Path, row: Sequence[Any]) -> None:
+    """Raise ConfigError unless the PostgreSQL queue will read the job `row`
+    back, as `neo jobs` and the workers do: a row it cannot read would be
+    copied only to break them there."""
+    states = {state.value for state in JobState}
+    problem = None
+    if row[6] not in states:
+        problem = f"has the state {row[6]!r}, which this Neo does not know"
+    else:
+        try:
+            job_from_row((row[0], row[5], *row[6:]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            problem = "has a request or a result this Neo cannot read"
+    if problem is not None:
+        raise ConfigError(f"job {row[0]} in {path} {problem}; nothing was copied (SOURCE)")
 
 
 def _write(

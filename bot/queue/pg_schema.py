@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from procrastinate.schema import SchemaManager
 
+from bot.queue.redact import redacted
 from runner.errors import ConfigError
 
 __all__ = [
@@ -194,14 +195,15 @@ class Migrated:
     procrastinate: tuple[str, ...] = ()
 
 
-def first_line(error: BaseException) -> str:
-    """A database error's first line: libpq's later lines may echo the connection string."""
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+def first_line(error: BaseException, url: str) -> str:
+    """A database error's first line, without `url`'s password: libpq's later
+    lines may echo the connection string, and a URL it cannot parse is quoted."""
+    return redacted((str(error).strip().splitlines() or [type(error).__name__])[0], url)
 
 
-def connect_error(error: psycopg.Error, source: str) -> ConfigError:
-    """One line for a failed connection, without the URL (nor a password libpq echoed)."""
-    return ConfigError(f"cannot reach the queue database: {first_line(error)} ({source})")
+def connect_error(error: psycopg.Error, source: str, url: str) -> ConfigError:
+    """One line for a failed connection, without a password libpq echoed."""
+    return ConfigError(f"cannot reach the queue database: {first_line(error, url)} ({source})")
 
 
 def _procrastinate_migrations() -> list[Path]:
@@ -238,7 +240,7 @@ def check_schema(url: str, *, source: str = "NEO_QUEUE_URL") -> None:
             found = version(conn)
             level = _recorded_level(conn)
     except psycopg.Error as error:
-        raise connect_error(error, source) from None
+        raise connect_error(error, source, url) from None
     if found < SCHEMA_VERSION:
         raise ConfigError(
             f"the queue database has schema version {found}; this Neo needs {SCHEMA_VERSION}:"
@@ -297,10 +299,10 @@ def migrate(url: str, *, source: str = "NEO_QUEUE_URL") -> Migrated:
                     (SCHEMA_VERSION, applied[-1] if applied else level),
                 )
     except psycopg.OperationalError as error:
-        raise connect_error(error, source) from None
+        raise connect_error(error, source, url) from None
     except psycopg.Error as error:
         raise ConfigError(
-            f"the queue database's migration failed: {first_line(error)} ({source})"
+            f"the queue database's migration failed: {first_line(error, url)} ({source})"
         ) from None
     return Migrated(before=before, after=SCHEMA_VERSION, procrastinate=applied)
 

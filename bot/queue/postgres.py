@@ -748,7 +748,9 @@ class PostgresQueue:
                 # statement after `connect_timeout`, not the opening.
                 await self._pool.open(wait=False)
             except Exception as error:
-                raise QueueError(f"the queue database failed: {first_line(error)}") from None
+                raise QueueError(
+                    f"the queue database failed: {first_line(error, self._url)}"
+                ) from None
             self._opened = True
             if self._listen and self._listener is None:
                 self._listener = asyncio.create_task(self._listen_loop(), name="neo-queue-listen")
@@ -761,7 +763,9 @@ class PostgresQueue:
             async with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as error:
-            raise QueueError(f"the queue database failed: {first_line(error)}") from error
+            raise QueueError(
+                f"the queue database failed: {first_line(error, self._url)}"
+            ) from error
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[Conn]:
@@ -771,7 +775,9 @@ class PostgresQueue:
                 async with conn.transaction():
                     yield conn
             except psycopg.Error as error:
-                raise QueueError(f"the queue database failed: {first_line(error)}") from error
+                raise QueueError(
+                    f"the queue database failed: {first_line(error, self._url)}"
+                ) from error
 
     async def _notify(self) -> None:
         with contextlib.suppress(QueueError):

@@ -153,6 +153,8 @@ def test_sessions_come_from_neo_data_dir_when_the_queue_file_is_elsewhere(
         (UNREACHABLE, "postgres", "`neo db copy` copies from a sqlite:///PATH queue (SOURCE)"),
         ("sqlite", UNREACHABLE.replace("postgresql", "mysql"), "copies into a postgresql://"),
         ("sqlite", UNREACHABLE, "cannot reach the queue database: "),
+        # libpq quotes a URL it cannot parse, password and all.
+        ("sqlite", f"postgresql://neo:{PASSWORD}@[db/neo", "cannot reach the queue database: "),
         # No DEST, and no NEO_QUEUE_URL to stand in for it.
         ("sqlite", "omitted", "no destination: set NEO_QUEUE_URL or pass DEST"),
         ("sqlite", "empty", "the destination has schema version 0; this Neo needs"),
@@ -190,3 +192,45 @@ def test_refusals_are_one_line_without_a_url_or_a_password(
     assert "Traceback" not in done.stderr
     assert PASSWORD not in done.stderr
     assert dest not in done.stderr
+
+
+# Each a change to the job row `old_service` finished, that no Neo wrote.
+UNREADABLE = "has a request or a result this Neo cannot read"
+UNREADABLE_JOBS = [
+    pytest.param(
+        "state = 'paused'",
+        "has the state 'paused', which this Neo does not know",
+        id="unknown-state",
+    ),
+    pytest.param("request = 'not json'", UNREADABLE, id="request-not-json"),
+    pytest.param("request = '{}'", UNREADABLE, id="request-empty"),
+    pytest.param("result = '[1]'", UNREADABLE, id="result-not-an-object"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), UNREADABLE_JOBS)
+def test_a_job_the_destination_could_not_read_stops_the_copy_before_any_write(
+    change: str, message: str, tmp_path: Path, postgres_url: str
+) -> None:
+    data = tmp_path / "data"
+    ids = asyncio.run(old_service(data))
+    with sqlite3.connect(data / "neo.db") as conn:
+        conn.execute(f"UPDATE jobs SET {change} WHERE id = ?", (ids["done"],))
+
+    done = neo(sqlite_url(data / "neo.db"), postgres_url)
+
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        f"neo: error: job {ids['done']} in {data / 'neo.db'} {message};"
+        " nothing was copied (SOURCE)\n"
+    )
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT count(*) FROM neo_jobs").fetchone() == (0,)
+    listed = subprocess.run(
+        [str(NEO), "jobs", "list", "--queue-url", postgres_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "no jobs\n"
