@@ -38,6 +38,7 @@ from runner.llm.price_book import Price
 from runner.mcp import Operator
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.sandbox.requests import Bounds
+from runner.setting_file import read_setting_file
 from runner.text import one_line
 
 __all__ = ["EXIT_FAILED", "main", "run_action"]
@@ -119,10 +120,14 @@ def main(env: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
+# GitHub delivers webhook payloads of at most 25 MB; an event file is one.
+MAX_EVENT_FILE = 25 * 1024 * 1024
+
+
 def read_event(path: Path) -> dict[str, Any]:
     """The event payload at GITHUB_EVENT_PATH: a JSON object."""
     try:
-        data = json.loads(path.read_bytes())
+        data = json.loads(read_setting_file(path, MAX_EVENT_FILE))
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise InputError(f"GITHUB_EVENT_PATH: cannot read {path}: {reason}") from None

@@ -50,6 +50,7 @@ from bot.github.core import (
 from bot.github.errors import GitHubAuthError, GitHubError
 from runner.connection import Endpoint, describe, proxy_for, request_url
 from runner.errors import ConfigError
+from runner.setting_file import read_setting_file
 
 if TYPE_CHECKING:
     from githubkit import GitHubCore
@@ -164,6 +165,10 @@ class AppAuth(Protocol):
         ...
 
 
+# A PEM RSA key of 4,096 bits is about 3 KiB.
+MAX_KEY_FILE = 64 * 1024
+
+
 def load_private_key(value: str | None, path: str | None) -> str:
     """The App's private key PEM from NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH.
 
@@ -178,7 +183,7 @@ def load_private_key(value: str | None, path: str | None) -> str:
         return value.strip().replace("\\n", "\n") + "\n"
     if path is not None:
         try:
-            return Path(path).expanduser().read_text(encoding="utf-8")
+            return read_setting_file(Path(path).expanduser(), MAX_KEY_FILE).decode("utf-8")
         except UnicodeDecodeError:
             raise ConfigError(f"NEO_GITHUB_PRIVATE_KEY_PATH: {path} is not a PEM file") from None
         except OSError as error:
