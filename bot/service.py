@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import gc
 import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,6 +15,7 @@ import uvicorn
 
 from bot.config.settings import Settings
 from bot.intake.http_limits import BoundedHttpToolsProtocol
+from bot.intake.listen import listening_socket
 from bot.intake.scheduler import run_scheduler
 from bot.intake.server import Intake, create_app, serve_intake
 from bot.queue import WakingQueue
@@ -29,6 +31,11 @@ __all__ = ["serve"]
 
 async def serve(settings: Settings, host: str, port: int) -> None:
     """Serve webhooks on `host`:`port` with the scheduler and workers until told to stop."""
+    with listening_socket(host, port) as sock:
+        await _serve(settings, sock)
+
+
+async def _serve(settings: Settings, sock: socket.socket) -> None:
     if settings.sandbox == "docker":
         await asyncio.to_thread(sweep_sandbox_orphans)
     elif settings.workers:
@@ -54,8 +61,6 @@ async def serve(settings: Settings, host: str, port: int) -> None:
         gc.set_threshold(_GC_YOUNG, *gc.get_threshold()[1:])
         config = uvicorn.Config(
             create_app(open_intake),
-            host=host,
-            port=port,
             access_log=False,
             log_config=None,
             server_header=False,
@@ -94,7 +99,7 @@ async def serve(settings: Settings, host: str, port: int) -> None:
             )
             workers.add_done_callback(ended)
         try:
-            await server.serve()
+            await server.serve(sockets=[sock])
         finally:
             stop.set()
             scheduler.cancel()

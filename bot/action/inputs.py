@@ -183,6 +183,20 @@ def _check_key(provider: str | None, env: Mapping[str, str]) -> None:
     raise InputError(f"input provider: {provider} needs {missing}: {how} (a secret)")
 
 
+# Far above any run id or limit, far below the 4,300 digits past which int() raises.
+_MAX_DIGITS = 20
+
+
+def _whole(text: str, name: str) -> int:
+    """`text` as a whole number; InputError naming `name` otherwise."""
+    # ASCII only: str.isdigit() also takes "²", which int() refuses.
+    if not (text.isascii() and text.isdigit()):
+        raise InputError(f"{name}: expected a whole number")
+    if len(text.lstrip("0")) > _MAX_DIGITS:
+        raise InputError(f"{name}: too large")
+    return int(text)
+
+
 def _words(text: str) -> list[str]:
     return [word for word in _WORDS.split(text) if word]
 
@@ -198,9 +212,7 @@ def _overrides(get: Any, bots: frozenset[str]) -> dict[str, Any]:
     for name in ("max_turns", "time_limit"):
         text = get(name)
         if text:
-            if not text.isdigit():
-                raise InputError(f"input {name}: expected a whole number")
-            values[name] = int(text)
+            values[name] = _whole(text, f"input {name}")
     if get("max_cost"):
         try:
             values["max_cost_usd"] = float(get("max_cost").removeprefix("$"))
@@ -256,20 +268,16 @@ def read_context(env: Mapping[str, str]) -> ActionContext:
     repository = required("GITHUB_REPOSITORY")
     if not _REPOSITORY.fullmatch(repository):
         raise InputError("GITHUB_REPOSITORY: must be owner/name")
-    run_id = required("GITHUB_RUN_ID")
-    if not run_id.isdigit():
-        raise InputError("GITHUB_RUN_ID: must be a number")
-    attempt = env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1"
-    if not attempt.isdigit():
-        raise InputError("GITHUB_RUN_ATTEMPT: must be a number")
+    run_id = _whole(required("GITHUB_RUN_ID"), "GITHUB_RUN_ID")
+    attempt = _whole(env.get("GITHUB_RUN_ATTEMPT", "").strip() or "1", "GITHUB_RUN_ATTEMPT")
     api_url = _url(env, "GITHUB_API_URL", DEFAULT_API_URL)
     server_url = _url(env, "GITHUB_SERVER_URL", DEFAULT_SERVER_URL)
     return ActionContext(
         event_name=event_name,
         event_path=event_path,
         repository=repository,
-        run_id=int(run_id),
-        run_attempt=int(attempt),
+        run_id=run_id,
+        run_attempt=attempt,
         actor=env.get("GITHUB_ACTOR", "").strip(),
         api_url=api_url,
         server_url=server_url,

@@ -33,6 +33,21 @@ def dollars(text: str) -> float:
     return _positive(text.removeprefix("$"), "an amount of US dollars", "a finite amount")
 
 
+def seconds(text: str) -> float:
+    """A number of seconds, 0 or more and finite (a grace period, which may be none)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds, not {_shown(text)}"
+        ) from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {_shown(text)}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {_shown(text)}")
+    return value
+
+
 def _positive(text: str, what: str, finite: str) -> float:
     try:
         value = float(text)
@@ -44,6 +59,13 @@ def _positive(text: str, what: str, finite: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {_shown(text)}")
     return value
+
+
+def session_id(text: str) -> str:
+    """A session's id, as `neo run` prints it: never empty (that would start a new one)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a session id, not an empty string")
+    return text
 
 
 def image_reference(text: str) -> str:

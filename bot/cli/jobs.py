@@ -292,13 +292,21 @@ def _fail(line: str, status: int) -> int:
     return status
 
 
+# Both queues keep ids in signed 64-bit columns: a larger number names no job,
+# and SQLite's driver raises on it rather than find nothing.
+_MAX_JOB_ID = 2**63 - 1
+
+
 def _job_id(text: str) -> int:
+    shown = repr(text if len(text) <= 40 else text[:37] + "...")
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a job id is a whole number, not {text!r}") from None
+    except ValueError:  # also past the int-from-str digit limit
+        raise argparse.ArgumentTypeError(f"a job id is a whole number, not {shown}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"a job id is at least 1, not {value}")
+        raise argparse.ArgumentTypeError(f"a job id is at least 1, not {shown}")
+    if value > _MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(f"a job id is at most {_MAX_JOB_ID}, not {shown}")
     return value
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from runner.auth import (
     sign_out,
 )
 from runner.errors import ConfigError
-from runner.home import neo_home
+from runner.home import check_home, neo_home
 
 __all__ = ["add_login_parser", "add_logout_parser", "login_command", "logout_command"]
 
@@ -76,6 +77,10 @@ async def _login(home: Path) -> tuple[Credentials, Path]:
 def login_command(args: argparse.Namespace) -> int:
     home = neo_home()
     try:
+        check_home(home)
+        if os.path.lexists(credentials_path(home)) and not credentials_path(home).is_file():
+            # Found now, not after the user has gone through the sign-in.
+            raise ConfigError(f"{credentials_path(home)} is not a regular file; remove it first")
         credentials, path = asyncio.run(_login(home))
     except KeyboardInterrupt:
         print("neo: sign-in cancelled", file=sys.stderr)
@@ -97,7 +102,11 @@ def logout_command(args: argparse.Namespace) -> int:
     home = neo_home()
     path = credentials_path(home)
     try:
+        check_home(home)
         done = asyncio.run(sign_out(home, endpoints()))
+    except ConfigError as error:  # the home, or the credentials' path, holds something else
+        print(f"neo: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except AuthError as error:
         print(f"neo: error: {error}", file=sys.stderr)
         return EXIT_FAILED

@@ -12,14 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int
+from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int, session_id
 from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
 from bot.config.prices import prices_from_environment
 from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
-from runner.home import neo_home
+from runner.home import check_home, neo_home
 from runner.llm.price_book import PriceBook
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
@@ -117,7 +117,9 @@ def add_run_parser(commands: Any) -> None:
         f" (default: {SubagentSettings().max_turns})",
     )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
-    run.add_argument("--resume", metavar="SESSION_ID", help="continue a saved session")
+    run.add_argument(
+        "--resume", type=session_id, metavar="SESSION_ID", help="continue a saved session"
+    )
     run.add_argument(
         "--no-skill",
         action="append",
@@ -130,8 +132,8 @@ def add_run_parser(commands: Any) -> None:
 def run_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     output = make_output(args.output_format)
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     try:
+        prompt = _stdin_prompt() if args.prompt == "-" else args.prompt
         if not prompt.strip():
             raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
         if args.fallback_model and not args.fallback:
@@ -162,6 +164,7 @@ def run_command(args: argparse.Namespace) -> int:
                 subagents=_subagents(args),
             ),
         )
+        check_home(neo_home())
         result = asyncio.run(_run(request, output))
     except ConfigError as error:
         result = failed(error, started)
@@ -198,6 +201,16 @@ def _ceiling(text: str | None) -> NetworkPolicy | None:
         return parse_list(text)
     except BadEntry as error:
         raise ConfigError(f"{NETWORK_VARIABLE}: {error}") from None
+
+
+def _stdin_prompt() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"the prompt on stdin is not valid UTF-8 (byte {error.start + 1} of {len(data)})"
+        ) from None
 
 
 def _subagents(args: argparse.Namespace) -> SubagentSettings:

@@ -8,7 +8,7 @@ import signal
 import sys
 from typing import Any
 
-from bot.cli.argtypes import positive_int
+from bot.cli.argtypes import positive_int, seconds
 from bot.config.settings import Settings, ensure_data_dir, load_settings
 from bot.logs import log_to_stderr
 from bot.queue import open_queue, wakeup_of
@@ -40,7 +40,7 @@ def add_worker_parser(commands: Any) -> None:
     )
     worker.add_argument(
         "--grace",
-        type=float,
+        type=seconds,
         default=30.0,
         metavar="SECONDS",
         help="how long running jobs may take to finish after SIGTERM (default: 30)",

@@ -86,7 +86,8 @@ class Settings(PreparedSettings, BaseSettings):
     mcp_commands: str = ""
     mcp_urls: str = ""
     handle: str = "@neo"
-    trigger_label: str = "neo"
+    # As `.github/neo.yml`'s trigger_label: GitHub's labels are 1 to 50 characters.
+    trigger_label: str = Field(default="neo", min_length=1, max_length=50)
     # Where Neo's documentation lives (docs/ of its repository), for the links
     # in what Neo posts; a fork of Neo with documentation of its own sets it.
     docs_url: str = DEFAULT_DOCS_URL
@@ -124,6 +125,14 @@ class Settings(PreparedSettings, BaseSettings):
         if problem is not None:
             raise ValueError(problem)
         return value.rstrip("/")
+
+    @field_validator("trigger_label")
+    @classmethod
+    def _trigger_label(cls, value: str) -> str:
+        # Blank, it would match no label GitHub allows: the trigger off, silently.
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
 
     @field_validator("sandbox_image")
     @classmethod

@@ -69,10 +69,12 @@ def load_credentials(home: Path) -> Credentials:
         raise NotSignedIn() from None
     except OSError as error:
         raise CredentialsFileError(f"cannot read {path}: {error.strerror}") from None
+    # Before fdopen, which refuses a directory with an exception of its own.
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise CredentialsFileError(f"{path} is not a regular file; delete it and {LOGIN_HINT}")
     with os.fdopen(fd, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise CredentialsFileError(f"{path} is not a regular file")
         if mode & 0o077:
             raise CredentialsFileError(
                 f"{path} is open to other users (mode {stat.S_IMODE(mode):04o}); "
@@ -106,9 +108,16 @@ def _parse(data: Any) -> Credentials:
 
 
 def delete_credentials(home: Path) -> bool:
-    """Forget the stored credentials; whether there were any."""
+    """Forget the stored credentials; whether there were any.
+
+    Raises CredentialsFileError when the path holds something else (a
+    directory): not Neo's to delete.
+    """
+    path = credentials_path(home)
     try:
-        credentials_path(home).unlink()
+        path.unlink()
     except FileNotFoundError:
         return False
+    except IsADirectoryError:
+        raise CredentialsFileError(f"{path} is a directory, not Neo's credentials") from None
     return True

@@ -7,8 +7,9 @@ output:
 
 - BAD_START: a bad environment or flag. The command must exit 2 with exactly
   one line on stderr that names `names`, and no traceback, no secret and no
-  path of the data directory. In `env`, `{file}` is a regular file and
-  `{data}` the data directory; None removes the variable.
+  path of the data directory. In `env`, `{file}` is a regular file, `{fifo}`
+  a FIFO no one writes to and `{data}` the data directory; None removes the
+  variable.
 - ALLOWED_BOTS: a value of NEO_ALLOWED_BOTS, the bot whose mention is posted
   to `neo serve`, and the decision the server must answer with.
 - SLOW_BODIES: what a client sends after a delivery's headers (`prelude`,
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import selectors
 import socket
@@ -106,6 +108,20 @@ BAD_START = [
         "key-file-under-a-file", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "{file}/k"}
     ),
     *both("workers-not-a-number", "NEO_WORKERS", {"NEO_WORKERS": "[1]"}),
+    # Read whole, a device never ends and a FIFO never answers.
+    *both("key-file-dev-zero", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "/dev/zero"}),
+    *both("key-file-fifo", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "{fifo}"}),
+    *both("trigger-label-empty", "NEO_TRIGGER_LABEL", {"NEO_TRIGGER_LABEL": ""}),
+    # libpq quotes a URL it cannot parse, password and all.
+    *both(
+        "queue-postgres-unparsable-with-password",
+        "NEO_QUEUE_URL",
+        {"NEO_QUEUE_URL": "postgresql://neo:hunter2@[db/neo"},
+    ),
+    Bad("serve-host-not-an-address", "serve", "--host", args=("--host", "999.1.1.1")),
+    Bad("worker-grace-negative", "worker", "--grace", args=("--grace", "-1")),
+    Bad("worker-grace-nan", "worker", "--grace", args=("--grace", "nan")),
+    Bad("worker-grace-inf", "worker", "--grace", args=("--grace", "inf")),
     Bad("serve-port-too-large", "serve", "--port", args=("--port", "99999")),
     Bad("serve-port-negative", "serve", "--port", args=("--port", "-1")),
     Bad("serve-port-not-a-number", "serve", "--port", args=("--port", "http")),
@@ -124,12 +140,14 @@ def test_a_bad_start_is_one_line_naming_it(github: FakeGitHub, tmp_path: Path, c
     data.mkdir()
     a_file = tmp_path / "a-file"
     a_file.write_text("not a directory\n")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     env = serve_env(github, data)
     for name, value in case.env.items():
         if value is None:
             env.pop(name, None)
         else:
-            env[name] = value.format(file=a_file, data=data)
+            env[name] = value.format(file=a_file, data=data, fifo=fifo)
 
     # A free port, so that a `neo serve` that wrongly starts binds nothing in use.
     args = case.args or (("--port", str(free_port())) if case.command == "serve" else ())
