@@ -1,4 +1,5 @@
-"""End to end: a signed @neo mention to its progress comment and to the first model request.
+"""End to end: a signed @neo mention to its progress comment, the first model
+request and, with --edit, the draft pull request and the report.
 
 Starts `neo serve` as a subprocess with one in-process worker and the docker
 sandbox, against the fakes of tests/fakes on loopback: the fake GitHub (REST),
@@ -8,7 +9,10 @@ repository (so the warm mirror has something to fetch, as a live repository
 would), waits a random pause (mentions come at any point of the worker's
 poll), sends a signed `issue_comment` mention and waits for the job to end;
 the model's one reply ends the turn without a change, so the job is over
-soon after its first model request. One warm-up run goes first: it fills the
+soon after its first model request. With `--edit` the model's first reply
+writes a file and its second summarises, so the job commits, pushes the work
+branch, opens the draft pull request and turns its comment into the report:
+the whole path of a task job. One warm-up run goes first: it fills the
 mirror cache in the data dir, so the measured runs clone from a warm mirror.
 
 Prints, over the measured runs, median and p90 (nearest rank) of:
@@ -17,6 +21,9 @@ Prints, over the measured runs, median and p90 (nearest rank) of:
   GitHub has answered the comment's POST (target p50 <= 1 s);
 - job start -> first model request: from the worker's `job_started` log line
   until the fake Messages API has the first request (target <= 3 s);
+- with `--edit`, webhook -> draft pull request and webhook -> report: until
+  the fake GitHub has answered the pull request's POST, and the last edit of
+  the progress comment (the report; issue 27's target: p50 <= 3 s);
 - where the time goes: the run cut into stages at events seen from outside,
   with what runs in each; `--events` adds every event, in order.
 
@@ -38,7 +45,7 @@ Where the times come from, all wall-clock on this one host:
 Stages say what runs in them that cannot be seen from outside.
 
     uv run python -m bench.e2e [--runs 10] [--files 5000] [--image neo-sandbox:local]
-        [--setup COMMAND ...] [--pause 1.0] [--events]
+        [--setup COMMAND ...] [--pause 1.0] [--edit] [--events]
 """
 
 from __future__ import annotations
@@ -82,6 +89,7 @@ from tests.fakes import (
     file_path,
     make_repo,
     text,
+    tool_use,
 )
 
 REPO = "octo/hello"
@@ -241,6 +249,8 @@ _ROUTES = (
     ("POST", r"/repos/[^/]+/[^/]+/issues/\d+/comments", "progress comment"),
     ("PATCH", r"/repos/[^/]+/[^/]+/issues/comments/\d+", "comment edit"),
     ("GET", r"/repos/[^/]+/[^/]+/issues/\d+", "issue"),
+    ("GET", r"/repos/[^/]+/[^/]+/pulls", "list pull requests"),
+    ("POST", r"/repos/[^/]+/[^/]+/pulls", "pull request opened"),
 )
 
 
@@ -259,7 +269,10 @@ def _git_label(request: GitRequest) -> str:
 
 
 # The log lines of `neo serve` a run is cut at: the worker's, and the runner's.
-_LOGGED = ("job_started", "spec_ready", "checkout_done", "sandbox_ready", "first_model_call")
+_LOGGED = (
+    *("job_started", "spec_ready", "checkout_done", "sandbox_ready", "first_model_call"),
+    *("sandbox_closed", "published"),
+)
 
 
 def _log_events(log: Path, job_id: int) -> list[tuple[float, str]]:
@@ -322,7 +335,12 @@ class _Rig:
     log: Path
 
 
-def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
+# With --edit: the model's first reply writes this file, its second ends the turn.
+_EDITED = "src/date_fix.py"
+_SUMMARY = "Fix the flaky date test at midnight\n\nThe test now pins the clock."
+
+
+def _one_run(rig: _Rig, sequence: int, pause: float, *, edit: bool = False) -> _Run:
     github, git = rig.github, rig.git
     number = github.add_issue(
         REPO, "The date test is flaky", "It fails at midnight.", user=REQUESTER
@@ -340,7 +358,19 @@ def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
         seen["row"] = _job_row(rig.data / "neo.db", thread_key)
         return Reply([text("The test looks fine to me; nothing to change.")])
 
-    rig.anthropic.script(first_reply)
+    def first_edit(body: Mapping[str, Any]) -> Reply:
+        first_reply(body)
+        write = {"path": _EDITED, "content": f"FIXED = {sequence}\n"}
+        return Reply([tool_use(f"call-{sequence}", "write_file", write)], "tool_use")
+
+    def last_reply(body: Mapping[str, Any]) -> Reply:
+        seen["last model request"] = time.time()
+        return Reply([text(_SUMMARY)])
+
+    if edit:
+        rig.anthropic.script(first_edit, last_reply)
+    else:
+        rig.anthropic.script(first_reply)
     body = json.dumps(_mention(number, comment)).encode()
     time.sleep(pause)
     posted = time.time()
@@ -363,15 +393,23 @@ def _one_run(rig: _Rig, sequence: int, pause: float) -> _Run:
         (running.updated_at, "queue: claimed"),
         (seen["first model request"], "model: first request"),
     ]
+    if "last model request" in seen:
+        events.append((seen["last model request"], "model: last request"))
     events += _log_events(rig.log, row.id)
     events += [(at, _github_label(request)) for at, request in github.take_stamps()]
     events += [(at, _git_label(request)) for at, request in git.take_stamps()]
     events += [
         (at, f"docker: container {action}") for at, action in rig.containers.take(f"job-{row.id}")
     ]
+    edits = [at for at, label in events if label == "github: comment edit"]
+    if edits:
+        # The last edit of the progress comment is the report.
+        events.append((max(edits), "github: report"))
     run = _Run(_numbered(events))
     if not any(label == "github: progress comment" for _, label in run.events):
         raise SystemExit(f"bench: job {row.id} posted no progress comment: {row.result}")
+    if edit and not any(label == "github: pull request opened" for _, label in run.events):
+        raise SystemExit(f"bench: job {row.id} opened no pull request: {row.result}")
     return run
 
 
@@ -419,6 +457,14 @@ _STAGES: tuple[tuple[str, str], ...] = (
 )
 # Stages from the job's start on.
 _JOB_STAGES = _STAGES[3:]
+# With --edit, from the first model request on.
+_EDIT_STAGES: tuple[tuple[str, str], ...] = (
+    ("model: last request", "the write_file call in the sandbox, the second request"),
+    ("log: sandbox_closed", "the turn ends; container removed, the tree given back"),
+    ("log: published", "stage, commit, merge-base, diffstat, the push"),
+    ("github: pull request opened", "the session closed; the open pull request looked up"),
+    ("github: report", "the report rendered and posted"),
+)
 
 
 def _stage_end(run: _Run, label: str) -> float | None:
@@ -429,19 +475,20 @@ def _stage_end(run: _Run, label: str) -> float | None:
     return next((at for at, name in run.events if name == label), None)
 
 
-def _stages(runs: list[_Run]) -> list[str]:
+def _stages(runs: list[_Run], *, edit: bool = False) -> list[str]:
     """One line per stage: median and p90 over the runs, and what it holds."""
+    stages = _STAGES + (_EDIT_STAGES if edit else ())
     lines = [f"  {'stage, ending at':<36} {'median':>11}  {'p90':>11}   what runs in it"]
     durations: dict[str, list[float]] = defaultdict(list)
     for run in runs:
         before = run.first("webhook sent")
-        for label, _ in _STAGES:
+        for label, _ in stages:
             end = _stage_end(run, label)
             # Not seen, or not in this order: its time goes to the next stage.
             if end is not None and end >= before:
                 durations[label].append(end - before)
                 before = end
-    for label, what in _STAGES:
+    for label, what in stages:
         if label == _JOB_STAGES[0][0]:
             lines.append(f"  {'-- job start (job_started) --':<36}")
         samples = durations[label]
@@ -456,13 +503,14 @@ def _stages(runs: list[_Run]) -> list[str]:
     return lines
 
 
-def _events(runs: list[_Run]) -> list[str]:
-    """One line per event until the first model request: time since the run's
-    previous event, and since the webhook was sent."""
+def _events(runs: list[_Run], *, edit: bool = False) -> list[str]:
+    """One line per event until the first model request (with --edit, until the
+    report): time since the run's previous event, and since the webhook was sent."""
     deltas: dict[str, list[float]] = defaultdict(list)
     offsets: dict[str, list[float]] = defaultdict(list)
     for run in runs:
-        start, end = run.first("webhook sent"), run.first("model: first request")
+        start = run.first("webhook sent")
+        end = run.first("github: report" if edit else "model: first request")
         shown = [(at, label) for at, label in run.events if at <= end]
         for (before, _), (at, label) in itertools.pairwise(shown):
             deltas[label].append(at - before)
@@ -489,6 +537,11 @@ def report(args: argparse.Namespace, warmup: _Run, runs: list[_Run], load: str) 
     print(_headline("webhook -> ack (202)", ack, ""))
     print(_headline("webhook -> progress comment", comment, "(target p50 <= 1000 ms)"))
     print(_headline("job start -> first model request", model, "(target <= 3000 ms)"))
+    if args.edit:
+        pull = [run.between("webhook sent", "github: pull request opened") for run in runs]
+        reported = [run.between("webhook sent", "github: report") for run in runs]
+        print(_headline("webhook -> draft pull request", pull, ""))
+        print(_headline("webhook -> report", reported, "(target p50 <= 3000 ms)"))
     print(
         "  warm-up run (cold mirror):             webhook -> comment"
         f" {_ms(warmup.between('webhook sent', 'github: progress comment')).strip()},"
@@ -496,11 +549,11 @@ def report(args: argparse.Namespace, warmup: _Run, runs: list[_Run], load: str) 
         f" {_ms(warmup.between('log: job_started', 'model: first request')).strip()}"
     )
     print("\nwhere the time goes (each stage from the end of the one before)")
-    for line in _stages(runs):
+    for line in _stages(runs, edit=args.edit):
         print(line)
     if args.events:
         print("\nevery event seen, in order (requests: when answered; log: its ts)")
-        for line in _events(runs):
+        for line in _events(runs, edit=args.edit):
             print(line)
 
 
@@ -560,17 +613,20 @@ def run(args: argparse.Namespace) -> None:
         _rig(args, Path(temp)) as rig,
     ):
         load = _load()
-        warmup = _one_run(rig, 0, pauses.uniform(0, args.pause))
+        warmup = _one_run(rig, 0, pauses.uniform(0, args.pause), edit=args.edit)
         runs = []
         for sequence in range(1, args.runs + 1):
-            runs.append(_one_run(rig, sequence, pauses.uniform(0, args.pause)))
+            runs.append(_one_run(rig, sequence, pauses.uniform(0, args.pause), edit=args.edit))
             comment = runs[-1].between("webhook sent", "github: progress comment")
             model = runs[-1].between("log: job_started", "model: first request")
-            print(
+            line = (
                 f"run {sequence}: webhook -> comment {_ms(comment)},"
-                f" job start -> first model request {_ms(model)}",
-                flush=True,
+                f" job start -> first model request {_ms(model)}"
             )
+            if args.edit:
+                reported = runs[-1].between("webhook sent", "github: report")
+                line += f", webhook -> report {_ms(reported)}"
+            print(line, flush=True)
     report(args, warmup, runs, f"{load} before, {_load()} after")
 
 
@@ -594,6 +650,11 @@ def main() -> None:
         help="before each mention, a random pause of up to this long (default: 1.0)",
     )
     parser.add_argument("--seed", type=int, default=1, help="of the random pauses")
+    parser.add_argument(
+        "--edit",
+        action="store_true",
+        help="the model writes a file: the job pushes, opens a draft pull request, reports",
+    )
     parser.add_argument(
         "--events", action="store_true", help="also print every event seen, in order"
     )

@@ -228,6 +228,7 @@ async def _prepare_and_run_agent(
             )
             briefing = Briefing(project, skills, facts, spec.system_extra)
             await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event)
+        _mark(spec, "sandbox_closed")
     except SetupFailed as error:
         # The report shows the command that failed and its last lines.
         progress.setup = error.outcome
@@ -351,6 +352,7 @@ async def _publish(
     assert progress.start is not None
     summary = progress.finished.text if progress.finished else ""
     done = await publish(spec, tree, start=progress.start, summary=summary, fork=progress.fork)
+    _mark(spec, "published", changed=done.changed)
     conclusion: Conclusion = "changed" if done.changed else "no_changes"
     if not done.changed and error is not None:
         conclusion = "failed"

@@ -319,7 +319,7 @@ async def test_the_provider_is_built_while_the_event_loop_runs_on(
     assert result.conclusion == "no_changes"
 
 
-async def test_the_log_says_when_checkout_sandbox_and_first_model_call_were_done(
+async def test_the_log_says_when_each_step_of_the_job_was_done(
     make_spec: Callable[..., JobSpec],
     fake_anthropic: FakeAnthropicAPI,
     caplog: pytest.LogCaptureFixture,
@@ -336,6 +336,8 @@ async def test_the_log_says_when_checkout_sandbox_and_first_model_call_were_done
         "checkout_done",
         "sandbox_ready",
         "first_model_call",
+        "sandbox_closed",
+        "published",
     ]
     stamps = [line["ts"] for line in marks]
     assert stamps == sorted(stamps)
