@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -56,6 +55,7 @@ from runner.sandbox.setup_run import SetupFailed
 from runner.session import Session, SessionError, SessionStore
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
 from runner.text import one_line
+from runner.trash import discard
 
 __all__ = [
     "JOB_SETTINGS",
@@ -138,7 +138,8 @@ async def run(
     async with open_run(spec.settings, provider_factory) as kit:
         try:
             async with job_mirrors(spec, cache) as mirrors:
-                await asyncio.to_thread(_remove, workspace)
+                # A tree an earlier attempt left is deleted with the trash.
+                await asyncio.to_thread(discard, workspace, spec.data_dir / "trash")
                 await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
                 work = _prepare_and_run_agent(
                     spec, workspace, mirrors, kit, project_context, progress, on_event
@@ -166,7 +167,8 @@ async def run(
         except (GitError, SandboxError, SessionError) as error:
             result = _result(spec, kit, progress, error=error)
         finally:
-            await asyncio.to_thread(_remove, workspace)
+            # Deleting the tree takes seconds: after the result, in the background.
+            await asyncio.to_thread(discard, workspace, spec.data_dir / "trash")
     if result.error_message is not None:
         # Everyone who reads the result may see the message; the host's layout is not theirs.
         hidden = _host_paths(spec, cache)
@@ -428,10 +430,6 @@ def _result(
         session_id=progress.session_id,
         fork=done.fork,
     )
-
-
-def _remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _host_paths(spec: JobSpec, cache: MirrorCache | None) -> list[tuple[str, str]]:
