@@ -404,8 +404,13 @@ async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
     await publisher.progress_comment(1, "one")
     await neighbour.progress_comment(2, "two")
     await publisher.react("issue", issue)
+    burst = list(fake_time.sleeps)
+    await neighbour.react("issue", other_issue)
+    await publisher.progress_comment(3, "three")
 
     assert reads == []
+    # A burst of three goes at once, then one a second.
+    assert burst == []
     assert fake_time.sleeps == [1.0, 1.0]
     # Another installation's spacing is its own.
     assert spacers.for_installation(8) is not spacers.for_installation(INSTALLATION)
