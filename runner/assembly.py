@@ -11,7 +11,8 @@ subagents. `open_run` opens what the run calls and closes it after: the
 provider with its fallback, the subagents' own when they have a model of
 their own, the budget. `RunKit.start` builds the agent on a sandbox: the
 subagents' supervisor, the skills, the editing tools of the model's family,
-the system prompt, and the run recorded into its session. What truly differs
+the MCP servers' tools once their gateway is ready (`runner.mcp.run`), the
+system prompt, and the run recorded into its session. What truly differs
 (the working tree, the sandbox, which session is continued, what becomes of
 the result) stays with each entry point.
 """
@@ -23,7 +24,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runner.agent import Agent, Event
 from runner.budget import RunBudget
@@ -53,6 +54,10 @@ from runner.subagent import (
 from runner.tools import Checklist, tools_for
 from runner.tools.base import Tool
 from runner.tools.registry import editing_tools
+
+if TYPE_CHECKING:
+    # The SDK only where servers run: `runner.mcp.run` imports it when it starts some.
+    from runner.mcp.gateway import Gateway
 
 __all__ = [
     "Briefing",
@@ -155,12 +160,15 @@ class RunKit:
         *,
         on_event: Callable[[Event], None] | None = None,
         tools: Sequence[Tool] = (),
+        mcp: Gateway | None = None,
         hold_after_compaction: bool = False,
     ) -> AgentRun:
         """The agent on `box`, continuing `session`, recorded into it.
 
-        `tools` are a kind of job's own (a review's); `hold_after_compaction`
-        as `AgentRun` has it. The invoked skills' notice is the first event.
+        `tools` are a kind of job's own (a review's); `mcp` the gateway whose
+        servers' tools the agent gets, once it is ready (`runner.mcp.run`);
+        `hold_after_compaction` as `AgentRun` has it. The invoked skills'
+        notice is the first event, then the servers the gateway left out.
         """
         settings, skills = self.settings, briefing.skills
         supervisor = None
@@ -191,7 +199,14 @@ class RunKit:
         )
         agent = make_agent(
             self.provider,
-            agent_tools(self.provider.model, box, skills.discovery.skills, supervisor, tools),
+            agent_tools(
+                self.provider.model,
+                box,
+                skills.discovery.skills,
+                supervisor,
+                tools,
+                mcp=mcp.tools if mcp is not None else (),
+            ),
             system=system,
             budget=self.budget,
             max_turns=settings.max_turns,
@@ -208,6 +223,9 @@ class RunKit:
         )
         if skills.invoked and on_event is not None:
             on_event(skills.notice())
+        notice = mcp.notice() if mcp is not None else None
+        if notice is not None and on_event is not None:
+            on_event(notice)
         return run
 
     def cost(self) -> float | None:
@@ -264,13 +282,17 @@ def agent_tools(
     skills: Sequence[Skill] = (),
     subagents: Supervisor | None = None,
     extra: Sequence[Tool] = (),
+    *,
+    mcp: Sequence[Tool] = (),
 ) -> list[Tool]:
     """The tools `model`'s family knows on `box`; read_file also reads `skills` not in
-    the tree, `subagents` adds the `agent` tool, and `extra` a kind of job's own."""
+    the tree, `subagents` adds the `agent` tool, `extra` a kind of job's own, and
+    `mcp` the MCP servers' (`server__tool`, served by the gateway on the host side)."""
     tools = tools_for(model, box, checklist=Checklist())
     if subagents is not None:
         tools.append(AgentTool(subagents, box))
     tools.extend(extra)
+    tools.extend(mcp)
     return with_skill_reads(tools, skills)
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from runner.agent import Event
 from runner.assembly import Briefing, ProviderFactory, RunKit, RunSession, RunSettings, open_run
@@ -24,6 +24,8 @@ from runner.errors import ConfigError, NeoError
 from runner.llm.provider import prepare_provider
 from runner.llm.registry import make_provider
 from runner.llm.types import JSON, Usage
+from runner.mcp.report import McpReport, McpRequired
+from runner.mcp.run import NO_MCP, McpRun, open_gateway
 from runner.network import (
     Blocked,
     EgressReport,
@@ -40,6 +42,9 @@ from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.session import Session, SessionError, SessionStore
 from runner.skills import run_skills, tree_skills
+
+if TYPE_CHECKING:
+    from runner.mcp.gateway import Gateway
 
 __all__ = ["ProviderFactory", "RunRequest", "RunResult", "failed", "run_headless"]
 
@@ -63,6 +68,9 @@ class RunRequest:
     # `--setup`: "auto" detects and runs the tree's setup in a docker
     # sandbox (docs/setup.md), "none" runs none; the local sandbox never does.
     setup: Literal["auto", "none"] = "auto"
+    # `--mcp-config`'s servers and what the operator allows them (NEO_MCP_*);
+    # a URL server's host within the network above, whatever the sandbox.
+    mcp: McpRun = NO_MCP
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +94,8 @@ class RunResult:
     model_calls: int = 0
     # What the docker sandbox's setup did; None: no setup phase (the local sandbox).
     setup: SetupOutcome | None = None
+    # The MCP servers left out and the MCP tools called; None: no server asked for.
+    mcp: McpReport | None = None
 
     def to_json(self) -> dict[str, JSON]:
         error: JSON = None
@@ -104,7 +114,15 @@ class RunResult:
             "session_id": self.session_id,
             "network": None if self.blocked is None else {"blocked": _blocked_json(self.blocked)},
             "setup": None if self.setup is None else cast("JSON", self.setup.to_json()),
+            "mcp": None if self.mcp is None else _mcp_json(self.mcp),
         }
+
+
+def _mcp_json(report: McpReport) -> JSON:
+    return {
+        "skipped": [{"server": s.server, "reason": s.reason} for s in report.skipped],
+        "calls": dict(report.calls),
+    }
 
 
 def _blocked_json(blocked: tuple[Blocked, ...]) -> list[JSON]:
@@ -176,19 +194,31 @@ async def run_headless(
             network=network,
             report=report,
         )
+        # The MCP servers start with the sandbox, on this host; a URL server's host
+        # is within the run's network whichever sandbox runs the commands.
+        policy = (network or _plan(request, environment.plan.ecosystems)).agent
+        gateway: Gateway | None = None
         try:
-            async with sandbox as opened:
+            async with (
+                open_gateway(request.mcp, policy, job_id=meta.id) as gateway,
+                sandbox as opened,
+            ):
                 facts = Environment(
                     is_git_repo=find_git_root(repo) is not None,
                     # The local sandbox enforces nothing: its commands have the network.
                     network=True if network is None else access_of(network.agent),
                     setup=opened.setup if docker else None,
                 )
+                if gateway is not None:
+                    await gateway.ready()
                 result = await _run_agent(
-                    request, kit, opened.box, session, on_event, stop, started, facts
+                    request, kit, opened.box, session, on_event, stop, started, facts, gateway
                 )
-        except SandboxError as error:
-            return failed(error, started)
+        except (SandboxError, McpRequired) as error:
+            result = failed(error, started)
+            return result if gateway is None else replace(result, mcp=gateway.report())
+        if gateway is not None:
+            result = replace(result, mcp=gateway.report())
         return replace(result, blocked=report.blocked, setup=facts.setup) if docker else result
 
 
@@ -222,13 +252,14 @@ async def _run_agent(
     stop: asyncio.Event | None,
     started: float,
     environment: Environment,
+    gateway: Gateway | None = None,
 ) -> RunResult:
     repo = Path(session.meta.cwd)
     # The prompt is all the requester's own: its `$name` invokes a skill.
     found = await asyncio.to_thread(tree_skills, find_git_root(repo) or repo)
     skills = run_skills(found, request=request.prompt, disabled=kit.settings.disabled_skills)
     briefing = Briefing(project_context(repo), skills, environment)
-    run = kit.start(box, session, briefing, on_event=on_event)
+    run = kit.start(box, session, briefing, on_event=on_event, mcp=gateway)
     error: NeoError | None = None
     try:
         error = await bounded(

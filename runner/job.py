@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.agent import Event, TurnFinished, TurnStarted
 from runner.assembly import Briefing, ProviderFactory, RunKit, open_run
@@ -40,6 +41,8 @@ from runner.job_spec import JOB_SETTINGS, Conclusion, JobResult, JobSpec, check_
 from runner.llm.limits import limits_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Usage
+from runner.mcp.report import McpReport, McpRequired
+from runner.mcp.run import open_gateway
 from runner.needed import split_needs
 from runner.network import EgressReport, Plan, job_plan
 from runner.publish import Committed, has_changes, publish
@@ -56,6 +59,9 @@ from runner.session import Session, SessionError, SessionStore
 from runner.skills import RunSkills, ref_skills, run_skills, tree_skills
 from runner.text import one_line
 from runner.trash import discard
+
+if TYPE_CHECKING:
+    from runner.mcp.gateway import Gateway
 
 __all__ = [
     "JOB_SETTINGS",
@@ -94,6 +100,8 @@ class _Progress:
     # What the egress proxy refused, once the sandbox is gone; the network's notes.
     egress: EgressReport = field(default_factory=EgressReport)
     network_notes: tuple[str, ...] = ()
+    # The MCP servers left out, the MCP tools called.
+    mcp: McpReport = field(default_factory=McpReport)
     setup: SetupOutcome | None = None
 
     @property
@@ -218,7 +226,11 @@ async def _prepare_and_run_agent(
     network = job_plan(spec.network, request.plan.ecosystems, spec.network_ceiling)
     progress.network_notes = (*spec.network_notes, *network.notes)
     try:
-        async with _sandbox(spec, tree, request, network, progress.egress) as opened:
+        # The MCP servers start while the sandbox does, on the host, within its network.
+        async with (
+            open_gateway(spec.mcp, network.agent, job_id=spec.job_id) as gateway,
+            _sandbox(spec, tree, request, network, progress.egress) as opened,
+        ):
             _mark(spec, "sandbox_ready")
             progress.setup = opened.setup
             facts = Environment(
@@ -229,12 +241,22 @@ async def _prepare_and_run_agent(
                 allow_workflow_edits=spec.allow_workflow_edits,
             )
             briefing = Briefing(project, skills, facts, spec.system_extra)
-            await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event)
+            try:
+                if gateway is not None:
+                    await gateway.ready()
+                    _mark(spec, "mcp_ready", skipped=[s.server for s in gateway.skipped])
+                await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event, gateway)
+            finally:
+                if gateway is not None:
+                    progress.mcp = gateway.report()
         _mark(spec, "sandbox_closed")
     except SetupFailed as error:
         # The report shows the command that failed and its last lines.
         progress.setup = error.outcome
         raise
+    except McpRequired as error:
+        # A job's failure, in one line: the result says it, as any other.
+        progress.error = error
 
 
 async def _skills(spec: JobSpec, tree: Path) -> RunSkills:
@@ -290,6 +312,7 @@ async def _run_agent(
     briefing: Briefing,
     progress: _Progress,
     on_event: Callable[[Event], None] | None,
+    gateway: Gateway | None = None,
 ) -> None:
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
@@ -314,6 +337,7 @@ async def _run_agent(
         briefing,
         on_event=observe,
         tools=(ReviewCommentTool(progress.review),) if progress.review else (),
+        mcp=gateway,
         hold_after_compaction=True,
     )
     progress.run = agent_run
@@ -415,6 +439,7 @@ def _result(
         generated=done.generated,
         network_blocked=progress.egress.blocked,
         network_notes=progress.network_notes,
+        mcp=progress.mcp,
         setup=progress.setup,
         summary=needs.summary,
         needed=needs.needed,

@@ -17,6 +17,8 @@ from runner.fork import Fork, ForkResult
 from runner.git import DiffStat
 from runner.images import TaskImage
 from runner.llm.types import Usage
+from runner.mcp.report import McpReport
+from runner.mcp.run import NO_MCP, McpRun
 from runner.network import Blocked, NetworkPolicy
 from runner.review import ReviewDraft
 from runner.sandbox.factory import SANDBOXES
@@ -78,6 +80,10 @@ class JobSpec:
     network: NetworkPolicy | None = None
     network_ceiling: NetworkPolicy | None = None
     network_notes: tuple[str, ...] = ()
+    # The MCP servers whose tools the agent gets (the default branch's `mcp:`),
+    # what the operator allows them, and the reads behind the built-in `github`
+    # server; served on the host side, their remote hosts within `network`.
+    mcp: McpRun = NO_MCP
     # Workflows run with the repository's secrets: the agent may not write
     # under WORKFLOWS_DIR unless the repository's configuration says so.
     allow_workflow_edits: bool = False
@@ -122,6 +128,8 @@ class JobResult:
     # what the job's network setting became (the operator's bound, an old key).
     network_blocked: tuple[Blocked, ...] = ()
     network_notes: tuple[str, ...] = ()
+    # The MCP servers left out and why, the MCP tools called and how often.
+    mcp: McpReport = field(default_factory=McpReport)
     # What the setup phase did, up to and with a command that failed the job (its
     # last lines too); None: the job ended before it.
     setup: SetupOutcome | None = None

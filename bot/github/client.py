@@ -5,8 +5,9 @@
 
 `RepoClient` is the facade over the resources of a repository, each a module
 of its own over `RepoBase` (how a call is made): `pulls`, `reviews`,
-`comments`, `checks`, and the CI logs of `downloads`; it holds the reads of
-the repository itself (a user's role, the default branch, files).
+`comments`, `checks`, `issues` (any by number), and the CI logs of
+`downloads`; it holds the reads of the repository itself (a user's role,
+the default branch, files).
 Idempotency, retries, spacing, drafts: docs/architecture.md, "Talking to GitHub".
 """
 
@@ -33,6 +34,7 @@ from bot.github.comments import Comments, Reaction, ReactionSubject
 from bot.github.core import RetryPolicy
 from bot.github.downloads import LogKind, Logs
 from bot.github.errors import GitHubError
+from bot.github.issues import Issues
 from bot.github.markers import job_marker, reply_marker
 from bot.github.models import FileRead, PullRequestRef, ReadPlan, Review, Thread, TriggerRead
 from bot.github.models import ReviewComment as InlineComment
@@ -66,7 +68,7 @@ __all__ = [
 PERMISSION_LEVELS: Final = ("admin", "maintain", "write", "triage", "read", "none")
 
 
-class RepoClient(Pulls, Reviews, Comments, Checks, Logs):
+class RepoClient(Pulls, Reviews, Comments, Checks, Logs, Issues):
     """The effects of one job on one thread (`number`) of `repository` ("owner/name")."""
 
     def attachments_in(self, body_html: str) -> list[str]:

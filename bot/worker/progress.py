@@ -28,6 +28,7 @@ from runner.agent.events import (
 )
 from runner.fork import ForkResult
 from runner.llm.types import Usage
+from runner.mcp.report import McpReport, McpSkipped, Skipped
 from runner.network import Blocked
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.skills import SkillsInvoked
@@ -184,6 +185,8 @@ class ProgressState:
     skills: tuple[str, ...] = ()
     # The subagents running now, in the order they started.
     children: tuple[RunningChild, ...] = ()
+    # The MCP servers the job goes without, and why.
+    mcp_skipped: tuple[Skipped, ...] = ()
 
     def elapsed(self, now: float) -> float:
         """Seconds since the job started (or was queued), frozen once it ended."""
@@ -227,6 +230,7 @@ class Progress:
         self._turns = 0
         self._compactions: list[tuple[int, int]] = []
         self._skills: tuple[str, ...] = ()
+        self._mcp_skipped: tuple[Skipped, ...] = ()
         self._children: dict[int, RunningChild] = {}
         self._internal: set[str] = set()
 
@@ -246,6 +250,7 @@ class Progress:
             compactions=tuple(self._compactions),
             skills=self._skills,
             children=tuple(self._children.values()),
+            mcp_skipped=self._mcp_skipped,
         )
 
     def start(self) -> None:
@@ -311,6 +316,8 @@ class Progress:
             self._children.pop(payload.number, None)
         elif isinstance(payload, SkillsInvoked):
             self._skills = payload.names
+        elif isinstance(payload, McpSkipped):
+            self._mcp_skipped = payload.skipped
 
     def _current(self) -> Step:
         """The latest call still running, else thinking."""
@@ -394,6 +401,8 @@ class Outcome:
     # The run changed the code (a pull request, a pushed branch, a proposed
     # patch): only then does the report say what was verified.
     changed: bool = False
+    # The MCP tools called and the servers left out.
+    mcp: McpReport = field(default_factory=McpReport)
 
 
 # --- when to edit -----------------------------------------------------------------

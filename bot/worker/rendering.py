@@ -16,6 +16,7 @@ from typing import Literal
 from bot.github.markers import job_marker
 from bot.jobs import Conclusion
 from bot.worker.fork_report import PROPOSED, fork_pushed_line, patch_section
+from bot.worker.mcp_report import mcp_lines, skipped_lines
 from bot.worker.network_report import blocked_lines
 from bot.worker.progress import (
     FINAL,
@@ -124,6 +125,8 @@ def render_progress(state: ProgressState, *, now: float) -> str:
         parts.append(f"**Now:** {_step_text(state.step)}")
     if state.children and state.status not in FINAL:
         parts.append("\n".join(_child_line(child) for child in state.children[:_MAX_CHILDREN]))
+    if state.mcp_skipped and state.status not in FINAL:
+        parts.append("\n".join(skipped_lines(state.mcp_skipped, code=code_span)))
     notes = []
     if state.calls:
         count = len(state.calls)
@@ -320,6 +323,7 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         )
         sections.append("\n".join(blocked))
     sections.extend(setup_lines(outcome.setup, code=code_span, config_path=outcome.config_path))
+    sections.extend(mcp_lines(outcome.mcp, code=code_span))
     # Beside the summary, which may say the opposite: the model's word is not proof.
     # Only where code changed: a review or an answer claims no change to verify.
     warnings = _failed_checks(checks) if outcome.changed else []

@@ -12,7 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bot.github.app import WORKFLOW_JOB_PERMISSIONS
+from bot.github.app import CI_REPAIR_PERMISSIONS, WORKFLOW_JOB_PERMISSIONS
+from bot.github.job_reads import JobReads
 from bot.jobs import Conclusion, Job, JobKind, conclusion_of
 from bot.queue import QueueError, SpendRecord
 from bot.worker.access import is_unchecked
@@ -79,6 +80,13 @@ async def plan_run(
         who=who,
     )
     spec = shape(spec)
+    if spec.mcp.settings.github:
+        # The built-in `github` server reads through the job's client; CI logs
+        # through one that may read Actions, asked for only when a log is.
+        reads = JobReads(
+            ctx.github, logs=lambda: services.repo_client(request, CI_REPAIR_PERMISSIONS)
+        )
+        spec = replace(spec, mcp=replace(spec.mcp, github=reads))
     notes = allowed.notes
     bounded = bounded_cost(spec.settings.max_cost_usd, allowed.allowance)
     if bounded != spec.settings.max_cost_usd:

@@ -28,6 +28,7 @@ from runner.fork import Fork
 from runner.job import JobSpec
 from runner.llm.price_book import Price, PriceBook
 from runner.mcp import Operator
+from runner.mcp.run import McpRun
 from runner.network import NetworkPolicy
 from runner.sandbox.requests import Bounds
 from runner.subject import CommitText
@@ -273,6 +274,10 @@ def job_spec(
         network=config.network_policy(),
         network_ceiling=settings.network_ceiling,
         network_notes=config.network_notes(),
+        # The default branch's `mcp:` alone, as every setting: a pull request's
+        # copy of the file cannot add a server. The `github` server's reads are
+        # the job's client's, added with it (`runs.plan_run`).
+        mcp=McpRun(config.mcp.settings(), settings.mcp_operator),
         environment_bounds=settings.prepared_bounds(),
         allow_workflow_edits=config.allow_workflow_edits,
         co_author=co_author,

@@ -57,6 +57,7 @@ def run_outcome(
         changed=result.changed,
         generated=result.generated,
         setup=result.setup,
+        mcp=result.mcp,
         usage=result.usage,
         cost_usd=result.cost_usd,
         duration_ms=result.duration_ms,

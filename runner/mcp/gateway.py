@@ -23,25 +23,28 @@ from types import TracebackType
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from runner.errors import ConfigError
+from runner.agent.events import ToolNotice
 from runner.mcp.connect import Refused, Where, open_builtin, open_server, secrets_of
 from runner.mcp.link import Failed, ServerLink
+from runner.mcp.report import McpReport, McpRequired, McpSkipped, Skipped
 from runner.mcp.servers import ALL_TOOLS, BUILTIN_GITHUB, CALL_TIMEOUT, McpSettings
 from runner.mcp.tool import LeftOut, McpTool, offered
 from runner.tools.base import Tool
 
-__all__ = ["Gateway", "McpReport", "McpRequired", "McpSkipped", "Served", "Skipped"]
+__all__ = [
+    "NOTICE",
+    "Gateway",
+    "McpReport",
+    "McpRequired",
+    "McpSkipped",
+    "Served",
+    "Skipped",
+]
 
+# The name of the notice the gateway publishes (a ToolNotice's tool).
+NOTICE = "mcp"
 # Neo's own server answers at once; this only bounds a bug.
 _BUILTIN_STARTUP = 10.0
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    """A server the run goes without, and why."""
-
-    server: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,25 +54,6 @@ class Served:
     server: str
     tools: tuple[str, ...]
     left_out: tuple[LeftOut, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class McpSkipped:
-    """Published when the servers are up: those left out (the progress comment says so)."""
-
-    skipped: tuple[Skipped, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class McpReport:
-    """What a run's gateway did: servers left out, tools called and how often."""
-
-    skipped: tuple[Skipped, ...] = ()
-    calls: tuple[tuple[str, int], ...] = ()
-
-
-class McpRequired(ConfigError):
-    """A server the configuration requires did not start: the run fails, in one line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +117,20 @@ class Gateway:
             self._ready = asyncio.ensure_future(self._start())
         return await asyncio.shield(self._ready)
 
+    @property
+    def tools(self) -> tuple[Tool, ...]:
+        """The tools `ready` gave; none before it did."""
+        ready = self._ready
+        if ready is None or not ready.done() or ready.cancelled() or ready.exception():
+            return ()
+        return ready.result()
+
+    def notice(self) -> ToolNotice | None:
+        """The event that says which servers were left out, once `ready` returned."""
+        if not self.skipped:
+            return None
+        return ToolNotice("", NOTICE, McpSkipped(self.skipped))
+
     def report(self) -> McpReport:
         calls = tuple(sorted(self._calls.items(), key=lambda item: (-item[1], item[0])))
         return McpReport(self.skipped, calls)
@@ -144,20 +142,25 @@ class Gateway:
         tools: list[Tool] = []
         served: list[Served] = []
         skipped: list[Skipped] = []
+        missing: list[Skipped] = []  # required, and not started
         for entry, found in zip(self._entries, listed, strict=True):
             name = entry.link.name
             if isinstance(found, BaseException):
                 reason = str(found) if isinstance(found, Failed) else type(found).__name__
-                if entry.required:
-                    raise McpRequired(
-                        f"MCP server {name!r} is required and did not start: {reason}"
-                    )
                 skipped.append(Skipped(name, reason))
+                if entry.required:
+                    missing.append(skipped[-1])
                 continue
             kept, left = offered(name, entry.allowed, found)
             tools.extend(McpTool(entry.link, tool, self._calls) for tool in kept)
             served.append(Served(name, tuple(tool.name for tool in kept), tuple(left)))
+        # Known whole before a required server's failure is raised: `neo mcp list` shows it.
         self.served, self.skipped = tuple(served), tuple(skipped)
+        if missing:
+            first = missing[0]
+            raise McpRequired(
+                f"MCP server {first.server!r} is required and did not start: {first.reason}"
+            )
         return tuple(tools)
 
 

@@ -2,7 +2,7 @@
 
 An MCP server of Neo's own (the SDK's `MCPServer`), served through the
 gateway like any other, so one mechanism gives the agent every host-side
-tool. Its reads go through `GitHubReads`, which `bot/github` implements with
+tool. Its reads go through `GitHubReads` (runner.mcp.reads), which bot/github implements with
 the job's client and token: the runner never talks to GitHub itself. Every
 tool takes an optional `repository` and refuses any but the job's; what it
 returns is other people's text, which the gateway quotes as data.
@@ -11,21 +11,15 @@ returns is other people's text, which the gateway quotes as data.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Protocol, TypeVar
+from typing import Annotated, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-__all__ = [
-    "GitHubReadError",
-    "GitHubReads",
-    "LogView",
-    "PostView",
-    "ThreadView",
-    "github_server",
-]
+from runner.mcp.reads import GitHubReadError, GitHubReads, PostView, ThreadView
+
+__all__ = ["github_server"]
 
 _T = TypeVar("_T")
 _Number = Annotated[int, Field(ge=1, description="The issue or pull request's number.")]
@@ -33,60 +27,6 @@ _Repository = Annotated[
     str | None,
     Field(description="owner/name; the job's repository, the only one this server reads."),
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class PostView:
-    """An opening post or a comment, as its author wrote it."""
-
-    author: str
-    association: str
-    created_at: str
-    body: str
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadView:
-    """An issue or a pull request, with its comments oldest first."""
-
-    number: int
-    title: str
-    url: str
-    is_pull_request: bool
-    state: str
-    opening: PostView
-    comments: tuple[PostView, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LogView:
-    """The end of a CI log: `text` is its last part, of `total_bytes` in all."""
-
-    name: str
-    text: str
-    total_bytes: int
-
-
-class GitHubReadError(Exception):
-    """What the model should read instead of an answer (not found, too large); one line."""
-
-
-class GitHubReads(Protocol):
-    """Reads of one repository through Neo's GitHub client, with the job's token.
-
-    Raise GitHubReadError for an answer GitHub did not give.
-    """
-
-    @property
-    def repository(self) -> str:
-        """owner/name."""
-        ...
-
-    async def thread(self, number: int) -> ThreadView: ...
-
-    async def diff(self, number: int) -> str: ...
-
-    async def check_log(self, check_run_id: int) -> LogView: ...
 
 
 def github_server(reads: GitHubReads) -> MCPServer:
@@ -158,6 +98,8 @@ def _thread_text(thread: ThreadView, repository: str) -> str:
     ]
     for comment in thread.comments:
         lines.extend(["", _post("Comment", comment)])
+    if thread.more_comments:
+        lines.extend(["", f"({thread.more_comments:,} newer comments not shown.)"])
     if not thread.comments:
         lines.extend(["", "(No comments.)"])
     return "\n".join(lines)

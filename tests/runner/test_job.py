@@ -30,6 +30,7 @@ from runner.git import MirrorCache
 from runner.job import JOB_SETTINGS, JobResult, JobSpec, run, session_id_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Message, Text, ToolResult, ToolUse
+from runner.mcp.run import NO_MCP
 from runner.sandbox.prepared import prune
 from runner.sandbox.preparing import orphaned
 from runner.sandbox.requests import Bounds
@@ -566,6 +567,9 @@ def job_process(spec: JobSpec, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     values = {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
     values["settings"] = dataclasses.asdict(spec.settings)
     values["environment_bounds"] = dataclasses.asdict(spec.environment_bounds)
+    # No MCP server in these jobs: the process's spec keeps the default.
+    assert spec.mcp == NO_MCP
+    del values["mcp"]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-c", JOB_PROCESS],

@@ -20,7 +20,8 @@ from runner.llm.types import JSON, Image, Text, ToolResult
 from runner.mcp import Command, ContainerImage, McpSettings, Operator, Remote, ServerSpec
 from runner.mcp.connect import Where
 from runner.mcp.gateway import Gateway, McpRequired, Skipped
-from runner.mcp.github import GitHubReadError, LogView, PostView, ThreadView, github_server
+from runner.mcp.github import github_server
+from runner.mcp.reads import GitHubReadError, LogView, PostView, ThreadView
 from runner.mcp.tool import LeftOut
 from runner.network import NetworkPolicy
 from runner.tools.base import DEFAULT_OUTPUT_CAP, Tool, ToolContext, ToolError
