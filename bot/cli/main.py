@@ -13,6 +13,7 @@ from bot.cli.db import add_db_parser, db_command
 from bot.cli.env import add_env_parser, env_command
 from bot.cli.jobs import add_jobs_parser, jobs_command
 from bot.cli.login import add_login_parser, add_logout_parser, login_command, logout_command
+from bot.cli.mcp import add_mcp_parser, mcp_command
 from bot.cli.run import add_run_parser, run_command
 from bot.cli.serve import add_serve_parser, serve_command
 from bot.cli.setup_app import add_setup_app_parser, setup_app_command
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_login_parser(commands)
     add_logout_parser(commands)
     add_skills_parser(commands)
+    add_mcp_parser(commands)
     add_db_parser(commands)
     add_env_parser(commands)
     return parser
@@ -70,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return logout_command(args)
     if args.command == "skills":
         return skills_command(args)
+    if args.command == "mcp":
+        return mcp_command(args)
     if args.command == "db":
         return db_command(args)
     if args.command == "env":

@@ -14,8 +14,10 @@ from typing import Any
 
 from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int, session_id
 from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from bot.cli.mcp import read_mcp_config
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
 from bot.config.prices import prices_from_environment
+from runner.agent import Event, ToolNotice
 from runner.assembly import RunSettings
 from runner.errors import ConfigError
 from runner.headless import RunRequest, RunResult, failed, run_headless
@@ -23,8 +25,12 @@ from runner.home import check_home, neo_home
 from runner.llm.price_book import PriceBook
 from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
 from runner.llm.types import EFFORTS
+from runner.mcp import Operator
+from runner.mcp.report import McpSkipped
+from runner.mcp.run import NO_MCP, McpRun
 from runner.network import METHODS, BadEntry, NetworkPolicy, parse_list
 from runner.subagent import SubagentSettings
+from runner.text import one_line
 
 __all__ = ["add_run_parser", "run_command"]
 
@@ -116,6 +122,13 @@ def add_run_parser(commands: Any) -> None:
         help="model calls each subagent may make before it reports what it found"
         f" (default: {SubagentSettings().max_turns})",
     )
+    run.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help="give the agent the tools of the MCP servers in FILE (YAML or JSON: what goes"
+        " under `mcp:` in .github/neo.yml), under this environment's NEO_MCP_*",
+    )
     run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     run.add_argument(
         "--resume", type=session_id, metavar="SESSION_ID", help="continue a saved session"
@@ -150,6 +163,7 @@ def run_command(args: argparse.Namespace) -> int:
             network=_network(args),
             network_methods=args.network_methods,
             network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE)),
+            mcp=_mcp(args.mcp_config),
             settings=RunSettings(
                 provider=args.provider,
                 model=args.model,
@@ -213,6 +227,14 @@ def _stdin_prompt() -> str:
         ) from None
 
 
+def _mcp(path: Path | None) -> McpRun:
+    """`--mcp-config`'s servers, and what this environment's operator allows them."""
+    if path is None:
+        return NO_MCP
+    operator = Operator.from_environ()
+    return McpRun(read_mcp_config(path, operator), operator)
+
+
 def _subagents(args: argparse.Namespace) -> SubagentSettings:
     if args.no_subagents and (args.subagent_model or args.max_subagents or args.subagent_max_turns):
         raise ConfigError(
@@ -239,8 +261,16 @@ async def _run(request: RunRequest, output: Output) -> RunResult:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, interrupt)
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, ToolNotice) and isinstance(event.payload, McpSkipped):
+            for left in event.payload.skipped:
+                reason = one_line(left.reason, 300)
+                print(f"neo: MCP server {left.server!r} left out: {reason}", file=sys.stderr)
+        output.event(event)
+
     try:
-        return await run_headless(request, home=neo_home(), on_event=output.event, stop=stop)
+        return await run_headless(request, home=neo_home(), on_event=on_event, stop=stop)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
