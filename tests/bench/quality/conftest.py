@@ -17,7 +17,9 @@ import pytest
 from docker import DockerClient
 from docker.errors import ContainerError, ImageNotFound
 
+from bench.quality.taskset import Task, load_tasks
 from runner.sandbox.docker import docker_client
+from runner.sandbox.environment import container_environment, image_variables
 
 _TOOLCHAINS = "command -v node && command -v go && python3 -m pytest --version"
 _BRIDGE = "neo-sandbox-bench:local"
@@ -33,8 +35,17 @@ USER neo
 
 
 def _has_toolchains(client: DockerClient, image: str) -> bool:
+    # Checked with the environment a sandbox's commands get: the sandbox's
+    # pytest is its prepared environment's, on that PATH only.
+    variables = image_variables(client.images.get(image).attrs["Config"].get("Env"))
     try:
-        client.containers.run(image, ["bash", "-c", _TOOLCHAINS], remove=True, network_mode="none")
+        client.containers.run(
+            image,
+            ["bash", "-c", _TOOLCHAINS],
+            environment=container_environment(variables),
+            remove=True,
+            network_mode="none",
+        )
     except ContainerError:
         return False
     return True
@@ -70,3 +81,17 @@ def bench_image() -> str:
         fcntl.flock(lock, fcntl.LOCK_UN)
     client.close()
     return image
+
+
+@pytest.fixture(scope="session")
+def one_task_per_language() -> list[Task]:
+    """The first task of each language: the job path's tests run these.
+
+    The harness's path (clone, sandbox, tools, commit, push, grading) is the
+    same for every task of a language; whether each task of the set is sound
+    is tests/bench/quality/test_check.py's, over the whole set.
+    """
+    first: dict[str, Task] = {}
+    for task in load_tasks():
+        first.setdefault(task.spec.language, task)
+    return list(first.values())

@@ -1,7 +1,7 @@
-"""The harness proven on the whole set: the scripted no-op resolves no task.
+"""The harness proven on one task of each language: the scripted no-op resolves none.
 
 It changes nothing, on the same job path as the oracle (test_oracle.py), so
-every task must grade unresolved, for the right reason: its FAIL_TO_PASS
+each task must grade unresolved, for the right reason: its FAIL_TO_PASS
 tests fail and its PASS_TO_PASS tests pass.
 """
 
@@ -11,12 +11,14 @@ import functools
 
 from bench.quality.cli import run_tasks
 from bench.quality.scripted import scripted_factory
-from bench.quality.taskset import load_tasks
+from bench.quality.taskset import Task
 from bot.config import RepoConfig
 
 
-async def test_the_noop_resolves_no_task(bench_image: str) -> None:
-    tasks = load_tasks()
+async def test_the_noop_resolves_no_task(
+    bench_image: str, one_task_per_language: list[Task]
+) -> None:
+    tasks = one_task_per_language
     results = await run_tasks(
         tasks,
         factory=functools.partial(scripted_factory, "noop"),

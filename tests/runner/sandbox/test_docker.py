@@ -262,6 +262,22 @@ async def test_scratch_space_is_writable_and_executable(shared: Shared) -> None:
     assert await bash(shared.sandbox, script) == "ran\nran\nran\nexit code: 0"
 
 
+@in_module_loop
+async def test_a_go_test_compiles_no_standard_package(shared: Shared) -> None:
+    # The image's build cache holds the standard packages tests commonly use:
+    # Go ships none compiled, and a cold first `go test` took minutes of CPU.
+    script = (
+        "d=$(mktemp -d) && cd $d && printf 'module m\\n\\ngo 1.21\\n' > go.mod"
+        ' && printf \'package m\\nimport ("fmt"; "strings")\\n'
+        'func F() string { return fmt.Sprint(strings.ToUpper("a")) }\\n\' > m.go'
+        ' && printf \'package m\\nimport "testing"\\n'
+        'func TestF(t *testing.T) { if F() != "A" { t.Fail() } }\\n\' > m_test.go'
+        " && go test -x ./... 2>&1 | grep -c -- '/compile .* -std' ; go test ./... | cut -c1-2"
+    )
+
+    assert await bash(shared.sandbox, script, timeout=120) == "0\nok\nexit code: 0"
+
+
 async def test_a_runner_that_is_not_root_runs_commands_as_itself(
     docker_client: DockerClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
