@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-import runner.git
+import runner.git.process
 from runner.job import JobSpec, run
 from tests.fakes import (
     FakeAnthropicAPI,
@@ -204,7 +204,7 @@ async def test_a_hostile_tree_ends_the_job_in_one_line_and_runs_nothing_on_the_h
 ) -> None:
     # Short, so that a git process blocked on the tree fails the row with a
     # timeout message quickly instead of holding it for minutes.
-    monkeypatch.setattr(runner.git, "LOCAL_TIMEOUT", 15.0)
+    monkeypatch.setattr(runner.git.process, "LOCAL_TIMEOUT", 15.0)
     marker = tmp_path / "host-ran-it"
     command = row.command.replace("{marker}", str(marker))
     fake_anthropic.script(
