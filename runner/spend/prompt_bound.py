@@ -8,8 +8,9 @@ ASCII-escaped form, never shorter); framing, images and the tools' preamble
 get allowances above what any provider charges. That alone is about four
 times the truth, so `PromptBound` remembers what the provider counted for
 the requests it saw: a conversation's next request is its last one's count
-plus the bound of what was appended since. A prompt never exceeds the
-window of a model whose window is known: the provider refuses larger ones.
+plus the bound of what was appended since (the last word, which asks for no
+tool, is one too). A prompt never exceeds the window of a model whose
+window is known: the provider refuses larger ones.
 """
 
 from __future__ import annotations
@@ -104,7 +105,10 @@ class PromptBound:
                 # Only what was appended is bounded from its text: a long
                 # conversation is not read through on every call.
                 known = int(counted.tokens * _COUNTED_SHARE) + _COUNTED_SLACK
-                return known + bound_messages(grown)
+                # The tools offered the same way or not at all (the last
+                # word): a provider may word its tools' preamble otherwise.
+                preamble = 0 if counted.request.tool_choice == request.tool_choice else _TOOLS
+                return known + preamble + bound_messages(grown)
         return bound_request(request)
 
     def counted(self, request: Request, usage: Usage) -> None:
@@ -117,15 +121,16 @@ class PromptBound:
 
 def _grown_from(before: Request, after: Request) -> tuple[Message, ...] | None:
     """The messages `after` appends to `before`'s, when it is `before` with more
-    messages at the end and nothing else changed; else None."""
+    messages at the end and nothing else changed but, perhaps, the tool
+    choice; else None."""
     old, new = before.messages, after.messages
     if len(old) > len(new):
         return None
-    if (before.system, before.tool_choice, before.effort) != (
-        after.system,
-        after.tool_choice,
-        after.effort,
-    ) or tuple(before.tools) != tuple(after.tools):
+    # The tool choice may change: the tools are sent all the same, and the
+    # run's last word asks for none after turns that asked for any.
+    if (before.system, before.effort) != (after.system, after.effort) or tuple(
+        before.tools
+    ) != tuple(after.tools):
         return None
     if any(a is not b and a != b for a, b in zip(old, new, strict=False)):
         return None

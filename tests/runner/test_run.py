@@ -7,16 +7,19 @@ temporary directory and a real session store.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner.agent import Event, TurnStarted
-from runner.assembly import agent_tools, make_agent
+from runner.assembly import Briefing, RunSession, RunSettings, agent_tools, make_agent, open_run
 from runner.budget import RunBudget
 from runner.llm.anthropic import AnthropicProvider
+from runner.llm.pricing import cost_usd
 from runner.llm.provider import close_provider
 from runner.llm.retry import RetryPolicy
 from runner.llm.types import SystemPrompt, Usage
@@ -29,6 +32,8 @@ from runner.run import (
 )
 from runner.sandbox.local import LocalSandbox
 from runner.session import Session, SessionStore
+from runner.skills import run_skills
+from runner.subagent import SubagentSettings
 from tests.fakes import ErrorReply, FakeAnthropicAPI, Reply, text, tool_use
 from tests.fakes.anthropic_api import Usage as WireUsage
 
@@ -263,3 +268,77 @@ async def test_held_after_compaction_the_file_keeps_its_last_save(
     assert run.session is not None
     assert run.session.messages == tuple(run.agent.transcript())
     assert len(run.session.messages) > len(on_disk.messages)
+
+
+# -- the last word a cost limit keeps back --------------------------------------------------
+
+SONNET = "claude-sonnet-4-5"  # a published price: $3 a million prompt tokens, $15 output
+
+
+class _WritesATurnAFile:
+    """Each turn writes a file of 20,000 characters; the last word writes all it may.
+
+    Prompts are billed at four characters a token, as the fake's text is.
+    """
+
+    def __init__(self) -> None:
+        self.billed: list[tuple[str, float]] = []
+        self._turns = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        last_word = body.get("tool_choice") == {"type": "none"}
+        written = body["max_tokens"] if last_word else min(body["max_tokens"], 500)
+        usage = WireUsage(input_tokens=len(json.dumps(body)) // 4, output_tokens=written)
+        cost = cost_usd(SONNET, Usage(usage.input_tokens, usage.output_tokens), "anthropic")
+        assert cost is not None
+        self.billed.append(("last word" if last_word else "turn", cost))
+        if last_word:
+            return Reply([text("Wrote files.\n\n- [ ] the rest")], usage=usage)
+        self._turns += 1
+        n = self._turns
+        write = tool_use(f"w{n}", "write_file", {"path": f"f{n}.txt", "content": "x" * 20_000})
+        return Reply([write], "tool_use", usage=usage)
+
+
+async def test_a_run_a_cost_limit_stops_writes_its_last_word_with_what_was_kept(
+    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The last word asks for no tool: its prompt was bounded from its text
+    # alone, not as the conversation's next request, at about four times what
+    # had been kept back for it, and the call was refused ($0.34 spent of $1.00).
+    limit = 1.00
+    model = _WritesATurnAFile()
+    fake_anthropic.script(*([model] * 200))
+    for name, value in fake_anthropic.env.items():
+        monkeypatch.setenv(name, value)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    store = SessionStore(tmp_path / "home")
+    settings = RunSettings(
+        provider="anthropic",
+        model=SONNET,
+        max_turns=200,
+        max_cost_usd=limit,
+        subagents=SubagentSettings(enabled=False),
+    )
+    async with open_run(settings) as kit:
+        meta = session_meta(None, new_id="s", provider="anthropic", model=SONNET, cwd=str(tree))
+        box = LocalSandbox(tree)
+        try:
+            run = kit.start(
+                box,
+                RunSession(store, meta),
+                Briefing("", run_skills((), request="write files")),
+            )
+            error = await run.send("write files")
+            assert error is not None
+            assert error.kind == "max_cost"
+
+            assert await run.wrap_up(error) is None
+        finally:
+            await box.aclose()
+
+    kinds = [kind for kind, _ in model.billed]
+    assert kinds.count("turn") > 3, kinds
+    assert kinds[-1] == "last word", kinds
+    assert sum(cost for _, cost in model.billed) <= limit

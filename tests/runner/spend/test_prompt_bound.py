@@ -63,10 +63,26 @@ def test_a_request_that_is_not_a_continuation_gets_the_full_bound() -> None:
     bound.counted(first, Usage(input_tokens=2_500))
     other_system = Request(messages=(TASK,), system=SystemPrompt(("Summarise.",)), tools=TOOLS)
     rewritten = Request(messages=(Message("user", (Text("notes"),)),), system=SYSTEM, tools=TOOLS)
-    without_tools = Request(messages=(TASK,), system=SYSTEM, tool_choice="none", tools=TOOLS)
+    other_tools = Request(messages=(TASK,), system=SYSTEM, tools=())
 
-    for request in (other_system, rewritten, without_tools):
+    for request in (other_system, rewritten, other_tools):
         assert bound.tokens(request) == bound_request(request)
+
+
+def test_the_last_word_is_its_conversations_next_request_whatever_its_tool_choice() -> None:
+    # It asks for no tool: bounded from its text alone, it was about four
+    # times its size, more than the run had kept back for it.
+    bound = PromptBound()
+    first = Request(messages=(TASK,), system=SYSTEM, tools=TOOLS)
+    bound.counted(first, Usage(input_tokens=2_500))
+    added = (Message("assistant", (Text("done"),)), Message("user", (Text("sum up"),)))
+    last_word = Request(messages=(TASK, *added), system=SYSTEM, tool_choice="none", tools=TOOLS)
+
+    tokens = bound.tokens(last_word)
+
+    # The tools' preamble allowed for again, as a provider may word it otherwise.
+    assert tokens == int(2_500 * 1.01) + 256 + 1_024 + bound_messages(added)
+    assert tokens < bound_request(last_word)
 
 
 def test_a_known_models_window_caps_the_bound_an_unknown_ones_does_not() -> None:
