@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -822,3 +823,32 @@ def test_a_skill_named_in_the_prompt_is_added_and_no_skill_leaves_one_out(
     system = "".join(block["text"] for block in second["system"])
     assert "- review-pull-request — " in system
     assert "fix-ci" not in system
+
+
+def test_a_subcommand_loads_only_its_own_module() -> None:
+    # `neo run` used to import the webhook server, the Action and the
+    # PostgreSQL queue's driver with every other command's module.
+    heavy = ("bot.service", "bot.action", "bot.cli.serve", "bot.cli.worker", "psycopg")
+    script = (
+        "import sys\n"
+        "from bot.cli.main import build_parser\n"
+        "build_parser('run').parse_args(['run', 'hello'])\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_subcommand_is_listed_and_parses() -> None:
+    from bot.cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    help_text = parser.format_help()
+    for name in COMMANDS:
+        assert name in help_text
+        # The one a command line names is built in full, as `neo NAME --help` shows it.
+        with pytest.raises(SystemExit) as ended:
+            build_parser(name).parse_args([name, "--help"])
+        assert ended.value.code == 0
