@@ -232,6 +232,11 @@ class RunKit:
         """What the run's model calls cost, all told; None when none had a price."""
         return self.ledger.cost
 
+    def unpriced(self) -> tuple[tuple[str, int], ...]:
+        """The models without a price the run called (only without a limit), with
+        how many calls each: `cost` leaves them out."""
+        return tuple(self.ledger.unpriced.items())
+
     def models(self) -> tuple[tuple[str, ...], str | None]:
         """The models that did the run's work, in order, and why a fallback took over."""
         return models_of(self.provider.inner)

@@ -92,6 +92,9 @@ class RunResult:
     # Model calls billed: the agent's turns, its subagents', compaction's and
     # the last word's (`num_turns` counts the agent's turns alone).
     model_calls: int = 0
+    # Models without a known price it called (only without --max-cost), with
+    # their calls: `cost_usd` leaves them out.
+    unpriced: tuple[tuple[str, int], ...] = ()
     # What the docker sandbox's setup did; None: no setup phase (the local sandbox).
     setup: SetupOutcome | None = None
     # The MCP servers left out and the MCP tools called; None: no server asked for.
@@ -110,6 +113,7 @@ class RunResult:
             "num_turns": self.num_turns,
             "usage": dict(self.usage.as_dict()),
             "cost_usd": self.cost_usd,
+            "unpriced_calls": dict(self.unpriced),
             "duration_ms": self.duration_ms,
             "session_id": self.session_id,
             "network": None if self.blocked is None else {"blocked": _blocked_json(self.blocked)},
@@ -289,6 +293,7 @@ async def _run_agent(
         num_turns=run.turns,
         usage=run.usage,
         cost_usd=kit.cost(),
+        unpriced=kit.unpriced(),
         duration_ms=elapsed_ms(started),
         session_id=session.meta.id,
         model_calls=kit.ledger.calls,

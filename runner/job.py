@@ -447,6 +447,7 @@ def _result(
         error_message=one_line(error) if error else None,
         usage=usage,
         cost_usd=kit.cost(),
+        unpriced=kit.unpriced(),
         models=models,
         fallback_reason=fallback_reason,
         num_turns=kit.ledger.calls,

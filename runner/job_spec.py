@@ -141,6 +141,9 @@ class JobResult:
     error_message: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = None
+    # Models without a known price the run called (only without a cost limit),
+    # with their calls: recorded at no cost, so `cost_usd` leaves them out.
+    unpriced: tuple[tuple[str, int], ...] = ()
     # The models that did the work, in order: a fallback's after the first's.
     models: tuple[str, ...] = ()
     # Why the fallback took over: the first provider's last error.

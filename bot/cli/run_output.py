@@ -107,6 +107,8 @@ class TextOutput:
         if result.is_error:
             self._console.print(f"[red]neo: error:[/] {escape(result.error_message or '')}")
         cost = f" · ${result.cost_usd:.4f}" if result.cost_usd is not None else ""
+        for model, calls in result.unpriced:
+            cost += f" · {calls} call{'s' if calls != 1 else ''} of {escape(model)} not priced"
         self._console.print(
             f"[dim]{result.model_calls} model calls · {result.usage.input_tokens:,} in / "
             f"{result.usage.output_tokens:,} out tokens{cost} · "

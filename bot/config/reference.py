@@ -222,7 +222,8 @@ def reference_markdown() -> str:
         "(genai-prices). `prices` gives one to a model that has none: with a cost limit "
         "(`max_cost_usd` or a daily budget) such a model is refused before the run "
         "starts, naming it, unless it has a price here or in the operator's "
-        "`NEO_PRICES`; without any limit it runs and is recorded at no cost. A published "
+        "`NEO_PRICES`; without any limit it runs and is recorded at no cost, and the "
+        "report names it with its calls, which the cost shown leaves out. A published "
         "price, and the operator's, win over the repository's.",
         "",
         *_table(ModelPrice),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.github.markers import job_marker
 from bot.jobs import Job, JobOutcome, JobState, conclusion_of
 from bot.worker.progress import Outcome
+from bot.worker.untrusted import code_span
 from runner.errors import NeoError
 from runner.job import JobResult
 from runner.text import one_line
@@ -18,6 +19,7 @@ __all__ = [
     "given_up_report",
     "run_outcome",
     "stored_outcome",
+    "unpriced_notes",
 ]
 
 
@@ -64,11 +66,23 @@ def run_outcome(
         num_turns=result.num_turns,
         models=result.models,
         fallback_reason=result.fallback_reason,
-        notes=result.network_notes,
+        notes=(*result.network_notes, *unpriced_notes(result.unpriced, config_path)),
         needed=result.needed,
         blocked_hosts=result.network_blocked,
         config_path=config_path,
         fork=result.fork,
+    )
+
+
+def unpriced_notes(unpriced: tuple[tuple[str, int], ...], config_path: str) -> tuple[str, ...]:
+    """A line for each model without a known price the run called: its calls are
+    not in the cost the report shows (a run with a cost limit never makes one)."""
+    return tuple(
+        f"{code_span(model)} has no known price:"
+        f" {'its call is' if calls == 1 else f'its {calls} calls are'} left out of the cost"
+        f" shown; give its price under `prices:` in `{config_path}` to count"
+        f" {'it' if calls == 1 else 'them'}."
+        for model, calls in unpriced
     )
 
 

@@ -104,8 +104,9 @@ class Ledger:
         self.where_prices_go = where_prices_go
         self.spent = 0.0
         self.calls = 0
-        # Calls of models without a price (made only without a limit): counted at no cost.
-        self.unpriced_calls = 0
+        # Calls of models without a price (made only without a limit), by model:
+        # counted at no cost, and named wherever the cost is shown.
+        self.unpriced: dict[str, int] = {}
         self.reserved = 0.0
         # What the run's own account keeps back for its last word.
         self.held = 0.0
@@ -124,6 +125,10 @@ class Ledger:
         if self.calls and self.unpriced_calls == self.calls:
             return None
         return self.spent
+
+    @property
+    def unpriced_calls(self) -> int:
+        return sum(self.unpriced.values())
 
     @property
     def left(self) -> float | None:
@@ -190,7 +195,7 @@ class Ledger:
         grant.account.calls += 1
         self.calls += 1
         if cost is None:
-            self.unpriced_calls += 1
+            self.unpriced[quote.model] = self.unpriced.get(quote.model, 0) + 1
         else:
             if cost > grant.amount + 1e-9 and self.limit is not None:
                 log.warning(

@@ -237,16 +237,25 @@ def test_a_subagent_model_given_a_price_runs_and_is_charged(
     assert result["cost_usd"] == pytest.approx(parents + child)
 
 
-def test_without_a_limit_a_model_without_a_price_runs_at_no_cost(
-    fake_anthropic: FakeAnthropicAPI, tmp_path: Path
+@pytest.mark.parametrize("parent", [UNPRICED, SONNET], ids=["the-runs", "the-subagents"])
+def test_without_a_limit_a_model_without_a_price_runs_at_no_cost_and_is_named(
+    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, parent: str
 ) -> None:
     fake_anthropic.script(*([asks_then_answers] * 4))
 
-    done = run_on(fake_anthropic, tmp_path, "--model", UNPRICED)
+    done = run_on(fake_anthropic, tmp_path, "--model", parent, "--subagent-model", UNPRICED)
 
     assert done.returncode == 0, done.stderr
-    assert last_json(done)["cost_usd"] is None
     assert len(fake_anthropic.requests) == 3
+    # The cost leaves the unpriced calls out and says so: it was a partial
+    # figure, silently (a subagent's 8 calls not counted, nor named).
+    result = last_json(done)
+    if parent == SONNET:
+        assert result["unpriced_calls"] == {UNPRICED: 1}
+        assert result["cost_usd"] == pytest.approx(2 * (1_000 * 3e-6 + 100 * 15e-6))
+    else:
+        assert result["unpriced_calls"] == {UNPRICED: 3}
+        assert result["cost_usd"] is None
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,23 @@ def test_a_runs_outcome_says_when_its_last_word_could_not_be_paid_for() -> None:
     )
 
 
+def test_the_report_names_each_model_whose_calls_are_not_in_its_cost() -> None:
+    # Issue 23: a subagent's model without a price made 8 calls while the
+    # report showed only the parent's cost, and said nothing of them.
+    mixed = replace(CHANGED, cost_usd=0.12, unpriced=(("claude-private-9", 8), ("a`b", 1)))
+
+    outcome = run_outcome(mixed, pr_url=None, cancelled_by=None, config_path=".github/neo.yml")
+    report = render_report(working().state, outcome)
+
+    assert outcome.notes == (
+        "`claude-private-9` has no known price: its 8 calls are left out of the cost shown;"
+        " give its price under `prices:` in `.github/neo.yml` to count them.",
+        "``a`b`` has no known price: its call is left out of the cost shown;"
+        " give its price under `prices:` in `.github/neo.yml` to count it.",
+    )
+    assert f"ℹ️ {outcome.notes[0]}" in report
+
+
 def test_the_stored_outcome_holds_the_branch_the_session_the_cost_and_the_report() -> None:
     result = replace(CHANGED, cost_usd=0.5)
     outcome = run_outcome(

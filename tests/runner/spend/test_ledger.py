@@ -185,6 +185,7 @@ def test_without_a_limit_a_model_without_a_price_runs_at_no_cost() -> None:
     cost = ledger.settle(grant, quote(0, "llama3.1:8b"), Usage(1_000, 100))
 
     assert (cost, ledger.spent, ledger.calls) == (None, 0.0, 1)
+    assert ledger.unpriced == {"llama3.1:8b": 1}  # named where the cost is shown
 
 
 def test_an_answer_from_a_model_without_a_price_costs_what_was_reserved() -> None:
