@@ -15,7 +15,7 @@ from pathlib import Path
 # Host-side git runner.git has no public function for yet (merge-base, the
 # diff) runs through its hardened internals.
 from runner import git as host_git
-from runner.fork import ForkStart, checkout_fork_head, start_on_fork
+from runner.fork import ForkStart, checkout_fork_head, squash_onto_base
 from runner.git import MirrorCache, checkout_branch, clone_branch, fetch_pull_request
 from runner.job_spec import JobSpec
 
@@ -48,27 +48,65 @@ async def check_out(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> CheckedO
         start, diff = await _checkout_review(spec, tree, mirrors)
         return CheckedOut(start, diff=diff)
     if spec.fork is not None:
-        assert spec.pull_request is not None
-        start, fork = await start_on_fork(
-            tree,
-            spec.pull_request,
-            spec.fork,
-            url=spec.repo_url,
-            token=spec.token,
-            cache=mirrors,
-            base_branch=spec.base_branch,
-            work_branch=spec.work_branch,
-            author=(spec.bot_name, spec.bot_email),
-        )
+        start, fork = await _start_on_fork(spec, tree, mirrors)
         return CheckedOut(start, fork=fork)
     return CheckedOut(await _checkout(spec, tree, mirrors))
+
+
+async def _start_on_fork(
+    spec: JobSpec, tree: Path, mirrors: MirrorCache
+) -> tuple[str, ForkStart | None]:
+    """`tree` where work on the spec's fork pull request starts, on its work branch;
+    the commit.
+
+    Nothing pushed: the fork's head. `fork.push`: the merge base plus the
+    fork's changes bar CI configuration (`runner.fork.squash_onto_base`),
+    unless the work branch exists in the repository, which is then continued
+    as it is (and no fork's head is read: the ForkStart is None).
+    """
+    fork, number = spec.fork, spec.pull_request
+    assert fork is not None
+    assert number is not None
+    start, continued = await clone_branch(
+        spec.repo_url,
+        tree,
+        token=spec.token,
+        cache=mirrors,
+        # Nothing pushed: the base, whatever a branch of the work branch's name holds.
+        branch=spec.work_branch if fork.push else spec.base_branch,
+        base=spec.base_branch,
+    )
+    if fork.push and continued:
+        return start, None
+    base = f"refs/remotes/origin/{spec.base_branch}"
+    head = await checkout_fork_head(
+        tree,
+        number,
+        fork=fork,
+        base=base,
+        branch=spec.work_branch,
+        url=spec.repo_url,
+        token=spec.token,
+    )
+    if not fork.push:
+        return head, ForkStart(head, head)
+    started = await squash_onto_base(
+        tree,
+        base=base,
+        head=head,
+        number=number,
+        url=spec.repo_url,
+        token=spec.token,
+        author=(spec.bot_name, spec.bot_email),
+    )
+    return started.commit, started
 
 
 async def _checkout(spec: JobSpec, tree: Path, mirrors: MirrorCache) -> str:
     """Clone and put the work branch in `tree`; the commit it starts from."""
     # An existing work branch (a follow-up, a pull request's own branch, a
     # schedule's) is continued; otherwise it starts from the base. (A fork's
-    # pull request: `runner.fork.start_on_fork`.)
+    # pull request: `_start_on_fork`.)
     start, continued = await clone_branch(
         spec.repo_url,
         tree,

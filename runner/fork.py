@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner import git as host_git
-from runner.git import GitError, MirrorCache, clone_branch
+from runner.git import GitError
 
 __all__ = [
     "CI_CONFIG",
@@ -45,7 +45,6 @@ __all__ = [
     "fork_note",
     "proposed",
     "squash_onto_base",
-    "start_on_fork",
 ]
 
 # What decides what CI runs, and with which secrets: GitHub's workflows and the
@@ -147,48 +146,6 @@ class ForkResult:
     def proposed(self) -> bool:
         """Neo changed something and proposes it rather than pushing it."""
         return not self.pushed and bool(self.patch_files)
-
-
-async def start_on_fork(
-    tree: Path,
-    number: int,
-    fork: Fork,
-    *,
-    url: str,
-    token: str,
-    cache: MirrorCache,
-    base_branch: str,
-    work_branch: str,
-    author: tuple[str, str],
-) -> tuple[str, ForkStart | None]:
-    """`tree` where work on fork pull request `number` starts, on `work_branch`; the commit.
-
-    Nothing pushed: the fork's head. `fork.push`: the merge base plus the
-    fork's changes bar CI configuration (`squash_onto_base`), unless
-    `work_branch` exists in the repository, which is then continued as it
-    is (and no fork's head is read: the ForkStart is None).
-    """
-    start, continued = await clone_branch(
-        url,
-        tree,
-        token=token,
-        cache=cache,
-        # Nothing pushed: the base, whatever a branch of the work branch's name holds.
-        branch=work_branch if fork.push else base_branch,
-        base=base_branch,
-    )
-    if fork.push and continued:
-        return start, None
-    base = f"refs/remotes/origin/{base_branch}"
-    head = await checkout_fork_head(
-        tree, number, fork=fork, base=base, branch=work_branch, url=url, token=token
-    )
-    if not fork.push:
-        return head, ForkStart(head, head)
-    started = await squash_onto_base(
-        tree, base=base, head=head, number=number, url=url, token=token, author=author
-    )
-    return started.commit, started
 
 
 async def checkout_fork_head(

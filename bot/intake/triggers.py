@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -384,26 +384,29 @@ def _review_requested(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
 _RED = frozenset({"failure", "timed_out"})
 
 
-def _ci_request(
-    delivery: Delivery,
-    p: CiCommon,
-    *,
-    trigger_id: int,
-    what: str,
-    conclusion: str | None,
-    head_branch: str | None,
-    head_sha: str,
-    pulls: list[MinimalPull],
-) -> list[JobRequest] | Ignore:
+@dataclass(frozen=True, slots=True)
+class _CiEnded:
+    """What a check run, a check suite or a workflow run says of the commit it ran on."""
+
+    trigger_id: int  # the run's or suite's id
+    what: str  # "the check run \"test\"", in Neo's words
+    conclusion: str | None
+    head_branch: str | None
+    head_sha: str
+    pulls: Sequence[MinimalPull]
+
+
+def _ci_request(delivery: Delivery, p: CiCommon, ended: _CiEnded) -> list[JobRequest] | Ignore:
     """A repair of the pull request whose branch went red; whose push it was, the
     worker decides (it reads GitHub). The senders here are bots: not gated."""
-    if conclusion not in _RED:
+    if ended.conclusion not in _RED:
         return Ignore(Reason.NOT_RED)
+    head_branch, head_sha = ended.head_branch, ended.head_sha
     # Same repository and the same branch: a fork's pull request is never Neo's to push.
     pull = next(
         (
             pr
-            for pr in pulls
+            for pr in ended.pulls
             if head_branch is not None
             and pr.head.ref == head_branch
             and pr.head.repo.id == p.repository.id
@@ -420,11 +423,11 @@ def _ci_request(
             thread=Thread(repository=repository, number=pull.number, is_pull_request=True),
             installation_id=installation.id if installation is not None else None,
             event=delivery.event_action,
-            trigger_id=trigger_id,
+            trigger_id=ended.trigger_id,
             author=p.sender.login,
             author_association=NO_ASSOCIATION,
             # Neutral words of Neo's own: only the check's name comes from the payload.
-            instruction=f"CI failed on {head_sha}: {what} ended {conclusion}.",
+            instruction=f"CI failed on {head_sha}: {ended.what} ended {ended.conclusion}.",
             # Every delivery about one red commit (its suite, its runs, its
             # workflows) makes one job.
             dedupe_key=f"ci-repair:{repository.lower()}:{head_sha}",
@@ -445,12 +448,14 @@ def _check_run_completed(delivery: Delivery, rules: Rules) -> list[JobRequest] |
     return _ci_request(
         delivery,
         p,
-        trigger_id=run.id,
-        what=f"the check run {_named(run.name)}",
-        conclusion=run.conclusion,
-        head_branch=run.check_suite.head_branch if run.check_suite else None,
-        head_sha=run.head_sha,
-        pulls=run.pull_requests,
+        _CiEnded(
+            trigger_id=run.id,
+            what=f"the check run {_named(run.name)}",
+            conclusion=run.conclusion,
+            head_branch=run.check_suite.head_branch if run.check_suite else None,
+            head_sha=run.head_sha,
+            pulls=run.pull_requests,
+        ),
     )
 
 
@@ -461,12 +466,14 @@ def _check_suite_completed(delivery: Delivery, rules: Rules) -> list[JobRequest]
     return _ci_request(
         delivery,
         p,
-        trigger_id=suite.id,
-        what=f"the check suite{app}",
-        conclusion=suite.conclusion,
-        head_branch=suite.head_branch,
-        head_sha=suite.head_sha,
-        pulls=suite.pull_requests,
+        _CiEnded(
+            trigger_id=suite.id,
+            what=f"the check suite{app}",
+            conclusion=suite.conclusion,
+            head_branch=suite.head_branch,
+            head_sha=suite.head_sha,
+            pulls=suite.pull_requests,
+        ),
     )
 
 
@@ -476,12 +483,14 @@ def _workflow_run_completed(delivery: Delivery, rules: Rules) -> list[JobRequest
     return _ci_request(
         delivery,
         p,
-        trigger_id=run.id,
-        what=f"the workflow run {_named(run.name or 'unnamed')}",
-        conclusion=run.conclusion,
-        head_branch=run.head_branch,
-        head_sha=run.head_sha,
-        pulls=run.pull_requests,
+        _CiEnded(
+            trigger_id=run.id,
+            what=f"the workflow run {_named(run.name or 'unnamed')}",
+            conclusion=run.conclusion,
+            head_branch=run.head_branch,
+            head_sha=run.head_sha,
+            pulls=run.pull_requests,
+        ),
     )
 
 

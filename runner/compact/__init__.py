@@ -3,11 +3,12 @@
 from runner.compact.base import Compaction, Compactor, PromptState, Stage
 from runner.compact.clearing import CLEARED_MARK, clear_tool_results
 from runner.compact.split import safe_tail_start
-from runner.compact.window import WindowCompactor
+from runner.compact.window import CompactionPolicy, WindowCompactor
 
 __all__ = [
     "CLEARED_MARK",
     "Compaction",
+    "CompactionPolicy",
     "Compactor",
     "PromptState",
     "Stage",

@@ -6,7 +6,7 @@ Clear old tool results first, summarise near the end of the window
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from dataclasses import dataclass
 
 from runner.compact.base import Compaction, PromptState
 from runner.compact.clearing import clear_tool_results
@@ -19,11 +19,28 @@ from runner.llm.limits import ModelLimits, limits_for
 from runner.llm.provider import Completed, Provider
 from runner.llm.types import Message, Request, SystemPrompt, Text
 
-__all__ = ["WindowCompactor"]
+__all__ = ["CompactionPolicy", "WindowCompactor"]
 
 _SUMMARY_TOKENS = 8_000
 # A rendering for the summariser: about three characters a token, to be safe.
 _RENDER_CHARS_PER_TOKEN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """When the compactor clears and what it keeps; shares are of the model's window."""
+
+    clear_at: float = 0.5  # clear old tool results past this share
+    keep_results: int = 4  # the latest tool results kept whole
+    keep_tools: tuple[str, ...] = ("workflow",)  # tools whose results are never cleared
+    tail_share: float = 0.1  # the latest turns a summary keeps as they are
+    # The part of the window the earlier requests may take in a summary's head.
+    requests_share: float = 0.1
+    summary_tokens: int = _SUMMARY_TOKENS
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.clear_at < 1.0:
+            raise ValueError("clear_at must be between 0 and 1")
 
 
 class WindowCompactor:
@@ -34,24 +51,16 @@ class WindowCompactor:
         provider: Provider,
         *,
         limits: ModelLimits | None = None,
-        clear_at: float = 0.5,
-        keep_results: int = 4,
-        keep_tools: Collection[str] = ("workflow",),
-        tail_share: float = 0.1,
-        requests_share: float = 0.1,
-        summary_tokens: int = _SUMMARY_TOKENS,
+        policy: CompactionPolicy = CompactionPolicy(),
     ) -> None:
-        if not 0.0 < clear_at < 1.0:
-            raise ValueError("clear_at must be between 0 and 1")
         self._provider = provider
         self.limits = limits or limits_for(provider.model)
-        self._clear_at = clear_at
-        self._keep_results = keep_results
-        self._keep_tools = tuple(keep_tools)
-        self._tail_share = tail_share
-        # The part of the window the earlier requests may take in a summary's head.
-        self._requests_share = requests_share
-        self._summary_tokens = summary_tokens
+        self._clear_at = policy.clear_at
+        self._keep_results = policy.keep_results
+        self._keep_tools = policy.keep_tools
+        self._tail_share = policy.tail_share
+        self._requests_share = policy.requests_share
+        self._summary_tokens = policy.summary_tokens
 
     def summarise_at(self, max_tokens: int) -> int:
         """The prompt size past which the conversation is summarised."""

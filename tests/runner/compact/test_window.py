@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner.agent import Agent, Compacted, Event
-from runner.compact import CLEARED_MARK, PromptState, WindowCompactor
+from runner.compact import CLEARED_MARK, CompactionPolicy, PromptState, WindowCompactor
 from runner.compact.requests import user_requests
 from runner.compact.summary import SUMMARY_SYSTEM
 from runner.llm.anthropic import AnthropicProvider
@@ -160,7 +160,9 @@ async def test_summarising_keeps_the_task_verbatim_and_a_valid_tail(
     scripted(fake_anthropic, 20)
     events: list[Event] = []
     # Clearing alone cannot help: it keeps more results than the window holds.
-    compactor = WindowCompactor(provider, limits=ModelLimits(60_000, 4_000), keep_results=100)
+    compactor = WindowCompactor(
+        provider, limits=ModelLimits(60_000, 4_000), policy=CompactionPolicy(keep_results=100)
+    )
     a = agent(provider, compactor=compactor, events=events)
 
     result = await a.send(TASK)
@@ -267,9 +269,8 @@ async def test_a_compacted_transcript_is_always_valid(
     messages: list[Message], tail: float, keep: int
 ) -> None:
     summariser = Summariser()
-    compactor = WindowCompactor(
-        summariser, limits=ModelLimits(4_000, 500), tail_share=tail, keep_results=keep
-    )
+    policy = CompactionPolicy(tail_share=tail, keep_results=keep)
+    compactor = WindowCompactor(summariser, limits=ModelLimits(4_000, 500), policy=policy)
     state = PromptState(
         messages=tuple(messages),
         system=SystemPrompt(("base",)),
