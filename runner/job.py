@@ -119,6 +119,18 @@ class _Progress:
         return self.run.compacted if self.run else False
 
 
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """What each step of one job reads, made once the run is open: the spec, the
+    run's kit, the working tree, what the job learns, the caller's event sink."""
+
+    spec: JobSpec
+    kit: RunKit
+    tree: Path
+    progress: _Progress
+    on_event: Callable[[Event], None] | None
+
+
 async def run(
     spec: JobSpec,
     *,
@@ -144,14 +156,13 @@ async def run(
         spec = replace(spec, fork=Fork())
     workspace = spec.data_dir / "workspaces" / spec.job_id
     async with open_run(spec.settings, provider_factory) as kit:
+        job = _Job(spec, kit, workspace, progress, on_event)
         try:
             async with job_mirrors(spec, cache) as mirrors:
                 # A tree an earlier attempt left is deleted with the trash.
                 await asyncio.to_thread(discard, workspace, spec.data_dir / "trash")
                 await asyncio.to_thread(workspace.parent.mkdir, parents=True, exist_ok=True)
-                work = _prepare_and_run_agent(
-                    spec, workspace, mirrors, kit, project_context, progress, on_event
-                )
+                work = _prepare_and_run_agent(job, mirrors, project_context)
                 error = await bounded(
                     work,
                     time_limit=spec.settings.time_limit,
@@ -162,18 +173,18 @@ async def run(
                 error = error or progress.error
                 if spec.review:
                     # Read-only: nothing is committed or pushed, whatever the tree holds.
-                    result = _review_result(spec, kit, progress, error)
+                    result = _review_result(job, error)
                 elif error is None:
-                    result = await _publish(spec, workspace, kit, progress)
-                elif ran_out(error) and await _has_changes(workspace, progress):
+                    result = await _publish(job)
+                elif ran_out(error) and await _has_changes(job):
                     # Out of turns, time, money or window with work in the tree:
                     # the model's last word, then the work as an incomplete PR.
-                    await _wrap_up(spec, progress, error)
-                    result = await _publish(spec, workspace, kit, progress, error=error)
+                    await _wrap_up(job, error)
+                    result = await _publish(job, error=error)
                 else:
-                    result = _result(spec, kit, progress, error=error)
+                    result = _result(job, error=error)
         except (GitError, SandboxError, SessionError) as error:
-            result = _result(spec, kit, progress, error=error)
+            result = _result(job, error=error)
         finally:
             # Deleting the tree takes seconds: after the result, in the background.
             await asyncio.to_thread(discard, workspace, spec.data_dir / "trash")
@@ -192,14 +203,9 @@ async def run(
 
 
 async def _prepare_and_run_agent(
-    spec: JobSpec,
-    tree: Path,
-    mirrors: MirrorCache,
-    kit: RunKit,
-    project_context: str | None,
-    progress: _Progress,
-    on_event: Callable[[Event], None] | None,
+    job: _Job, mirrors: MirrorCache, project_context: str | None
 ) -> None:
+    spec, tree, progress = job.spec, job.tree, job.progress
     checked_out = await check_out(spec, tree, mirrors)
     progress.start, progress.fork = checked_out.start, checked_out.fork
     if spec.review:
@@ -229,7 +235,7 @@ async def _prepare_and_run_agent(
         # The MCP servers start while the sandbox does, on the host, within its network.
         async with (
             open_gateway(spec.mcp, network.agent, job_id=spec.job_id) as gateway,
-            _sandbox(spec, tree, request, network, progress.egress) as opened,
+            _sandbox(job, request, network) as opened,
         ):
             _mark(spec, "sandbox_ready")
             progress.setup = opened.setup
@@ -245,7 +251,7 @@ async def _prepare_and_run_agent(
                 if gateway is not None:
                     await gateway.ready()
                     _mark(spec, "mcp_ready", skipped=[s.server for s in gateway.skipped])
-                await _run_agent(spec, kit, opened.box, tree, briefing, progress, on_event, gateway)
+                await _run_agent(job, opened.box, briefing, gateway)
             finally:
                 if gateway is not None:
                     progress.mcp = gateway.report()
@@ -278,23 +284,18 @@ def _mark(spec: JobSpec, event: str, **fields: object) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _sandbox(
-    spec: JobSpec,
-    tree: Path,
-    request: EnvironmentRequest,
-    network: Plan,
-    report: EgressReport,
-) -> AsyncIterator[Opened]:
-    """The spec's sandbox on `tree`, its setup done (or a prepared environment
-    reused); `report` gets the requests its egress proxy refused."""
+async def _sandbox(job: _Job, request: EnvironmentRequest, network: Plan) -> AsyncIterator[Opened]:
+    """The spec's sandbox on the job's tree, its setup done (or a prepared
+    environment reused); the job's egress report gets what its proxy refused."""
+    spec = job.spec
     async with open_environment(
         spec.sandbox,
-        tree,
+        job.tree,
         job_id=spec.job_id,
         image=spec.image,
         environment=request,
         network=network,
-        report=report,
+        report=job.progress.egress,
     ) as opened:
         yield opened
 
@@ -305,19 +306,13 @@ def _network_fact(spec: JobSpec, network: Plan) -> NetworkAccess | bool:
 
 
 async def _run_agent(
-    spec: JobSpec,
-    kit: RunKit,
-    box: Sandbox,
-    tree: Path,
-    briefing: Briefing,
-    progress: _Progress,
-    on_event: Callable[[Event], None] | None,
-    gateway: Gateway | None = None,
+    job: _Job, box: Sandbox, briefing: Briefing, gateway: Gateway | None = None
 ) -> None:
+    spec, kit, progress, on_event = job.spec, job.kit, job.progress, job.on_event
     store = SessionStore(spec.data_dir)
     session_id = session_id_for(spec.session_key) if spec.session_key else store.new_id()
     progress.session_id = session_id
-    session = open_session(spec, store, session_id, model=kit.provider.model, tree=tree)
+    session = open_session(spec, store, session_id, model=kit.provider.model, tree=job.tree)
     asked: list[bool] = []  # the first model call of this job is logged
 
     def observe(event: Event) -> None:
@@ -356,72 +351,66 @@ async def _run_agent(
         agent_run.save()
 
 
-async def _has_changes(tree: Path, progress: _Progress) -> bool:
+async def _has_changes(job: _Job) -> bool:
     """Whether the agent left work in the tree (what would be committed)."""
+    progress = job.progress
     if progress.start is None or progress.run is None:
         return False  # the agent never ran: nothing of its to keep
-    return await has_changes(tree, progress.start)
+    return await has_changes(job.tree, progress.start)
 
 
-async def _publish(
-    spec: JobSpec,
-    tree: Path,
-    kit: RunKit,
-    progress: _Progress,
-    *,
-    error: NeoError | None = None,
-) -> JobResult:
+async def _publish(job: _Job, *, error: NeoError | None = None) -> JobResult:
     """The work committed, pushed or proposed (`runner.publish`), as the job's result.
 
     With `error` (a budget that ran out), what is pushed is incomplete work.
     """
+    spec, progress = job.spec, job.progress
     assert progress.start is not None
     summary = progress.finished.text if progress.finished else ""
-    done = await publish(spec, tree, start=progress.start, summary=summary, fork=progress.fork)
+    done = await publish(spec, job.tree, start=progress.start, summary=summary, fork=progress.fork)
     _mark(spec, "published", changed=done.changed)
     conclusion: Conclusion = "changed" if done.changed else "no_changes"
     if not done.changed and error is not None:
         conclusion = "failed"
-    return _result(spec, kit, progress, error=error, conclusion=conclusion, done=done)
+    return _result(job, error=error, conclusion=conclusion, done=done)
 
 
-async def _wrap_up(spec: JobSpec, progress: _Progress, error: NeoError) -> None:
+async def _wrap_up(job: _Job, error: NeoError) -> None:
     """Ask the model, without tools, for the summary of work a budget cut short.
 
     Bounded on its own (the job's time may be what ran out); should it fail,
     the pull request says what the agent's last words said.
     """
+    progress = job.progress
     assert progress.run is not None
     failure = await progress.run.wrap_up(error)
     if failure is not None:
-        log.warning("job %s: no wrap-up summary: %s", spec.job_id, failure)
+        log.warning("job %s: no wrap-up summary: %s", job.spec.job_id, failure)
         progress.wrap_up_failed = one_line(failure) or "it timed out"
         return
     with contextlib.suppress(SessionError):
         progress.run.save()
 
 
-def _review_result(
-    spec: JobSpec, kit: RunKit, progress: _Progress, error: NeoError | None
-) -> JobResult:
+def _review_result(job: _Job, error: NeoError | None) -> JobResult:
     """A review job's result: its review when the agent finished, placed on the diff."""
+    progress = job.progress
     if error is not None or progress.review is None or progress.finished is None:
-        return _result(spec, kit, progress, error=error)
+        return _result(job, error=error)
     inline, outside = place(progress.review.comments, progress.review.positions)
     review = ReviewDraft(summary=progress.finished.text, comments=inline, folded=outside)
-    done = _result(spec, kit, progress, conclusion="no_changes")
+    done = _result(job, conclusion="no_changes")
     return replace(done, review=review)
 
 
 def _result(
-    spec: JobSpec,
-    kit: RunKit,
-    progress: _Progress,
+    job: _Job,
     *,
     error: NeoError | None = None,
     conclusion: Conclusion | None = None,
     done: Committed = _NOTHING_COMMITTED,
 ) -> JobResult:
+    spec, kit, progress = job.spec, job.kit, job.progress
     finished = progress.finished
     usage = finished.usage if finished else Usage()
     if conclusion is None:
