@@ -218,6 +218,8 @@ async def run_headless(
                 result = await _run_agent(
                     request, kit, opened.box, session, on_event, stop, started, facts, gateway
                 )
+                if gateway is not None:
+                    gateway.close_soon()  # the servers stop while the sandbox is removed
         except (SandboxError, McpRequired) as error:
             result = failed(error, started)
             return result if gateway is None else replace(result, mcp=gateway.report())

@@ -255,6 +255,8 @@ async def _prepare_and_run_agent(
             finally:
                 if gateway is not None:
                     progress.mcp = gateway.report()
+                    # The servers stop while the sandbox is removed.
+                    gateway.close_soon()
         _mark(spec, "sandbox_closed")
     except SetupFailed as error:
         # The report shows the command that failed and its last lines.

@@ -16,9 +16,11 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections import Counter
+from collections.abc import Coroutine
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
@@ -94,6 +96,7 @@ class Gateway:
             self._entries.append(_Entry(builtin, (ALL_TOOLS,), required=False))
         self._calls: Counter[str] = Counter()
         self._ready: asyncio.Future[tuple[Tool, ...]] | None = None
+        self._closing: asyncio.Future[None] | None = None
         self.served: tuple[Served, ...] = ()
         self.skipped: tuple[Skipped, ...] = ()
 
@@ -108,7 +111,16 @@ class Gateway:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        await asyncio.gather(*(entry.link.close() for entry in self._entries))
+        self.close_soon()
+        assert self._closing is not None
+        await asyncio.shield(self._closing)
+
+    def close_soon(self) -> None:
+        """Start stopping the servers (each stops in a second or two), so that whatever
+        the caller ends next (the sandbox) ends meanwhile; leaving the block waits for it."""
+        if self._closing is None:
+            links = [entry.link.close() for entry in self._entries]
+            self._closing = asyncio.ensure_future(_all(links))
 
     async def ready(self) -> tuple[Tool, ...]:
         """The allowed tools of every server that started; raises McpRequired when a
@@ -162,6 +174,10 @@ class Gateway:
                 f"MCP server {first.server!r} is required and did not start: {first.reason}"
             )
         return tuple(tools)
+
+
+async def _all(closing: list[Coroutine[Any, Any, None]]) -> None:
+    await asyncio.gather(*closing)
 
 
 def _open_builtin(server: MCPServer, stderr: bytearray) -> AbstractAsyncContextManager[Client]:
