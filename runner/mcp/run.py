@@ -8,7 +8,9 @@ without servers opens none, and never imports the SDK (a second of start-up).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -52,6 +54,9 @@ async def open_gateway(
     if not mcp.settings.servers and (not mcp.settings.github or mcp.github is None):
         yield None
         return
+    # Off the event loop: the SDK's first import takes seconds of CPU, which
+    # would starve the heartbeats of a worker's other jobs (as open_run's SDKs).
+    await asyncio.to_thread(_import_sdk)
     from runner.mcp.connect import Where
     from runner.mcp.gateway import Gateway
     from runner.mcp.github import github_server
@@ -62,3 +67,8 @@ async def open_gateway(
     where = Where(mcp.operator, policy, job_id=job_id, docker=docker)
     async with Gateway(mcp.settings, where, github=github) as gateway:
         yield gateway
+
+
+def _import_sdk() -> None:
+    for module in ("runner.mcp.connect", "runner.mcp.gateway", "runner.mcp.github"):
+        importlib.import_module(module)
