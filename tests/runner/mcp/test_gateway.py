@@ -64,7 +64,7 @@ async def gateway(
         secrets=OPERATOR_SECRETS,
         path=time_server,
     )
-    probe_tools = ("echo", "env", "environment", "sleep", "big", "image", "fail")
+    probe_tools = ("echo", "env", "environment", "sleep", "big", "image", "fail", "grow", "added")
     settings = McpSettings(
         servers=(
             ServerSpec(
@@ -114,7 +114,8 @@ async def test_the_allowed_tools_are_listed_under_the_servers_names(gateway: Gat
 
     assert names == {
         "probe__echo", "probe__env", "probe__environment", "probe__sleep", "probe__big",
-        "probe__image", "probe__fail", "time__get_current_time", "web__echo", "web__header",
+        "probe__image", "probe__fail", "probe__grow", "time__get_current_time",
+        "web__echo", "web__header",
         "boxed__env", "boxed__environment",
         "github__issue", "github__pull_request_diff", "github__check_run_log",
     }, gateway.skipped  # fmt: skip
@@ -126,6 +127,7 @@ async def test_the_allowed_tools_are_listed_under_the_servers_names(gateway: Gat
             " '-', at most 64 characters)",
         ),
         LeftOut("missing", "the server lists no such tool"),
+        LeftOut("added", "the server lists no such tool"),
         LeftOut("header", "not in the server's `tools`"),
     }
     assert LeftOut("convert_time", "not in the server's `tools`") in served["time"].left_out
@@ -328,3 +330,13 @@ async def test_a_required_server_that_fails_fails_the_run_in_one_line() -> None:
         " the operator allows (NEO_MCP_COMMANDS)"
     )
     assert caught.value.kind == "config_error"
+
+
+async def test_a_server_cannot_change_the_tool_list_during_the_run(gateway: Gateway) -> None:
+    before = [tool.spec for tool in await gateway.ready()]
+
+    assert (await call(gateway, "probe__grow")).split("\n")[2] == "grown"
+
+    after = [tool.spec for tool in await gateway.ready()]
+    assert after == before
+    assert "probe__added" not in {spec.name for spec in after}
