@@ -87,6 +87,7 @@ _LAYERS = {
     "intake": 1,
     "worker": 1,
     "config": 0,
+    "exits": 0,
     "queue": 0,
     "github": 0,
     "jobs": 0,

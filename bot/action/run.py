@@ -27,6 +27,7 @@ from bot.action.plan import Run, Skip, plan
 from bot.config.docs import DEFAULT_DOCS_URL, action_docs_url
 from bot.config.prices import prices_from_environment
 from bot.config.settings import Settings
+from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.github.token_auth import TokenAuth, TokenRefused
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
 from bot.logs import log_to_stderr
@@ -41,14 +42,10 @@ from runner.sandbox.requests import Bounds
 from runner.setting_file import read_setting_file
 from runner.text import one_line
 
-__all__ = ["EXIT_FAILED", "main", "run_action"]
+__all__ = ["main", "run_action"]
 
 log = logging.getLogger("neo.action")
 
-EXIT_OK: Final = 0
-EXIT_FAILED: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INTERRUPTED: Final = 130
 
 # How often the worker looks at the queue and renews the job's lease: a
 # cancelled run must reach the job within GitHub's 7.5 s before SIGTERM.

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import TypeVar
 
-from bot.cli.common import EXIT_OK, EXIT_USAGE
 from bot.cli.db_copy import copy_queue
+from bot.exits import EXIT_OK, EXIT_USAGE
 from bot.queue import data_dir, is_postgres_url, sqlite_path
 from bot.queue.pg_schema import migrate
 from runner.errors import ConfigError

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from bot.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from bot.config.prepared import PreparedSettings
+from bot.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from runner.text import one_line
 
 if TYPE_CHECKING:

@@ -17,14 +17,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from bot.cli.argtypes import positive_int
+from bot.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from bot.jobs import Job, JobState
 from bot.queue import JobQueue, QueueError, SpendLine, default_queue_url, open_queue
 from runner.errors import ConfigError
 from runner.text import one_line
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 RETRYABLE = frozenset({JobState.FAILED, JobState.CANCELLED})
 
 Parser = TypeVar("Parser", bound=argparse.ArgumentParser)

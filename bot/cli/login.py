@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from runner.auth import (
     AuthError,
     Credentials,

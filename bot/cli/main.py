@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any, NoReturn
 
-from bot.cli.common import EXIT_USAGE
+from bot.exits import EXIT_USAGE
 from bot.logs import debug_logging
 
 __all__ = ["COMMANDS", "build_parser", "main"]

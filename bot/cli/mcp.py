@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.cli.common import EXIT_OK, EXIT_USAGE
 from bot.config import CONFIG_PATH, parse_repo_config
 from bot.config.loading import MAX_CONFIG_BYTES, parse_mcp_config
+from bot.exits import EXIT_OK, EXIT_USAGE
 from runner.context import find_git_root
 from runner.errors import ConfigError
 from runner.mcp import McpSettings, Operator

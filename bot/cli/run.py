@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int, session_id
-from bot.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.cli.mcp import read_mcp_config
 from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
 from bot.config.prices import prices_from_environment
+from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from runner.agent import Event, ToolNotice
 from runner.assembly import RunSettings
 from runner.errors import ConfigError

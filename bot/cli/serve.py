@@ -11,6 +11,7 @@ import uvloop
 
 from bot.cli.argtypes import port
 from bot.config.settings import ensure_data_dir, load_settings
+from bot.exits import EXIT_OK, EXIT_USAGE
 from bot.logs import log_to_stderr
 from bot.service import serve
 from runner.errors import ConfigError
@@ -40,7 +41,7 @@ def serve_command(args: argparse.Namespace) -> int:
             runner.run(serve(settings, args.host, args.port))
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 0
-    return 0
+        return EXIT_OK
+    return EXIT_OK

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.cli.argtypes import port
+from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.setup.flow import DEFAULT_API_URL, SetupOptions, run_setup, web_url
 from bot.setup.manifest import DEFAULT_NAME, MAX_NAME_LENGTH
 from runner.errors import ConfigError, NeoError
@@ -105,13 +106,13 @@ def setup_app_command(args: argparse.Namespace) -> int:
         app = run_setup(options, sys.stdout)
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except NeoError as error:
         print(f"neo: error: {error}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("neo: setup-app stopped; nothing was written", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     print(f"Created the GitHub App {app.name} (id {app.app_id}): {app.html_url}")
     print(f"Wrote its id, private key and webhook secret to {options.env_file} (mode 0600).")
     if app.webhook_secret is None:
@@ -121,7 +122,7 @@ def setup_app_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"Install it on your repositories: {app.install_url}")
-    return 0
+    return EXIT_OK
 
 
 def _env_api_url() -> str:

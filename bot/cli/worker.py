@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.cli.argtypes import positive_int, seconds
 from bot.config.settings import Settings, ensure_data_dir, load_settings
+from bot.exits import EXIT_OK, EXIT_USAGE
 from bot.logs import log_to_stderr
 from bot.queue import open_queue, wakeup_of
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
@@ -56,10 +57,10 @@ def worker_command(args: argparse.Namespace) -> int:
         asyncio.run(_main(settings, concurrency, args.grace))
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 0
-    return 0
+        return EXIT_OK
+    return EXIT_OK
 
 
 async def _main(settings: Settings, concurrency: int, grace: float) -> None:

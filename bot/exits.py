@@ -1,4 +1,4 @@
-"""What every `neo` command shares: its exit statuses."""
+"""The exit statuses of every `neo` command, the CLI's and the Action's: one table."""
 
 from __future__ import annotations
 
