@@ -156,18 +156,26 @@ class SessionStore:
         _check_id(session_id)
         return self.directory / f"{session_id}.children"
 
-    def child_count(self, session_id: str) -> int:
-        """How many subagent transcripts session `session_id` has saved."""
+    def child_path(self, session_id: str, number: int) -> Path:
+        """Where subagent `number`'s transcript of session `session_id` is kept."""
+        return self.children_directory(session_id) / f"{number}{_SUFFIX}"
+
+    def child_numbers(self, session_id: str) -> list[int]:
+        """The subagents of session `session_id` whose transcripts are saved, in order."""
         try:
             entries = list(self.children_directory(session_id).iterdir())
         except FileNotFoundError:
-            return 0
-        return sum(1 for e in entries if e.suffix == _SUFFIX and e.stem.isdigit())
+            return []
+        return sorted(int(e.stem) for e in entries if e.suffix == _SUFFIX and e.stem.isdigit())
+
+    def child_count(self, session_id: str) -> int:
+        """How many subagent transcripts session `session_id` has saved."""
+        return len(self.child_numbers(session_id))
 
     def save_child(self, session_id: str, number: int, child: Session) -> Path:
         """Write subagent `number`'s transcript beside session `session_id`, atomically."""
         directory = self.children_directory(session_id)
-        path = directory / f"{number}{_SUFFIX}"
+        path = self.child_path(session_id, number)
         try:
             self._make_directory()
             if not directory.is_dir():
@@ -179,7 +187,7 @@ class SessionStore:
 
     def load_child(self, session_id: str, number: int) -> Session:
         """Subagent `number`'s transcript, as `save_child` wrote it."""
-        path = self.children_directory(session_id) / f"{number}{_SUFFIX}"
+        path = self.child_path(session_id, number)
         try:
             raw = path.read_bytes()
         except OSError as exc:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from bot.config import CONFIG_PATH, RepoConfig
 from bot.config.handle import handle_problem
+from bot.github.core import DEFAULT_API_URL
 from runner.errors import ConfigError
 from runner.llm.registry import PROVIDERS, missing_credentials
 from runner.llm.types import EFFORTS
@@ -66,7 +67,6 @@ API_KEY_VARIABLES: Final[Mapping[str, str]] = {
     "openrouter_api_key": "OPENROUTER_API_KEY",
 }
 
-DEFAULT_API_URL: Final = "https://api.github.com"
 DEFAULT_SERVER_URL: Final = "https://github.com"
 
 _REPOSITORY = re.compile(r"[\w.-]+/[\w.-]+")

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 from bot.cli.argtypes import port
 from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from bot.setup.flow import DEFAULT_API_URL, SetupOptions, run_setup, web_url
+from bot.github.core import DEFAULT_API_URL
+from bot.setup.flow import SetupOptions, run_setup, web_url
 from bot.setup.manifest import DEFAULT_NAME, MAX_NAME_LENGTH
 from runner.errors import ConfigError, NeoError
 

@@ -39,7 +39,9 @@ from githubkit.exception import GitHubException, RequestError, RequestFailed, Re
 from githubkit.utils import Unset
 from pydantic import SecretStr
 
+from bot.github.caller import DEFAULT_RETRY
 from bot.github.core import (
+    DEFAULT_API_URL,
     Retry,
     RetryPolicy,
     api_version,
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CI_REPAIR_PERMISSIONS",
     "CONFIG_PERMISSIONS",
-    "DEFAULT_API_URL",
     "JOB_PERMISSIONS",
     "REFRESH_MARGIN",
     "WORKFLOW_JOB_PERMISSIONS",
@@ -75,7 +76,6 @@ __all__ = [
     "signed_in_app",
 ]
 
-DEFAULT_API_URL: Final = "https://api.github.com"
 
 # A token is renewed this long before GitHub says it expires, so a request
 # started with it never reaches GitHub with an expired one.
@@ -83,7 +83,6 @@ REFRESH_MARGIN: Final = timedelta(minutes=1)
 
 _KEY_SETTINGS = "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH"
 _CREDENTIALS = "check NEO_GITHUB_APP_ID and NEO_GITHUB_PRIVATE_KEY"
-_DEFAULT_RETRY: Final = RetryPolicy()
 _R = TypeVar("_R")
 
 
@@ -313,7 +312,7 @@ class GitHubApp:
         clock: Callable[[], datetime] = _utcnow,
         timeout: float = 30.0,
         user_agent: str = "neo-github-app",
-        retry: RetryPolicy = _DEFAULT_RETRY,
+        retry: RetryPolicy = DEFAULT_RETRY,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         url_variable: str = "NEO_GITHUB_API_URL",
     ) -> None:

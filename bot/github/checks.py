@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from bot.github.core import FAILED_CONCLUSIONS
 from bot.github.repo_base import PAGE, RepoBase, login_of, text_of
 
 __all__ = [
     "ACTIONS_APP",
-    "FAILED_CONCLUSIONS",
     "Annotation",
     "CheckRun",
     "Checks",
@@ -19,9 +19,6 @@ __all__ = [
     "PullHead",
 ]
 
-# Conclusions that say the code is wrong; cancelled, neutral, skipped and
-# action_required say nothing about it.
-FAILED_CONCLUSIONS: Final = frozenset({"failure", "timed_out"})
 # The App behind GitHub Actions' check runs: the run's id is the job's.
 ACTIONS_APP: Final = "github-actions"
 

@@ -17,6 +17,8 @@ from bot.github.errors import GitHubError
 from runner.text import one_line
 
 __all__ = [
+    "DEFAULT_API_URL",
+    "FAILED_CONCLUSIONS",
     "GHES_API_VERSION",
     "SECONDARY_WAIT",
     "Retry",
@@ -30,6 +32,11 @@ __all__ = [
     "retry_wait",
 ]
 
+# github.com's REST API; GitHub Enterprise Server's is another URL.
+DEFAULT_API_URL: Final = "https://api.github.com"
+# Check and workflow conclusions that say the code is wrong (CI went red);
+# cancelled, neutral, skipped and action_required say nothing about it.
+FAILED_CONCLUSIONS: Final = frozenset({"failure", "timed_out"})
 # GitHub: "wait for at least one minute" when no header says how long.
 SECONDARY_WAIT: Final = 60.0
 # The one REST API version every GitHub Enterprise Server since 3.9 documents;

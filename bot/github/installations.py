@@ -13,7 +13,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from githubkit.auth.app import AppInstallationAuthStrategy
 from githubkit_schemas.latest.models import Installation, InstallationRepositoriesGetResponse200
@@ -21,6 +21,7 @@ from githubkit_schemas.latest.models import Installation, InstallationRepositori
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
 from bot.github.client import RepoClient
 from bot.github.models import InstalledRepository
+from bot.github.repo_base import PAGE
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from bot.github.core import RetryPolicy
 
 __all__ = ["Installations"]
-
-_PAGE: Final = 100
 
 
 class _ReadAuth(AppInstallationAuthStrategy):
@@ -69,7 +68,7 @@ class Installations:
     async def active(self) -> list[int]:
         """The ids of the App's installations, bar suspended ones (they can mint no token)."""
         caller = self._caller_for(self._app.app_client)
-        first = functools.partial(caller.github.rest.apps.async_list_installations, per_page=_PAGE)
+        first = functools.partial(caller.github.rest.apps.async_list_installations, per_page=PAGE)
         ids: list[int] = []
         async for response in caller.each_page("/app/installations", first, list[Installation]):
             ids.extend(
@@ -86,7 +85,7 @@ class Installations:
         """
         caller = self._installation(installation_id)
         first = functools.partial(
-            caller.github.rest.apps.async_list_repos_accessible_to_installation, per_page=_PAGE
+            caller.github.rest.apps.async_list_repos_accessible_to_installation, per_page=PAGE
         )
         found: list[InstalledRepository] = []
         pages = caller.each_page(

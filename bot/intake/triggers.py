@@ -16,6 +16,7 @@ from enum import StrEnum
 from pydantic import ValidationError
 
 from bot.config.handle import handle_problem
+from bot.github.core import FAILED_CONCLUSIONS
 from bot.intake.mentions import asks_review, is_stop, mention_count, mentions, read_mentions
 from bot.intake.payloads import (
     IMPLAUSIBLE,
@@ -381,7 +382,6 @@ def _review_requested(delivery: Delivery, rules: Rules) -> list[JobRequest] | Ig
 
 # The conclusions that say the code is wrong; cancelled, neutral, skipped,
 # stale and action_required say nothing about it.
-_RED = frozenset({"failure", "timed_out"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,7 +399,7 @@ class _CiEnded:
 def _ci_request(delivery: Delivery, p: CiCommon, ended: _CiEnded) -> list[JobRequest] | Ignore:
     """A repair of the pull request whose branch went red; whose push it was, the
     worker decides (it reads GitHub). The senders here are bots: not gated."""
-    if ended.conclusion not in _RED:
+    if ended.conclusion not in FAILED_CONCLUSIONS:
         return Ignore(Reason.NOT_RED)
     head_branch, head_sha = ended.head_branch, ended.head_sha
     # Same repository and the same branch: a fork's pull request is never Neo's to push.

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
 
+from bot.github.core import DEFAULT_API_URL
 from bot.github.errors import GitHubError
 from bot.github.manifest_conversion import ConversionUnknown, NewApp, convert_manifest_code
 from bot.setup.manifest import DEFAULT_NAME, app_manifest
@@ -31,7 +32,6 @@ from runner.durable import fsync_directory
 from runner.errors import ConfigError, NeoError
 
 __all__ = [
-    "DEFAULT_API_URL",
     "SetupFailed",
     "SetupOptions",
     "env_file_text",
@@ -44,7 +44,6 @@ __all__ = [
 
 log = logging.getLogger("neo.setup_app")
 
-DEFAULT_API_URL: Final = "https://api.github.com"
 CALLBACK_PATH: Final = "/callback"
 
 # GitHub's codes are hex; anything else could steer the exchange to another path.

@@ -21,8 +21,6 @@ from runner.session import SessionError, SessionStore
 
 __all__ = ["archive_of", "read_session_files", "write_session_files"]
 
-_SUFFIX = ".jsonl"
-
 
 def archive_of(queue: JobQueue) -> SessionArchive | None:
     """`queue` as a `SessionArchive`, looking through a `WakingQueue`; None if it keeps none."""
@@ -37,8 +35,8 @@ def read_session_files(data_dir: Path, session_id: str) -> SessionFiles | None:
     try:
         transcript = path.read_bytes()
         children = tuple(
-            (number, (store.children_directory(session_id) / f"{number}{_SUFFIX}").read_bytes())
-            for number in _child_numbers(store.children_directory(session_id))
+            (number, store.child_path(session_id, number).read_bytes())
+            for number in store.child_numbers(session_id)
         )
     except FileNotFoundError:
         return None
@@ -66,20 +64,12 @@ def write_session_files(data_dir: Path, session_id: str, files: SessionFiles | N
         if wanted:
             _private_directory(children)
         for number, data in wanted.items():
-            _replace(children / f"{number}{_SUFFIX}", data)
-        for number in _child_numbers(children):
+            _replace(store.child_path(session_id, number), data)
+        for number in store.child_numbers(session_id):
             if number not in wanted:
-                (children / f"{number}{_SUFFIX}").unlink()
+                store.child_path(session_id, number).unlink()
     except OSError as error:
         raise SessionError(f"cannot write session file {path}: {_reason(error)}") from None
-
-
-def _child_numbers(directory: Path) -> list[int]:
-    try:
-        entries = list(directory.iterdir())
-    except FileNotFoundError:
-        return []
-    return sorted(int(e.stem) for e in entries if e.suffix == _SUFFIX and e.stem.isdigit())
 
 
 def _private_directory(directory: Path) -> None:
