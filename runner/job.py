@@ -37,7 +37,7 @@ from runner.fork import PROPOSING, Fork, ForkStart
 from runner.git import GitError, MirrorCache
 from runner.images import image_blocks
 from runner.job_session import end_session, open_session, session_id_for
-from runner.job_spec import JOB_SETTINGS, Conclusion, JobResult, JobSpec, check_spec
+from runner.job_spec import JOB_SETTINGS, Ending, JobResult, JobSpec, check_spec
 from runner.llm.limits import limits_for
 from runner.llm.registry import make_provider
 from runner.llm.types import Usage
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JOB_SETTINGS",
     "WORKFLOWS_DIR",
-    "Conclusion",
+    "Ending",
     "JobResult",
     "JobSpec",
     "ProviderFactory",
@@ -371,7 +371,7 @@ async def _publish(job: _Job, *, error: NeoError | None = None) -> JobResult:
     summary = progress.finished.text if progress.finished else ""
     done = await publish(spec, job.tree, start=progress.start, summary=summary, fork=progress.fork)
     _mark(spec, "published", changed=done.changed)
-    conclusion: Conclusion = "changed" if done.changed else "no_changes"
+    conclusion: Ending = "changed" if done.changed else "no_changes"
     if not done.changed and error is not None:
         conclusion = "failed"
     return _result(job, error=error, conclusion=conclusion, done=done)
@@ -409,7 +409,7 @@ def _result(
     job: _Job,
     *,
     error: NeoError | None = None,
-    conclusion: Conclusion | None = None,
+    conclusion: Ending | None = None,
     done: Committed = _NOTHING_COMMITTED,
 ) -> JobResult:
     spec, kit, progress = job.spec, job.kit, job.progress

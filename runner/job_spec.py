@@ -26,9 +26,12 @@ from runner.sandbox.requests import Bounds
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.subject import CommitText
 
-__all__ = ["JOB_SETTINGS", "Conclusion", "JobResult", "JobSpec", "check_spec"]
+__all__ = ["JOB_SETTINGS", "Ending", "JobResult", "JobSpec", "check_spec"]
 
-Conclusion = Literal["changed", "no_changes", "failed", "cancelled"]
+# How a job ended on the host: its work committed (pushed, or a fork's
+# proposed), nothing to commit, failed, or stopped; the bot tells it as a
+# `bot.jobs.Conclusion`.
+Ending = Literal["changed", "no_changes", "failed", "cancelled"]
 
 # A job's run, unless its spec says otherwise: thirty minutes, thinking.
 JOB_SETTINGS = RunSettings(time_limit=30 * 60.0, effort="medium")
@@ -110,7 +113,7 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class JobResult:
-    conclusion: Conclusion
+    conclusion: Ending
     branch: str
     commit: str | None = None
     # The commit's subject: what the change does, in a line (the pull request's title).

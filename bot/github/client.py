@@ -36,7 +36,7 @@ from bot.github.downloads import LogKind, Logs
 from bot.github.errors import GitHubError
 from bot.github.issues import Issues
 from bot.github.markers import job_marker, reply_marker
-from bot.github.models import FileRead, PullRequestRef, ReadPlan, Review, Thread, TriggerRead
+from bot.github.models import FileRead, PullRequestRef, ReadPlan, Review, ThreadRead, TriggerRead
 from bot.github.models import ReviewComment as InlineComment
 from bot.github.pulls import DIFF_MEDIA_TYPE, Pulls
 from bot.github.reviews import Reviews
@@ -130,7 +130,7 @@ class RepoClient(Pulls, Reviews, Comments, Checks, Logs, Issues):
             if isinstance(result, BaseException):
                 raise result
         thread, (text, missing), before, inline, (found, review_missing), comments = cast(
-            "tuple[Thread, tuple[str | None, str | None], tuple[InlineComment, ...],"
+            "tuple[ThreadRead, tuple[str | None, str | None], tuple[InlineComment, ...],"
             " InlineComment | None, tuple[Review | None, str | None],"
             " tuple[InlineComment, ...]]",
             tuple(reads),

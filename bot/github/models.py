@@ -16,7 +16,7 @@ __all__ = [
     "ReviewComment",
     "ReviewThread",
     "SubmittedReview",
-    "Thread",
+    "ThreadRead",
     "TriggerRead",
 ]
 
@@ -61,7 +61,7 @@ class PullRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Thread:
+class ThreadRead:
     """An issue or pull request with every comment, oldest first; `pull` for a PR."""
 
     issue: Issue
@@ -137,7 +137,7 @@ class ReadPlan:
 class TriggerRead:
     """A thread as a job's trigger needs it, read by `RepoClient.read_for(plan)`."""
 
-    thread: Thread
+    thread: ThreadRead
     diff: str | None = None
     # Why GitHub did not give the diff (context, not the work: the job goes on).
     diff_missing: str | None = None

@@ -11,7 +11,7 @@ from githubkit_schemas.latest.models import IssueComment, PullRequestSimple
 
 from bot.github.checks import PullHead
 from bot.github.errors import GitHubError
-from bot.github.models import Issue, PullRequest, PullRequestRef, Thread
+from bot.github.models import Issue, PullRequest, PullRequestRef, ThreadRead
 from bot.github.repo_base import PAGE, RepoBase, association_of, comment_of, text_of
 
 __all__ = ["DIFF_MEDIA_TYPE", "Pulls"]
@@ -25,7 +25,7 @@ FULL_MEDIA_TYPE: Final = {"Accept": "application/vnd.github.full+json"}
 class Pulls(RepoBase):
     """This thread's issue or pull request, and the job's pull request."""
 
-    async def read_thread(self, *, pull_request: bool) -> Thread:
+    async def read_thread(self, *, pull_request: bool) -> ThreadRead:
         """This thread: the issue (or PR), every comment oldest first, and the PR itself."""
         base = f"/repos/{self.repository}"
         rest = self._github.rest
@@ -81,7 +81,7 @@ class Pulls(RepoBase):
             created_at=str(issue.created_at),
             body_html=text_of(issue.body_html),
         )
-        return Thread(opening, tuple(comment_of(c) for c in comments), pull)
+        return ThreadRead(opening, tuple(comment_of(c) for c in comments), pull)
 
     async def pull_request_diff(self, number: int | None = None) -> str:
         """Pull request `number`'s (default: this thread's) diff against its base.

@@ -11,7 +11,7 @@ threads the job answers. Pure but for `read_thread`.
 from __future__ import annotations
 
 from bot.github.client import RepoClient
-from bot.github.models import Comment, ReadPlan, ReviewComment, Thread, TriggerRead
+from bot.github.models import Comment, ReadPlan, ReviewComment, ThreadRead, TriggerRead
 from bot.jobs import JobKind, JobRequest, TriggerKind
 from bot.worker.prompt import InlineComment, Post, ReviewLocation
 from bot.worker.services import JobServices
@@ -85,7 +85,7 @@ def thread_context(read: TriggerRead, request: JobRequest, bot: str) -> ThreadCo
     return thread
 
 
-def _thread(read: Thread, request: JobRequest) -> ThreadContext:
+def _thread(read: ThreadRead, request: JobRequest) -> ThreadContext:
     issue = read.issue
     opening = Post(
         author=issue.author,

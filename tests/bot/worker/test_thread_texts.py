@@ -10,7 +10,7 @@ from bot.worker.threads import (
     thread_answer,
     threads_to_resolve,
 )
-from runner.job import Conclusion, JobResult
+from runner.job import Ending, JobResult
 
 PR = "https://github.com/octo/hello/pull/7"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -26,7 +26,7 @@ def thread(thread_id: str, comment_id: int | None, resolved: bool = False) -> Re
 
 
 def result(
-    conclusion: Conclusion,
+    conclusion: Ending,
     summary: str = "Renamed y to size.",
     *,
     commit: str | None = None,
