@@ -34,7 +34,7 @@ from runner.context.prompt import WORKFLOWS_DIR
 from runner.context.setup_facts import access_of
 from runner.errors import NeoError
 from runner.fork import PROPOSING, Fork, ForkStart
-from runner.git import GitError, MirrorCache
+from runner.git import GitError, MirrorCache, trusting
 from runner.images import image_blocks
 from runner.job_session import end_session, open_session, session_id_for
 from runner.job_spec import JOB_SETTINGS, Ending, JobResult, JobSpec, check_spec
@@ -369,7 +369,12 @@ async def _publish(job: _Job, *, error: NeoError | None = None) -> JobResult:
     spec, progress = job.spec, job.progress
     assert progress.start is not None
     summary = progress.finished.text if progress.finished else ""
-    done = await publish(spec, job.tree, start=progress.start, summary=summary, fork=progress.fork)
+    # The sandbox is gone: only this host's git writes the tree now, so its
+    # check (a git process, a config rewritten, a walk of the tree) is done once.
+    async with trusting(job.tree):
+        done = await publish(
+            spec, job.tree, start=progress.start, summary=summary, fork=progress.fork
+        )
     _mark(spec, "published", changed=done.changed)
     conclusion: Ending = "changed" if done.changed else "no_changes"
     if not done.changed and error is not None:

@@ -22,6 +22,7 @@ from runner.git.commits import (
 )
 from runner.git.mirrors import RECENT_COMMITS, STALE_STAGING_SECONDS, MirrorCache
 from runner.git.process import LOCAL_TIMEOUT, NETWORK_TIMEOUT, GitError
+from runner.git.sanitize import trusting
 from runner.git.trees import (
     checkout_branch,
     clone,
@@ -54,4 +55,5 @@ __all__ = [
     "push",
     "run_local",
     "stage_all",
+    "trusting",
 ]

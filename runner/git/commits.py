@@ -200,6 +200,7 @@ async def commit_all(
     author_name: str,
     author_email: str,
     co_authors: Sequence[str] = (),
+    staged: bool = False,
     timeout: float = LOCAL_TIMEOUT,
 ) -> str | None:
     """Stage every change (deletions included) and commit it; the new sha, or None.
@@ -207,7 +208,8 @@ async def commit_all(
     The commit is authored and committed by `author_name <author_email>` (the
     bot), with a `Co-authored-by: Name <email>` trailer per co-author. No hook
     runs. Repositories embedded in the tree and untracked generated files are
-    left out, as by `stage_all`.
+    left out, as by `stage_all`. `staged`: the caller staged with `stage_all`
+    (and may have unstaged since): the index is committed as it is.
     """
     if not message.strip():
         raise GitError("the commit message is empty")
@@ -240,12 +242,13 @@ async def commit_all(
             check=check,
         )
 
-    await _add_all(run, embedded)
-    staged = await run(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
-    if staged.code == 0:
+    if not staged:
+        await _add_all(run, embedded)
+    differs = await run(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
+    if differs.code == 0:
         return None
-    if staged.code != 1:
-        raise GitError(f"git diff failed: {headline(staged.stderr)}")
+    if differs.code != 1:
+        raise GitError(f"git diff failed: {headline(differs.stderr)}")
     identity = {"GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email}
     identity |= {"GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email}
     await run(

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 from runner.git.process import GitError, run_git
 
-__all__ = ["prepare", "sanitize"]
+__all__ = ["prepare", "sanitize", "trusting"]
 
 
 # Keys a tree's .git/config keeps when it is rewritten (lower case, as `git
@@ -177,6 +179,33 @@ def _replace(path: Path, text: str) -> None:
     os.replace(temp, path)
 
 
+# The trees whose check stands for the rest of a `trusting` block, by path
+# as given (another spelling of the same tree is checked again).
+_trusted: contextvars.ContextVar[Mapping[str, tuple[Path, tuple[str, ...]]]] = (
+    contextvars.ContextVar("trusted", default=MappingProxyType({}))
+)
+
+
+@contextlib.asynccontextmanager
+async def trusting(tree: Path) -> AsyncIterator[Path]:
+    """Check `tree` once (`prepare`), and let every git call of this block on it
+    take that check for its own; its git directory.
+
+    Each call checks the tree again because the agent may have written it
+    since: a config, a FIFO, a repository inside it. Only where nothing but
+    this host's own git writes the tree (its sandbox gone, say, while the
+    host commits and pushes) may a block trust it: there each check costs a
+    git process, a config rewritten and a walk of the whole tree, and the
+    publishing of a job made eight of them.
+    """
+    prepared = await prepare(tree)
+    token = _trusted.set({**_trusted.get(), str(tree): prepared})
+    try:
+        yield prepared[0]
+    finally:
+        _trusted.reset(token)
+
+
 async def sanitize(tree: Path, *, origin: str | None = None, branch: str | None = None) -> Path:
     """Check `tree` and rewrite its .git/config to the allow-listed keys; its git directory.
 
@@ -191,6 +220,10 @@ async def prepare(
     tree: Path, *, origin: str | None = None, branch: str | None = None
 ) -> tuple[Path, tuple[str, ...]]:
     """`sanitize`, and the directories of repositories embedded in `tree`."""
+    if origin is None and branch is None:
+        checked = _trusted.get().get(str(tree))
+        if checked is not None:
+            return checked  # within `trusting`: no one else has written the tree
     git_dir = _git_dir(tree)
     await asyncio.to_thread(_check_git_dir, git_dir)
     embedded = await asyncio.to_thread(_check_work_tree, tree)

@@ -31,7 +31,9 @@ from runner.git import (
     diffstat,
     fetch_pull_request,
     push,
+    run_local,
     stage_all,
+    trusting,
 )
 from tests.fakes import (
     FakeGitServer,
@@ -664,6 +666,43 @@ async def test_a_git_directory_holding_a_fifo_is_refused_before_git_opens_it(
             tree, "x", author_name=BOT_NAME, author_email=BOT_EMAIL, timeout=LOCAL_TIMEOUT / 60
         )
     assert str(raised.value) == f"refusing a working tree whose .git/{name} is a FIFO"
+
+
+async def test_a_trusting_block_checks_the_tree_once_and_every_call_after_it_again(
+    tree: Path,
+) -> None:
+    config = tree / ".git" / "config"
+
+    async with trusting(tree):
+        # Written after the block's check: its calls take that check as theirs.
+        git("config", "core.editor", "evil", cwd=tree)
+        await run_local(tree, "status", "--short")
+        assert "evil" in config.read_text()
+    await run_local(tree, "status", "--short")
+
+    assert "evil" not in config.read_text()
+
+
+async def test_a_trusting_block_refuses_a_hostile_tree_as_it_opens(tree: Path) -> None:
+    os.mkfifo(tree / ".gitignore")
+
+    with pytest.raises(GitError, match=r"whose \.gitignore is a FIFO"):
+        async with trusting(tree):
+            pytest.fail("the block ran on a tree it should have refused")
+
+
+async def test_commit_all_of_what_is_staged_leaves_the_rest_out(tree: Path) -> None:
+    (tree / "staged.txt").write_text("in\n")
+    await stage_all(tree)
+    (tree / "later.txt").write_text("out\n")
+
+    sha = await commit_all(
+        tree, "Staged only", author_name=BOT_NAME, author_email=BOT_EMAIL, staged=True
+    )
+
+    assert sha is not None
+    listed = git("show", "--name-only", "--format=", "HEAD", cwd=tree).split()
+    assert listed == ["staged.txt"]
 
 
 async def test_a_git_config_that_is_a_directory_is_refused_in_one_line(tree: Path) -> None:
