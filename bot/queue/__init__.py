@@ -19,6 +19,7 @@ from bot.queue.base import (
 )
 from bot.queue.postgres import PostgresQueue
 from bot.queue.sqlite import SqliteQueue, WriteStats
+from bot.queue.steering import MAX_STEER_CHARS, Steer, Steering, check_steer
 from bot.queue.url import (
     data_dir,
     default_queue_url,
@@ -31,6 +32,7 @@ from bot.queue.waking import WakingQueue, wakeup_of
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "MAX_STEER_CHARS",
     "WIND_DOWN",
     "CancelApplied",
     "EnqueueResult",
@@ -46,8 +48,11 @@ __all__ = [
     "SpendLine",
     "SpendRecord",
     "SqliteQueue",
+    "Steer",
+    "Steering",
     "WakingQueue",
     "WriteStats",
+    "check_steer",
     "data_dir",
     "default_queue_url",
     "is_postgres_url",

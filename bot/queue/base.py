@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from bot.jobs import Job, JobOutcome, JobRequest, JobState, Lane
+from bot.queue.steering import Steering
 
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -167,8 +168,8 @@ class LeaseLost(QueueError):
     """`finish` by a worker that no longer holds the job's lease."""
 
 
-class JobQueue(Protocol):
-    """Durable jobs: deliveries in, leased jobs out."""
+class JobQueue(Steering, Protocol):
+    """Durable jobs: deliveries in, leased jobs out; and the steers for runs (`Steering`)."""
 
     async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
         """Record a delivery and its requests in one transaction.

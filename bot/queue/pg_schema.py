@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from procrastinate.schema import SchemaManager
 
+from bot.queue import steering_postgres
 from bot.queue.redact import redacted
 from runner.errors import ConfigError
 
@@ -31,7 +32,7 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # The version whose migration installs procrastinate's schema (and moves the
 # jobs' states into its table).
@@ -162,6 +163,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " (SELECT min(id) FROM neo_spend GROUP BY job_id, model, at)",
         "CREATE UNIQUE INDEX neo_spend_once ON neo_spend (job_id, model, at)",
     ),
+    # Steers waiting for their run's next turn boundary.
+    6: steering_postgres.MIGRATION,
 }
 
 # procrastinate's event log: row triggers write a procrastinate_events row for

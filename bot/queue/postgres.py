@@ -28,6 +28,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, Lane
+from bot.queue import steering_postgres
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
     CancelApplied,
@@ -54,6 +55,7 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
+from bot.queue.steering import Steer, check_steer
 
 __all__ = ["CHANNEL", "QUEUES", "STATUS_OF_STATE", "PostgresQueue"]
 
@@ -732,6 +734,17 @@ class PostgresQueue:
                 return False
             await _write_session(conn, session_id, files, job_id=job_id, now=self._clock())
         return True
+
+    # -- steering (bot/queue/steering_postgres.py) -----------------------------
+
+    async def steer(self, job_id: int, author: str, text: str) -> Steer | None:
+        check_steer(author, text)
+        async with self._connection() as conn:
+            return await steering_postgres.keep(conn, job_id, author, text, self._clock())
+
+    async def take_steers(self, job_id: int) -> builtins.list[Steer]:
+        async with self._connection() as conn:
+            return await steering_postgres.take(conn, job_id)
 
     # -- plumbing -------------------------------------------------------------
 

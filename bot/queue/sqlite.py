@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import orjson
 
 from bot.jobs import Conclusion, Job, JobOutcome, JobRequest, JobState, Lane
+from bot.queue import steering_sqlite
 from bot.queue.base import (
     DEFAULT_MAX_ATTEMPTS,
     CancelApplied,
@@ -46,9 +47,10 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
+from bot.queue.steering import Steer, check_steer
 from runner.errors import ConfigError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # The background checkpointer's pace, and the WAL size (pages) past which the
 # writer checkpoints itself: a backstop should the background fall behind.
@@ -128,6 +130,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DELETE FROM spend WHERE id NOT IN (SELECT min(id) FROM spend GROUP BY job_id, model, at)",
         "CREATE UNIQUE INDEX spend_once ON spend (job_id, model, at)",
     ),
+    # Version 5: steers waiting for their run's next turn boundary.
+    5: steering_sqlite.MIGRATION,
 }
 
 _SPENT_BY_REPOSITORY = "SELECT total(cost_usd) FROM spend WHERE repository = ? AND at >= ?"
@@ -567,6 +571,17 @@ class SqliteQueue:
         name = None if repository is None else repository.lower()
         rows = await self._read(_SPEND_LINES, (since, name, name))
         return spend_lines(rows)
+
+    # -- steering (bot/queue/steering_sqlite.py) -------------------------------
+
+    async def steer(self, job_id: int, author: str, text: str) -> Steer | None:
+        check_steer(author, text)
+        return await self._write(steering_sqlite.keep(job_id, author, text, self._clock()))
+
+    async def take_steers(self, job_id: int) -> builtins.list[Steer]:
+        if not (await self._read(steering_sqlite.ANY_PENDING, (job_id,)))[0][0]:
+            return []
+        return await self._write(steering_sqlite.take(job_id))
 
     async def _read(self, sql: str, params: Sequence[object]) -> builtins.list[Any]:
         def query() -> list[Any]:

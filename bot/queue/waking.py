@@ -24,6 +24,7 @@ from bot.queue.base import (
     SpendLine,
     SpendRecord,
 )
+from bot.queue.steering import Steer
 
 __all__ = ["WakingQueue", "wakeup_of"]
 
@@ -115,6 +116,12 @@ class WakingQueue:
         self, since: float, *, repository: str | None = None
     ) -> builtins.list[SpendLine]:
         return await self.queue.spend(since, repository=repository)
+
+    async def steer(self, job_id: int, author: str, text: str) -> Steer | None:
+        return await self.queue.steer(job_id, author, text)
+
+    async def take_steers(self, job_id: int) -> builtins.list[Steer]:
+        return await self.queue.take_steers(job_id)
 
     async def close(self) -> None:
         await self.queue.close()
