@@ -86,6 +86,7 @@ _LAYERS = {
     "service": 2,
     "intake": 1,
     "worker": 1,
+    "runs": 1,
     "config": 0,
     "exits": 0,
     "queue": 0,

@@ -18,6 +18,7 @@ from bot.queue.base import (
     overran,
 )
 from bot.queue.postgres import PostgresQueue
+from bot.queue.run_log import MAX_RUN_EVENTS, RunEvent, RunLog
 from bot.queue.sqlite import SqliteQueue, WriteStats
 from bot.queue.steering import MAX_STEER_CHARS, Steer, Steering, check_steer
 from bot.queue.url import (
@@ -32,6 +33,7 @@ from bot.queue.waking import WakingQueue, wakeup_of
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
+    "MAX_RUN_EVENTS",
     "MAX_STEER_CHARS",
     "WIND_DOWN",
     "CancelApplied",
@@ -43,6 +45,8 @@ __all__ = [
     "QueueClosed",
     "QueueError",
     "QueueSnapshot",
+    "RunEvent",
+    "RunLog",
     "SessionArchive",
     "SessionFiles",
     "SpendLine",

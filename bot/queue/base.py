@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from bot.jobs import Job, JobOutcome, JobRequest, JobState, Lane
+from bot.queue.run_log import RunLog
 from bot.queue.steering import Steering
 
 DEFAULT_MAX_ATTEMPTS = 3
@@ -168,8 +169,9 @@ class LeaseLost(QueueError):
     """`finish` by a worker that no longer holds the job's lease."""
 
 
-class JobQueue(Steering, Protocol):
-    """Durable jobs: deliveries in, leased jobs out; and the steers for runs (`Steering`)."""
+class JobQueue(Steering, RunLog, Protocol):
+    """Durable jobs: deliveries in, leased jobs out; the steers for runs (`Steering`)
+    and each job's event log (`RunLog`)."""
 
     async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
         """Record a delivery and its requests in one transaction.

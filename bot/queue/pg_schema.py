@@ -19,6 +19,7 @@ from procrastinate.schema import SchemaManager
 
 from bot.queue import steering_postgres
 from bot.queue.redact import redacted
+from bot.queue.run_log_postgres import MIGRATION as RUN_LOG_MIGRATION
 from runner.errors import ConfigError
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
     "version",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # The version whose migration installs procrastinate's schema (and moves the
 # jobs' states into its table).
@@ -165,6 +166,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Steers waiting for their run's next turn boundary.
     6: steering_postgres.MIGRATION,
+    # Jobs' event logs (bot/queue/run_log_postgres.py).
+    7: RUN_LOG_MIGRATION,
 }
 
 # procrastinate's event log: row triggers write a procrastinate_events row for

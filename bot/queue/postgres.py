@@ -55,6 +55,8 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
+from bot.queue.run_log import MAX_RUN_EVENTS, RunEvent
+from bot.queue.run_log_postgres import PostgresRunLog
 from bot.queue.steering import Steer, check_steer
 
 __all__ = ["CHANNEL", "QUEUES", "STATUS_OF_STATE", "PostgresQueue"]
@@ -243,6 +245,7 @@ class PostgresQueue:
         connect_timeout: float = 10.0,
         listen: bool = True,
         job_timeout: float | None = None,
+        max_run_events: int = MAX_RUN_EVENTS,
     ) -> None:
         self._url = url
         self._clock = clock
@@ -271,6 +274,13 @@ class PostgresQueue:
         self._pending: list[_Pending] = []
         self._flushing = 0
         self._flushes: set[asyncio.Task[None]] = set()
+        self._run_log = PostgresRunLog(
+            url,
+            self._connection,
+            self._transaction,
+            limit=max_run_events,
+            connect_timeout=self._connect_timeout,
+        )
 
     async def __aenter__(self) -> PostgresQueue:
         await self._open()
@@ -746,6 +756,24 @@ class PostgresQueue:
         async with self._connection() as conn:
             return await steering_postgres.take(conn, job_id)
 
+    # -- run logs (bot/queue/run_log_postgres.py) ------------------------------
+
+    async def append_events(
+        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
+    ) -> int:
+        return await self._run_log.append_events(job_id, events)
+
+    async def events_after(
+        self, job_id: int, after: int, *, limit: int = 1000
+    ) -> builtins.list[RunEvent]:
+        return await self._run_log.events_after(job_id, after, limit=limit)
+
+    async def wait_events(self, job_id: int, after: int, timeout: float) -> builtins.list[RunEvent]:
+        return await self._run_log.wait_events(job_id, after, timeout)
+
+    async def prune_events(self, older_than: float) -> int:
+        return await self._run_log.prune_events(older_than)
+
     # -- plumbing -------------------------------------------------------------
 
     async def _open(self) -> None:
@@ -821,6 +849,7 @@ class PostgresQueue:
 
     async def close(self) -> None:
         self._closed = True
+        await self._run_log.close()
         # Batches already gathered are committed (or fail) before the pool goes.
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)

@@ -47,10 +47,13 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
+from bot.queue.run_log import MAX_RUN_EVENTS, RunEvent
+from bot.queue.run_log_sqlite import SCHEMA as RUN_LOG_SCHEMA
+from bot.queue.run_log_sqlite import SqliteRunLog
 from bot.queue.steering import Steer, check_steer
 from runner.errors import ConfigError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # The background checkpointer's pace, and the WAL size (pages) past which the
 # writer checkpoints itself: a backstop should the background fall behind.
@@ -132,6 +135,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # Version 5: steers waiting for their run's next turn boundary.
     5: steering_sqlite.MIGRATION,
+    # Version 6: jobs' event logs (bot/queue/run_log_sqlite.py).
+    6: RUN_LOG_SCHEMA,
 }
 
 _SPENT_BY_REPOSITORY = "SELECT total(cost_usd) FROM spend WHERE repository = ? AND at >= ?"
@@ -193,6 +198,7 @@ class SqliteQueue:
         create: bool = True,
         first_job_id: int = 1,
         job_timeout: float | None = None,
+        max_run_events: int = MAX_RUN_EVENTS,
     ) -> None:
         if not create and not path.exists():
             raise ConfigError(f"no queue database at {path}")
@@ -223,6 +229,7 @@ class SqliteQueue:
         writer.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_CHECKPOINT_PAGES}")
         self._checkpointer = _Checkpointer(_connect(path, busy_timeout), checkpoint_every)
         self._writer = _GroupCommitter(writer, max_batch)
+        self._run_log = SqliteRunLog(self._write, self._read, limit=max_run_events)
 
     @property
     def stats(self) -> WriteStats:
@@ -594,6 +601,24 @@ class SqliteQueue:
                     raise QueueError(f"the queue database failed: {error}") from error
 
         return await asyncio.to_thread(query)
+
+    # -- run logs (bot/queue/run_log_sqlite.py) --------------------------------
+
+    async def append_events(
+        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
+    ) -> int:
+        return await self._run_log.append_events(job_id, events)
+
+    async def events_after(
+        self, job_id: int, after: int, *, limit: int = 1000
+    ) -> builtins.list[RunEvent]:
+        return await self._run_log.events_after(job_id, after, limit=limit)
+
+    async def wait_events(self, job_id: int, after: int, timeout: float) -> builtins.list[RunEvent]:
+        return await self._run_log.wait_events(job_id, after, timeout)
+
+    async def prune_events(self, older_than: float) -> int:
+        return await self._run_log.prune_events(older_than)
 
     # -- lifetime -------------------------------------------------------------
 

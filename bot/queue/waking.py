@@ -24,6 +24,7 @@ from bot.queue.base import (
     SpendLine,
     SpendRecord,
 )
+from bot.queue.run_log import RunEvent
 from bot.queue.steering import Steer
 
 __all__ = ["WakingQueue", "wakeup_of"]
@@ -122,6 +123,22 @@ class WakingQueue:
 
     async def take_steers(self, job_id: int) -> builtins.list[Steer]:
         return await self.queue.take_steers(job_id)
+
+    async def append_events(
+        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
+    ) -> int:
+        return await self.queue.append_events(job_id, events)
+
+    async def events_after(
+        self, job_id: int, after: int, *, limit: int = 1000
+    ) -> builtins.list[RunEvent]:
+        return await self.queue.events_after(job_id, after, limit=limit)
+
+    async def wait_events(self, job_id: int, after: int, timeout: float) -> builtins.list[RunEvent]:
+        return await self.queue.wait_events(job_id, after, timeout)
+
+    async def prune_events(self, older_than: float) -> int:
+        return await self.queue.prune_events(older_than)
 
     async def close(self) -> None:
         await self.queue.close()

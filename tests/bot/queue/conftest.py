@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from bot.queue import DEFAULT_MAX_ATTEMPTS, JobQueue, PostgresQueue, SqliteQueue
+from bot.queue import (
+    DEFAULT_MAX_ATTEMPTS,
+    MAX_RUN_EVENTS,
+    JobQueue,
+    PostgresQueue,
+    SqliteQueue,
+)
 from tests.bot.queue.factories import FakeClock
 
 __all__ = ["OpenBackend"]
@@ -29,8 +35,12 @@ class OpenBackend:
 
     @asynccontextmanager
     async def __call__(
-        self, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS, job_timeout: float | None = None
-    ) -> AsyncIterator[JobQueue]:
+        self,
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        job_timeout: float | None = None,
+        max_run_events: int = MAX_RUN_EVENTS,
+    ) -> AsyncIterator[SqliteQueue | PostgresQueue]:
         queue: SqliteQueue | PostgresQueue
         if self.kind == "sqlite":
             queue = SqliteQueue(
@@ -38,10 +48,15 @@ class OpenBackend:
                 clock=self.clock,
                 max_attempts=max_attempts,
                 job_timeout=job_timeout,
+                max_run_events=max_run_events,
             )
         else:
             queue = PostgresQueue(
-                self.where, clock=self.clock, max_attempts=max_attempts, job_timeout=job_timeout
+                self.where,
+                clock=self.clock,
+                max_attempts=max_attempts,
+                job_timeout=job_timeout,
+                max_run_events=max_run_events,
             )
         try:
             yield queue

@@ -83,6 +83,7 @@ def test_version_5_keeps_one_copy_of_a_spend_record_written_twice(postgres_url: 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP INDEX neo_spend_once")
         conn.execute("DROP TABLE neo_steers")  # version 6's
+        conn.execute("DROP TABLE neo_run_logs, neo_run_events")  # version 7's
         conn.execute("UPDATE neo_schema SET version = 4")
         for at, cost in ((100.0, 2.0), (100.0, 2.0), (101.0, 1.0)):
             conn.execute(
