@@ -1,0 +1,56 @@
+"""A stand-in for sign-in and access until bot/runs/access.py lands (h28c): the
+viewer is a cookie, access a table. TEMPORARY: the final tests use the real one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from bot.runs.pages import Access
+
+VIEWER_COOKIE = "neo_test_viewer"
+
+
+@dataclass
+class TableDoor:
+    public: set[str] = field(default_factory=set)
+    readers: set[str] = field(default_factory=set)
+    writers: set[str] = field(default_factory=set)
+
+    async def viewer(self, request: Request) -> str | None:
+        return request.cookies.get(VIEWER_COOKIE) or None
+
+    async def access(self, request: Request, viewer: str | None, repository: str) -> Access:
+        write = viewer in self.writers
+        return Access(
+            read=write or viewer in self.readers or repository in self.public, write=write
+        )
+
+    def sign_in(self, request: Request) -> Response:
+        return RedirectResponse("/auth/github/login?next=" + quote(request.url.path), 303)
+
+    def csrf_token(self, request: Request) -> str:
+        return "csrf-" + (request.cookies.get(VIEWER_COOKIE) or "")
+
+    def csrf_ok(self, request: Request, form: Mapping[str, str]) -> bool:
+        return form.get("csrf") == self.csrf_token(request)
+
+
+@dataclass
+class QueueActions:
+    queue: Any
+
+    async def stop(self, job_id: int, by: str) -> bool:
+        return bool(await self.queue.cancel(job_id))
+
+    async def steer(self, job_id: int, author: str, text: str) -> bool:
+        await self.queue.append_events(
+            job_id, [(time.time(), "steer", {"author": author, "text": text})]
+        )
+        return True
