@@ -326,3 +326,8 @@ class Job:
         data["request"] = self.request.to_json()
         data["result"] = None if self.result is None else self.result.to_json()
         return data
+
+
+def run_url(public_url: str, job_id: int) -> str | None:
+    """A job's run page (`GET /runs/{id}`) under NEO_PUBLIC_URL; None when that is unset."""
+    return f"{public_url.rstrip('/')}/runs/{job_id}" if public_url else None

@@ -92,6 +92,8 @@ class JobSpec:
     allow_workflow_edits: bool = False
     # (name, email) of the person who asked: the commit's Co-authored-by.
     co_author: tuple[str, str] | None = None
+    # The job's run page, for a `Neo-Run: <url>` trailer on its commit (None: no page).
+    run_url: str | None = None
     bot_name: str = "neo[bot]"
     bot_email: str = "neo[bot]@users.noreply.github.com"
     # The thread (e.g. "owner/repo#12") whose conversation this job continues.

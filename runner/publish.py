@@ -88,6 +88,7 @@ async def publish(
         author_name=spec.bot_name,
         author_email=spec.bot_email,
         co_authors=co_authors,
+        trailers=[("Neo-Run", spec.run_url)] if spec.run_url else [],
         staged=True,
     )
     committed = Committed(blocked=blocked, left_out=left_out, generated=staged.generated)

@@ -57,6 +57,7 @@ class BenchSettings:
     mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+    public_url: str = ""
 
     def prepared_bounds(self) -> Bounds:
         """The prepared environments kept between tasks and runs: the service's default."""

@@ -297,6 +297,8 @@ class _ActionSettings:
     docs_url: str = DEFAULT_DOCS_URL
     # NEO_PRICES in the workflow's environment.
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+    # An Action's run has no run page: its log is the workflow run's.
+    public_url: str = ""
 
     def prepared_bounds(self) -> Bounds:
         # A runner of the Action's is thrown away after the run, with what it kept.

@@ -91,6 +91,8 @@ class Settings(PreparedSettings, BaseSettings):
     # Where Neo's documentation lives (docs/ of its repository), for the links
     # in what Neo posts; a fork of Neo with documentation of its own sets it.
     docs_url: str = DEFAULT_DOCS_URL
+    # TEMPORARY (h28d) until h28c's WebSettings lands: where run pages are served.
+    public_url: str = ""
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
     # NoDecode: the environment's comma-separated form reaches `_bots` as it
     # is, instead of pydantic-settings decoding it as JSON first.

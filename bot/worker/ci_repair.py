@@ -22,7 +22,7 @@ from bot.github.app import CI_REPAIR_PERMISSIONS
 from bot.github.checks import Annotation, CheckRun, PullHead
 from bot.github.client import GitHubError, RepoClient
 from bot.github.downloads import LogTail, download_tail, download_zip_tails
-from bot.jobs import Conclusion, JobKind, JobState, TriggerKind
+from bot.jobs import Conclusion, JobKind, JobState, TriggerKind, run_url
 from bot.jobs import Thread as JobsThread
 from bot.queue import QueueError
 from bot.worker.context import Ended, JobContext, ProgressComment
@@ -63,7 +63,9 @@ async def ci_repair_job(services: JobServices, running: Running) -> None:
     """Repair the red head of a pull request Neo opened, or say why not."""
     job = running.job
     request = job.request
-    progress = Progress(job.id, clock=services.clock)
+    progress = Progress(
+        job.id, clock=services.clock, run_url=run_url(services.settings.public_url, job.id)
+    )
     progress.start()
     services.log("job_started", job=job.id, thread=request.thread.key, attempt=job.attempts)
     comment: ProgressComment | None = None

@@ -187,6 +187,8 @@ class ProgressState:
     children: tuple[RunningChild, ...] = ()
     # The MCP servers the job goes without, and why.
     mcp_skipped: tuple[Skipped, ...] = ()
+    # The job's run page (NEO_PUBLIC_URL/runs/<id>), when it has one.
+    run_url: str | None = None
 
     def elapsed(self, now: float) -> float:
         """Seconds since the job started (or was queued), frozen once it ended."""
@@ -212,9 +214,12 @@ class Progress:
     """A job's progress, folded from the agent's events. Not thread-safe: feed
     it from the loop that runs the agent."""
 
-    def __init__(self, job_id: int | str, *, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, job_id: int | str, *, clock: Callable[[], float], run_url: str | None = None
+    ) -> None:
         job_marker(job_id)  # refuses an id the marker cannot carry
         self._job_id = str(job_id)
+        self._run_url = run_url
         self._clock = clock
         self._status = Status.QUEUED
         self._created_at = clock()
@@ -251,6 +256,7 @@ class Progress:
             skills=self._skills,
             children=tuple(self._children.values()),
             mcp_skipped=self._mcp_skipped,
+            run_url=self._run_url,
         )
 
     def start(self) -> None:

@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from bot.github.markers import STATUS_END, STATUS_START
 from bot.jobs import JobRequest, TriggerKind
 from bot.worker.progress import Command
-from bot.worker.rendering import format_duration, needed_line
+from bot.worker.rendering import format_duration, needed_line, run_link
 from bot.worker.untrusted import close_fences, code_span, neutralise
 from bot.worker.verification import KINDS, Kind, kinds
 from runner.closing import inert_closing_keywords
@@ -71,6 +71,8 @@ class RunFacts:
     checklist: tuple[ChecklistItem, ...] = ()
     # The job's report (its comment on the thread), when it has one.
     report_url: str | None = None
+    # The job's run page (NEO_PUBLIC_URL/runs/<id>), when it has one.
+    run_url: str | None = None
 
 
 def comment_url(web: str, repository: str, number: int, comment_id: int) -> str:
@@ -308,6 +310,8 @@ def _footer(result: JobResult, facts: RunFacts) -> str:
         fields.append(format_duration(result.duration_ms / 1000))
     if facts.report_url:
         fields.append(f"[Neo's report]({facts.report_url})")
+    if facts.run_url:
+        fields.append(run_link(facts.run_url))
     return f"<sub>{' · '.join(fields)}</sub>"
 
 

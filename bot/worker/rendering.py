@@ -112,7 +112,8 @@ def render_progress(state: ProgressState, *, now: float) -> str:
     """The live comment: status and elapsed time, the checklist, the current step."""
     parts = [
         job_marker(state.job_id),
-        f"{_STATUS_LINE[state.status]} · {_coarse(state.elapsed(now))}",
+        f"{_STATUS_LINE[state.status]} · {_coarse(state.elapsed(now))}"
+        + (f" · {run_link(state.run_url, live=True)}" if state.run_url else ""),
     ]
     if state.skills:
         parts.append(_skills_line(state.skills))
@@ -197,7 +198,14 @@ def _heading(outcome: Outcome, duration: float | None) -> str:
     return line
 
 
-def _footer(outcome: Outcome, duration: float | None) -> str:
+def run_link(url: str, *, live: bool = False) -> str:
+    """A link to the job's run page; a URL that is not plainly one is shown as code."""
+    if not _URL.fullmatch(url):
+        return code_span(url)
+    return f"[{'Watch it live' if live else 'The run'}]({url})"
+
+
+def _footer(outcome: Outcome, duration: float | None, run_url: str | None = None) -> str:
     usage = outcome.usage
     tokens = f"{usage.input_tokens:,} in · {usage.output_tokens:,} out"
     if usage.cache_read_input_tokens or usage.cache_creation_input_tokens:
@@ -219,6 +227,8 @@ def _footer(outcome: Outcome, duration: float | None) -> str:
         fields.append(f"Duration: {format_duration(duration)}")
     if outcome.num_turns:
         fields.append(f"{outcome.num_turns} model call{'s' if outcome.num_turns != 1 else ''}")
+    if run_url:
+        fields.append(run_link(run_url))
     return f"<sub>{' · '.join(fields)}</sub>"
 
 
@@ -365,7 +375,7 @@ def render_report(state: ProgressState, outcome: Outcome) -> str:
         sections.append(f"<details><summary>{count} tool call{'s' if count != 1 else ''}</summary>")
         sections.append(_lines_part([_call_line(call) for call in state.calls], "ends", "calls"))
         sections.append("</details>")
-    sections.append(_footer(outcome, duration))
+    sections.append(_footer(outcome, duration, state.run_url))
     return _clamp(_fit(sections, _BUDGET))
 
 

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from bot.config import RepoConfig
 from bot.config.prices import PRICES_IN_CONFIG, runner_prices
-from bot.jobs import Job, JobKind, JobRequest, Thread, TriggerKind
+from bot.jobs import Job, JobKind, JobRequest, Thread, TriggerKind, run_url
 from bot.worker.prompt import (
     InlineComment,
     Post,
@@ -69,6 +69,11 @@ class WorkerSettings(Protocol):
     def docs_url(self) -> str: ...
     @property
     def operator_prices(self) -> Mapping[str, Price]: ...
+    @property
+    def public_url(self) -> str:
+        """NEO_PUBLIC_URL: where run pages are served ("": none)."""
+        ...
+
     def prepared_bounds(self) -> Bounds: ...
 
 
@@ -281,6 +286,7 @@ def job_spec(
         environment_bounds=settings.prepared_bounds(),
         allow_workflow_edits=config.allow_workflow_edits,
         co_author=co_author,
+        run_url=run_url(settings.public_url, job.id),
         bot_name=who.bot,
         bot_email=noreply_email(who.bot),
         session_key=session_key,

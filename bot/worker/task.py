@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from bot.config import render_config_error as render_config_comment
 from bot.github.client import GitHubError, ReactionSubject, RepoClient
-from bot.jobs import Conclusion, JobKind, JobRequest, TriggerKind
+from bot.jobs import Conclusion, JobKind, JobRequest, TriggerKind, run_url
 from bot.worker.access import unauthorised_run
 from bot.worker.context import Ended, JobContext, ProgressComment
 from bot.worker.progress import Outcome, Progress
@@ -43,7 +43,9 @@ async def task_job(services: JobServices, running: Running) -> None:
     """Run one claimed task or review to its end and record the outcome in the queue."""
     job = running.job
     request = job.request
-    progress = Progress(job.id, clock=services.clock)
+    progress = Progress(
+        job.id, clock=services.clock, run_url=run_url(services.settings.public_url, job.id)
+    )
     progress.start()
     threadless = request.thread.number == 0
     reply_to = None if threadless else request.thread.number
@@ -143,7 +145,7 @@ async def _conclude(
                     request.thread.number,
                     ctx.comment.id,
                 )
-            facts = RunFacts(state.commands, state.checklist, report)
+            facts = RunFacts(state.commands, state.checklist, report, state.run_url)
             pr = await ctx.github.open_or_update_pr(
                 head=spec.work_branch,
                 base=ctx.default_branch,

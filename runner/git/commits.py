@@ -56,6 +56,9 @@ GENERATED = (
 
 
 _IDENTITY = re.compile(r"[^<>\r\n]+ <[^<>\s]+>")
+# A trailer git keeps as one: a token of letters, digits and dashes, a value on one line.
+_TRAILER_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+_TRAILER_VALUE = re.compile(r"[^\x00-\x1f\x7f]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,13 +203,15 @@ async def commit_all(
     author_name: str,
     author_email: str,
     co_authors: Sequence[str] = (),
+    trailers: Sequence[tuple[str, str]] = (),
     staged: bool = False,
     timeout: float = LOCAL_TIMEOUT,
 ) -> str | None:
     """Stage every change (deletions included) and commit it; the new sha, or None.
 
     The commit is authored and committed by `author_name <author_email>` (the
-    bot), with a `Co-authored-by: Name <email>` trailer per co-author. No hook
+    bot), with a `Co-authored-by: Name <email>` trailer per co-author and the
+    `trailers` (token, value) after them, e.g. ("Neo-Run", url). No hook
     runs. Repositories embedded in the tree and untracked generated files are
     left out, as by `stage_all`. `staged`: the caller staged with `stage_all`
     (and may have unstaged since): the index is committed as it is.
@@ -215,11 +220,15 @@ async def commit_all(
         raise GitError("the commit message is empty")
     if not _IDENTITY.fullmatch(f"{author_name} <{author_email}>"):
         raise GitError(f"not a valid commit identity: {author_name!r} <{author_email}>")
-    trailers: list[str] = []
+    trailer_args: list[str] = []
     for co_author in dict.fromkeys(co_authors):
         if not _IDENTITY.fullmatch(co_author):
             raise GitError(f"not a valid co-author (Name <email>): {co_author!r}")
-        trailers += ["--trailer", f"Co-authored-by: {co_author}"]
+        trailer_args += ["--trailer", f"Co-authored-by: {co_author}"]
+    for token, value in trailers:
+        if not _TRAILER_TOKEN.fullmatch(token) or not _TRAILER_VALUE.fullmatch(value):
+            raise GitError(f"not a valid trailer: {token!r}: {value!r}")
+        trailer_args += ["--trailer", f"{token}: {value}"]
     git_dir, embedded = await prepare(tree)
 
     async def run(
@@ -260,7 +269,7 @@ async def commit_all(
             "--cleanup=strip",
             "--message",
             message,
-            *trailers,
+            *trailer_args,
         ],
         env=identity,
     )

@@ -960,3 +960,30 @@ async def test_push_works_when_the_sandbox_user_owns_the_tree(
     assert git("rev-parse", "refs/heads/main", cwd=origin) == sha
     assert stat.S_IMODE((tree / ".git" / "config").stat().st_mode) == 0o644
     assert (tree / ".git" / "config").stat().st_uid == 4242
+
+
+async def test_commit_all_adds_the_trailers_asked_for_after_the_co_authors(tree: Path) -> None:
+    (tree / "x.txt").write_text("x\n")
+    url = "https://neo.example.com/runs/7"
+    await commit_all(
+        tree,
+        "Fix it",
+        author_name=BOT_NAME,
+        author_email=BOT_EMAIL,
+        co_authors=["Mona <mona@example.com>"],
+        trailers=[("Neo-Run", url)],
+    )
+    body = git("log", "-1", "--format=%B", cwd=tree).splitlines()
+    assert body[-2:] == ["Co-authored-by: Mona <mona@example.com>", f"Neo-Run: {url}"]
+
+
+async def test_commit_all_refuses_a_trailer_that_would_inject_lines(tree: Path) -> None:
+    (tree / "x.txt").write_text("x\n")
+    with pytest.raises(GitError, match="not a valid trailer"):
+        await commit_all(
+            tree,
+            "x",
+            author_name=BOT_NAME,
+            author_email=BOT_EMAIL,
+            trailers=[("Neo-Run", "https://x\nSigned-off-by: eve")],
+        )

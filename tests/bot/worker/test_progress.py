@@ -927,3 +927,16 @@ def test_the_invoked_skills_label_the_live_comment_and_the_report() -> None:
     progress.finish(Conclusion.SUCCESS)
     assert render_report(progress.state, outcome()).split("\n\n")[2] == label
     assert "Skills" not in render_report(working().state, outcome())
+
+
+def test_with_a_run_page_the_comment_and_the_report_link_to_it() -> None:
+    url = "https://neo.example.com/runs/42"
+    progress = Progress(42, clock=Clock(), run_url=url)
+    progress.start()
+    assert f"[Watch it live]({url})" in render_progress(progress.state, now=1000.0)
+    progress.finish(Conclusion.SUCCESS)
+    report = render_report(progress.state, outcome())
+    assert f"[The run]({url})" in report.splitlines()[-1]
+    without = working()
+    assert "/runs/" not in render_progress(without.state, now=1000.0)
+    assert "/runs/" not in render_report(without.state, outcome())

@@ -324,3 +324,10 @@ async def test_a_jobs_pull_request_is_titled_by_its_change_and_shows_what_neo_ra
     assert "Model: `claude-" in verification
     assert "Cost: $" in verification
     assert body.endswith(f"Fixes #{number}")
+
+
+def test_with_a_run_page_the_body_links_to_it() -> None:
+    url = "https://neo.example.com/runs/5"
+    body = pr_body(CHANGED, REQUEST, replace(FACTS, run_url=url))
+    assert f"[Neo's report]({REPORT}) · [The run]({url})</sub>" in body
+    assert "/runs/" not in pr_body(CHANGED, REQUEST, FACTS)

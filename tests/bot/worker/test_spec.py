@@ -59,6 +59,7 @@ class _Settings:
     mcp_operator: Operator = field(default_factory=Operator)
     docs_url: str = DEFAULT_DOCS_URL
     operator_prices: Mapping[str, Price] = field(default_factory=dict)
+    public_url: str = ""
 
     def prepared_bounds(self) -> Bounds:
         return Bounds(max_entries=3)
@@ -372,3 +373,20 @@ def test_a_forks_pull_request_gets_the_fork_rule(
     )
 
     assert spec.fork == fork
+
+
+def test_with_a_public_url_the_spec_names_the_jobs_run_page_for_its_commit() -> None:
+    public = _Settings(public_url="https://neo.example.com")
+    spec, _ = job_spec(
+        job(), RepoConfig(), public, default_branch="main", thread=THREAD, who=Identity(BOT, "t")
+    )
+    assert spec.run_url == "https://neo.example.com/runs/4"
+    spec, _ = job_spec(
+        job(),
+        RepoConfig(),
+        _Settings(),
+        default_branch="main",
+        thread=THREAD,
+        who=Identity(BOT, "t"),
+    )
+    assert spec.run_url is None
