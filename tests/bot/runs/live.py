@@ -17,7 +17,6 @@ from starlette.applications import Starlette
 
 from bot.queue import JobQueue, open_queue
 from bot.runs.pages import Actions, Door, Site, run_routes
-from tests.bot.runs.memory_log import MemoryLog
 from tests.bot.serving import free_port
 
 T = TypeVar("T")
@@ -53,7 +52,7 @@ def serving(
     stop = threading.Event()
 
     async def main() -> None:
-        queue = MemoryLog(open_queue(queue_url, listen=False))
+        queue = open_queue(queue_url, listen=False)
         closing = asyncio.Event()
         site = Site(lambda: queue, door(queue), actions(queue), web_url, closing)
         app = Starlette(routes=run_routes(site))

@@ -40,7 +40,7 @@ def append(live: Live, job_id: int, *records: tuple[str, dict[str, object]]) -> 
     """Append `records` as the worker's flush does; the last seq."""
     now = time.time()
     last: int = live.run(
-        lambda queue: queue.append_events(job_id, [(now, kind, data) for kind, data in records])  # type: ignore[attr-defined]
+        lambda queue: queue.append_events(job_id, [(now, kind, data) for kind, data in records])
     )
     return last
 
