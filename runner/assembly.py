@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from runner.agent import Agent, Event
+from runner.agent import Agent, Event, Steering
 from runner.budget import RunBudget
 from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
@@ -162,12 +162,14 @@ class RunKit:
         tools: Sequence[Tool] = (),
         mcp: Gateway | None = None,
         hold_after_compaction: bool = False,
+        steering: Steering | None = None,
     ) -> AgentRun:
         """The agent on `box`, continuing `session`, recorded into it.
 
         `tools` are a kind of job's own (a review's); `mcp` the gateway whose
         servers' tools the agent gets, once it is ready (`runner.mcp.run`);
-        `hold_after_compaction` as `AgentRun` has it. The invoked skills'
+        `hold_after_compaction` as `AgentRun` has it; `steering` what people
+        watching the run tell it between turns. The invoked skills'
         notice is the first event, then the servers the gateway left out.
         """
         settings, skills = self.settings, briefing.skills
@@ -212,6 +214,7 @@ class RunKit:
             max_turns=settings.max_turns,
             previous=session.previous,
             effort=settings.effort,
+            steering=steering,
         )
         run = AgentRun(
             agent,
@@ -310,8 +313,10 @@ def make_agent(
     max_turns: int,
     previous: Session | None = None,
     effort: Effort | None = None,
+    steering: Steering | None = None,
 ) -> Agent:
-    """The agent with `tools`, continuing `previous`'s conversation, within `budget`."""
+    """The agent with `tools`, continuing `previous`'s conversation, within `budget`,
+    told between turns what `steering` has for it."""
     return Agent(
         # The prompt cache kept an hour once the run waited minutes on a command.
         LongCacheAfterGaps(provider),
@@ -327,4 +332,5 @@ def make_agent(
         budget=budget,
         # A response cut at the output limit gets two more calls before the run fails.
         output_limit=ContinueCutResponses(limits_for(provider.model).max_output),
+        steering=steering,
     )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.agent import Event, TurnFinished, TurnStarted
+from runner.agent import Event, Steering, TurnFinished, TurnStarted
 from runner.assembly import Briefing, ProviderFactory, RunKit, open_run
 from runner.budget import ran_out
 from runner.checkout import check_out, job_mirrors
@@ -122,13 +122,15 @@ class _Progress:
 @dataclass(frozen=True, slots=True)
 class _Job:
     """What each step of one job reads, made once the run is open: the spec, the
-    run's kit, the working tree, what the job learns, the caller's event sink."""
+    run's kit, the working tree, what the job learns, the caller's event sink
+    and steering."""
 
     spec: JobSpec
     kit: RunKit
     tree: Path
     progress: _Progress
     on_event: Callable[[Event], None] | None
+    steering: Steering | None = None
 
 
 async def run(
@@ -139,6 +141,7 @@ async def run(
     provider_factory: ProviderFactory = make_provider,
     cache: MirrorCache | None = None,
     project_context: str | None = None,
+    steering: Steering | None = None,
 ) -> JobResult:
     """Run the job; failures are reported in the result, bar ConfigError for a bad spec.
 
@@ -146,7 +149,8 @@ async def run(
     pull request job passes the default branch's, so the PR cannot rewrite
     Neo's instructions). Setting `stop` cancels the job (conclusion
     "cancelled"); the time limit covers everything up to the end of the
-    agent's run.
+    agent's run. `steering` is what people watching the job tell its agent
+    between turns.
     """
     progress = _Progress(started=time.monotonic())
     check_spec(spec)
@@ -156,7 +160,7 @@ async def run(
         spec = replace(spec, fork=Fork())
     workspace = spec.data_dir / "workspaces" / spec.job_id
     async with open_run(spec.settings, provider_factory) as kit:
-        job = _Job(spec, kit, workspace, progress, on_event)
+        job = _Job(spec, kit, workspace, progress, on_event, steering)
         try:
             async with job_mirrors(spec, cache) as mirrors:
                 # A tree an earlier attempt left is deleted with the trash.
@@ -336,6 +340,7 @@ async def _run_agent(
         tools=(ReviewCommentTool(progress.review),) if progress.review else (),
         mcp=gateway,
         hold_after_compaction=True,
+        steering=job.steering,
     )
     progress.run = agent_run
     try:

@@ -17,6 +17,7 @@ from bot.worker.rendering import render_progress
 from bot.worker.running import Running, first
 from bot.worker.services import JobServices
 from bot.worker.sessions import archive_of, read_session_files, write_session_files
+from bot.worker.steering import QueueSteering
 from runner.job import JobResult, JobSpec, session_id_for
 from runner.session import SessionError
 
@@ -69,6 +70,8 @@ async def run_live(
             on_event=on_event,
             stop=running.stop,
             project_context=project_context,
+            # Asked at each turn boundary: `@neo steer` and the run page's Steer.
+            steering=QueueSteering(services.queue, running.job.id, services.log),
             **options,
         )
     finally:

@@ -15,6 +15,7 @@ from runner.agent.events import (
     Compacted,
     Event,
     ProviderRetry,
+    Steered,
     TextDelta,
     ToolFinished,
     ToolNotice,
@@ -22,7 +23,7 @@ from runner.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from runner.agent.loop import Agent, Budget, EventSink, InteractiveCheck, TurnResult
+from runner.agent.loop import Agent, Budget, EventSink, InteractiveCheck, Steering, TurnResult
 from runner.agent.output_limit import Continuation, OutputLimit
 
 __all__ = [
@@ -43,6 +44,8 @@ __all__ = [
     "MissingToolCall",
     "OutputLimit",
     "ProviderRetry",
+    "Steered",
+    "Steering",
     "TextDelta",
     "ToolFinished",
     "ToolNotice",

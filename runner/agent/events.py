@@ -84,6 +84,20 @@ class Compacted:
 
 
 @dataclass(frozen=True, slots=True)
+class Steered:
+    """A person's message joined the conversation at a turn boundary, as user text.
+
+    `text` is what the model reads, worded by whoever supplied it (the loop
+    adds nothing); `author` and `said` are who wrote it and their own words,
+    for a log or a page.
+    """
+
+    author: str
+    said: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TurnFinished:
     """`send` is done: `error` is None on success, else the error's kind."""
 
@@ -103,5 +117,6 @@ Event: TypeAlias = (
     | ToolFinished
     | ToolNotice
     | Compacted
+    | Steered
     | TurnFinished
 )

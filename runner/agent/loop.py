@@ -50,6 +50,20 @@ class Budget(Protocol):
         ...
 
 
+class Steering(Protocol):
+    """Messages from people watching the run, asked for at each turn boundary.
+
+    The loop asks before every provider request that follows a user message
+    (the task, or the tool results of the turn before: never while a tool
+    call is unanswered) and when the model ends its turn; what it gets joins
+    the conversation as user text, and a turn that was ending goes on.
+    """
+
+    async def take(self) -> Sequence[ev.Steered]:
+        """What arrived since the last call, oldest first; usually nothing."""
+        ...
+
+
 # Marks tool calls that need a person's confirmation; those run one at a time.
 InteractiveCheck = Callable[[llm.ToolUse], bool]
 
@@ -88,6 +102,7 @@ class Agent:
         effort: llm.Effort | None = None,
         budget: Budget | None = None,
         output_limit: OutputLimit | None = None,
+        steering: Steering | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be at least 1")
@@ -107,6 +122,7 @@ class Agent:
         self._effort = effort
         self._budget = budget
         self._output_limit = output_limit
+        self._steering = steering
         # Responses cut at the output limit in a row, and the max_tokens of
         # the next call when a continuation raised it.
         self._cuts = 0
@@ -161,6 +177,7 @@ class Agent:
                 self._raise_sink_error()
                 if turns >= self._max_turns:
                     raise MaxTurns(f"stopped after {turns} model calls (max turns)")
+                await self._steer(ending=False)
                 usage = usage + await self._compact(overflowed=False)
                 if self._budget is not None:
                     self._budget.before_call(turns + 1, usage, self._prompt_tokens())
@@ -183,7 +200,10 @@ class Agent:
                 self._measure(response)
                 more = await self._handle(response)
                 usage = usage + self._take_tool_usage()
-                if not more:
+                # A message that came while the model was ending its turn is
+                # answered, not lost: the turn goes on with it (after a
+                # refusal too: the person may have changed the request).
+                if not more and not await self._steer(ending=True):
                     break
         except asyncio.CancelledError:
             usage = usage + self._take_tool_usage()
@@ -197,6 +217,25 @@ class Agent:
         self._emit(ev.TurnFinished(result.stop_reason, result.text, usage))
         self._raise_sink_error()
         return result
+
+    async def _steer(self, *, ending: bool) -> bool:
+        """Add what `steering` has for the model; True when something was added.
+
+        Before a request only after a user message (the task, tool results,
+        a note): a paused turn's response is replayed as it is. `ending`: the
+        model has just finished its turn.
+        """
+        if self._steering is None:
+            return False
+        if not ending and (not self._messages or self._messages[-1].role != "user"):
+            return False
+        steers = await self._steering.take()
+        if not steers:
+            return False
+        self._append_user(*(llm.Text(steer.text) for steer in steers))
+        for steer in steers:
+            self._emit(steer)
+        return True
 
     # -- compaction --------------------------------------------------------
 
