@@ -29,8 +29,8 @@ __all__ = [
     "conclusion_of",
 ]
 
-# The queue's two lanes: runs, one at a time per thread, and stops, which are
-# claimable while their thread's run goes on.
+# The queue's two lanes: runs, one at a time per thread, and stops and steers,
+# which are claimable while their thread's run goes on.
 Lane = Literal["run", "cancel"]
 
 
@@ -45,10 +45,13 @@ class JobKind(StrEnum):
     CI_REPAIR = "repair"
     # `@neo stop`: the thread's work stopped.
     STOP = "stop"
+    # `@neo steer ...`: a message for the thread's running run, read at its next turn.
+    STEER = "steer"
 
     @property
     def lane(self) -> Lane:
-        return "cancel" if self is JobKind.STOP else "run"
+        # A steer, like a stop, is about the run going on: it cannot wait for it.
+        return "cancel" if self in (JobKind.STOP, JobKind.STEER) else "run"
 
 
 class TriggerKind(StrEnum):

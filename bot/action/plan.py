@@ -68,10 +68,12 @@ def plan(
     found = triage(delivery, rules)
     if isinstance(found, Ignore):
         return Skip(f"{delivery.event_action}: {found.reason}")
-    runs = [request for request in found if request.kind is not JobKind.STOP]
+    runs = [request for request in found if request.lane == "run"]
     if not runs:
+        # A workflow's run is steered or stopped on its own page, not by a comment.
+        said = "steer" if found and found[0].kind is JobKind.STEER else "stop"
         return Skip(
-            f"{delivery.event_action}: {inputs.trigger_phrase} stop has nothing to stop here "
+            f"{delivery.event_action}: {inputs.trigger_phrase} {said} has nothing to {said} here "
             "(cancel the workflow run that is working instead)"
         )
     request = runs[0]

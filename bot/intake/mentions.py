@@ -1,7 +1,8 @@
 """Mentions of Neo's handle where GitHub would render them, and what they ask (pure).
 
 GitHub renders comments as CommonMark: code, quotes and HTML comments hold
-no mention. `@neo stop` alone asks to stop, `@neo review` for a review.
+no mention. `@neo stop` alone asks to stop, `@neo review` for a review, and
+a comment that starts with `@neo steer` steers the run going on.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from markdown_it.token import Token
 __all__ = [
     "Reading",
     "asks_review",
+    "is_steer",
     "is_stop",
     "mention_count",
     "mentions",
     "read_mentions",
+    "steer_text",
     "visible_text",
 ]
 
@@ -208,3 +211,27 @@ def _review_pattern(handle: str) -> re.Pattern[str]:
 def asks_review(reading: Reading, handle: str) -> bool:
     """`@neo review`: `review` the first word after a mention."""
     return _review_pattern(handle).search(reading.text) is not None
+
+
+@functools.lru_cache(maxsize=8)
+def _steer_pattern(handle: str) -> re.Pattern[str]:
+    # `steer` the first word after the handle, which opens the text: `@neo steer:`,
+    # `@Neo, steer ...`; not `@neo steering ...`, nor a mention later on.
+    return re.compile(
+        r"[^\w@]*" + _mention_pattern(handle).pattern + r"[\s,:]+steer(?![\w-])", re.IGNORECASE
+    )
+
+
+def is_steer(markdown: str, reading: Reading, handle: str) -> bool:
+    """A comment that starts with `@neo steer`, where GitHub shows it (not in code or a quote)."""
+    if _steer_pattern(handle).match(reading.text.lstrip()) is None:
+        return False
+    # The reading holds only the blocks naming the handle: none may come before.
+    return _steer_pattern(handle).match(visible_text(markdown).lstrip()) is not None
+
+
+def steer_text(markdown: str, handle: str) -> str:
+    """What a `@neo steer` comment says after its opening words, as written."""
+    found = _steer_pattern(handle).match(markdown.lstrip())
+    text = markdown.lstrip()[found.end() :] if found is not None else markdown
+    return text.lstrip(" \t:,.-").strip()

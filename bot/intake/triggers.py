@@ -17,7 +17,14 @@ from pydantic import ValidationError
 
 from bot.config.handle import handle_problem
 from bot.github.core import FAILED_CONCLUSIONS
-from bot.intake.mentions import asks_review, is_stop, mention_count, mentions, read_mentions
+from bot.intake.mentions import (
+    asks_review,
+    is_steer,
+    is_stop,
+    mention_count,
+    mentions,
+    read_mentions,
+)
 from bot.intake.payloads import (
     IMPLAUSIBLE,
     CheckRunPayload,
@@ -186,7 +193,8 @@ def _gate(trigger: _Trigger, users: list[User | None], rules: Rules) -> Ignore |
 def _mentioned(
     delivery: Delivery, trigger: _Trigger, users: list[User | None], rules: Rules, text: str
 ) -> list[JobRequest] | Ignore:
-    """A request if `text` mentions the handle; a cancel if it says only `@neo stop`."""
+    """A request if `text` mentions the handle; a cancel if it says only `@neo stop`; a
+    steer if it is a post that starts with `@neo steer`."""
     gated = _gate(trigger, users, rules)
     if gated is not None:
         return gated
@@ -195,6 +203,8 @@ def _mentioned(
         return Ignore(Reason.NO_MENTION)
     if is_stop(reading, rules.handle):
         trigger = replace(trigger, kind=JobKind.STOP)
+    elif TriggerKind(delivery.event_action).is_post and is_steer(text, reading, rules.handle):
+        trigger = replace(trigger, kind=JobKind.STEER)
     elif trigger.thread.is_pull_request and asks_review(reading, rules.handle):
         trigger = replace(trigger, kind=JobKind.REVIEW)
     return _request(delivery, trigger)

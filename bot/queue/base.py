@@ -242,9 +242,11 @@ class JobQueue(Steering, RunLog, Protocol):
         """
         ...
 
-    async def cancel(self, job_id: int) -> bool:
+    async def cancel(self, job_id: int, *, by: str | None = None) -> bool:
         """Cancel a queued job, or request cancellation of a running one.
 
+        `by` (a GitHub login) is who asked: the job's result names them
+        (`cancelled_by`) at once, so its report can say who stopped it.
         False when the job is unknown or already finished.
         """
         ...

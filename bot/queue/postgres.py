@@ -51,6 +51,7 @@ from bot.queue.rows import (
     ended_outcome,
     job_from_row,
     list_filter,
+    named_stop,
     spend_lines,
     spent_by,
     stopped_outcome,
@@ -597,7 +598,7 @@ class PostgresQueue:
             await self._notify()
         return [int(job_id) for job_id, *_ in expired]
 
-    async def cancel(self, job_id: int) -> bool:
+    async def cancel(self, job_id: int, *, by: str | None = None) -> bool:
         async with self._transaction() as conn:
             cursor = await conn.execute(
                 "SELECT status FROM neo_job_states WHERE id = %s FOR UPDATE", (job_id,)
@@ -613,10 +614,17 @@ class PostgresQueue:
                 await conn.execute(
                     "UPDATE neo_jobs SET result = %s, updated_at = %s WHERE id = %s",
                     (
-                        ended_outcome(JobState.CANCELLED, "cancelled on request before it ran"),
+                        ended_outcome(JobState.CANCELLED, "cancelled on request before it ran")
+                        if by is None
+                        else named_stop(by, ran=False),
                         self._clock(),
                         job_id,
                     ),
+                )
+            elif by is not None:
+                await conn.execute(
+                    "UPDATE neo_jobs SET result = %s WHERE id = %s",
+                    (named_stop(by, ran=True), job_id),
                 )
             return True
 

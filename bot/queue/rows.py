@@ -19,6 +19,7 @@ __all__ = [
     "ended_outcome",
     "job_from_row",
     "list_filter",
+    "named_stop",
     "spend_lines",
     "spent_by",
     "stopped_outcome",
@@ -34,6 +35,15 @@ def ended_outcome(state: JobState, reason: str) -> str:
     """The `result` of a job the queue itself ended (cancelled, or failed for `reason`)."""
     conclusion = Conclusion.CANCELLED if state is JobState.CANCELLED else Conclusion.FAILED
     return encode_outcome(JobOutcome(conclusion=conclusion, error=reason))
+
+
+def named_stop(by: str, *, ran: bool) -> str:
+    """The `result` of a run `by` stopped by its id (the run page's Stop): queued,
+    its end; running, who asked, for the report its worker writes as it stops."""
+    reason = f"cancelled: @{by} asked to stop" + ("" if ran else " before it ran")
+    return encode_outcome(
+        JobOutcome(conclusion=Conclusion.CANCELLED, error=reason, cancelled_by=by)
+    )
 
 
 def stopped_outcome(applied: CancelApplied) -> JobOutcome:

@@ -43,6 +43,7 @@ from bot.queue.rows import (
     ended_outcome,
     job_from_row,
     list_filter,
+    named_stop,
     spend_lines,
     spent_by,
     stopped_outcome,
@@ -444,7 +445,7 @@ class SqliteQueue:
 
         return await self._write(operation)
 
-    async def cancel(self, job_id: int) -> bool:
+    async def cancel(self, job_id: int, *, by: str | None = None) -> bool:
         def operation(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
@@ -457,9 +458,15 @@ class SqliteQueue:
                     "cancelled on request before it ran",
                     self._clock(),
                 )
+                if by is not None:
+                    named = named_stop(by, ran=False)
+                    conn.execute("UPDATE jobs SET result = ? WHERE id = ?", (named, job_id))
                 return True
             if row[0] == JobState.RUNNING:
                 conn.execute("UPDATE jobs SET cancel_requested = 1 WHERE id = ?", (job_id,))
+                if by is not None:
+                    named = named_stop(by, ran=True)
+                    conn.execute("UPDATE jobs SET result = ? WHERE id = ?", (named, job_id))
                 return True
             return False
 

@@ -76,8 +76,8 @@ class WakingQueue:
     async def requeue_expired(self) -> builtins.list[int]:
         return await self.queue.requeue_expired()
 
-    async def cancel(self, job_id: int) -> bool:
-        return await self.queue.cancel(job_id)
+    async def cancel(self, job_id: int, *, by: str | None = None) -> bool:
+        return await self.queue.cancel(job_id, by=by)
 
     async def get(self, job_id: int) -> Job | None:
         return await self.queue.get(job_id)

@@ -53,11 +53,14 @@ def unauthorised_run(request: JobRequest, allowed: Sequence[str], source: str) -
     )
 
 
-def unauthorised_stop(request: JobRequest, allowed: Sequence[str], source: str) -> str:
+def unauthorised_stop(
+    request: JobRequest, allowed: Sequence[str], source: str, *, verb: str = "stop"
+) -> str:
+    """The reply to a stop (or, `verb`, a steer) by someone who may not start a run."""
     roles = ", ".join(allowed)
     return (
         f"Sorry @{request.author}, only people with {roles} access to this repository can"
-        f" stop Neo's work (set by `allowed_users` in {source}). The work goes on."
+        f" {verb} Neo's work (set by `allowed_users` in {source}). The work goes on."
     )
 
 

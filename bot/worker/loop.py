@@ -30,6 +30,7 @@ from bot.worker.running import Running, Stopped, first, log_event
 from bot.worker.services import JobServices, RunJob
 from bot.worker.settle import Backoff, Settler
 from bot.worker.spec import WorkerSettings
+from bot.worker.steer import steer_job
 from bot.worker.stop import stop_job
 from bot.worker.sweep import SweepGate
 from bot.worker.task import task_job
@@ -257,7 +258,7 @@ class Worker:
             except QueueError as error:
                 self._log("get_failed", job=job_id, error=str(error))
                 continue
-            if job is None or job.request.kind is JobKind.STOP:
+            if job is None or job.request.lane == "cancel":  # a stop's or a steer's
                 continue
             if job.state in (JobState.FAILED, JobState.CANCELLED):
                 # Off the claim loop: GitHub's retries may wait.
@@ -326,6 +327,8 @@ class Worker:
         kind = running.job.request.kind
         if kind is JobKind.STOP:
             await stop_job(self.services, running)
+        elif kind is JobKind.STEER:
+            await steer_job(self.services, running)
         elif kind is JobKind.CI_REPAIR:
             await ci_repair_job(self.services, running)
         else:  # a task, or a review

@@ -163,7 +163,14 @@ async def _record_spend(services: JobServices, job: Job, records: tuple[SpendRec
 
 
 async def _cancelled_by(services: JobServices, job: Job) -> str | None:
-    """The author of the cancel request that stopped `job`, when the queue shows one."""
+    """Who stopped `job`, when the queue shows it: the run page's Stop names them
+    on the job itself, `@neo stop` is a cancel request of theirs."""
+    try:
+        stopped = await services.queue.get(job.id)
+    except QueueError:
+        stopped = None
+    if stopped is not None and stopped.result is not None and stopped.result.cancelled_by:
+        return stopped.result.cancelled_by
     try:
         # Any state: the request that stopped it may not have finished yet.
         jobs = await services.queue.list(repository=job.request.thread.repository, limit=100)

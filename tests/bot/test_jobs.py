@@ -220,6 +220,11 @@ def test_rows_queued_before_the_trigger_was_recorded_read_it_from_their_event(
     assert (request.trigger, request.event) == (expected, event)
 
 
-def test_a_stop_goes_in_the_queues_cancel_lane_and_every_other_kind_in_its_run_lane() -> None:
-    assert [kind.lane for kind in JobKind] == ["run", "run", "run", "cancel"]
+def test_stops_and_steers_go_in_the_queues_cancel_lane_and_every_other_kind_in_its_run_lane() -> (
+    None
+):
+    assert [kind.lane for kind in JobKind] == ["run", "run", "run", "cancel", "cancel"]
     assert replace(REQUEST, kind=JobKind.STOP).lane == "cancel"
+    assert replace(REQUEST, kind=JobKind.STEER).lane == "cancel"
+    stored = replace(REQUEST, kind=JobKind.STEER).to_json()
+    assert JobRequest.from_json(stored).kind is JobKind.STEER

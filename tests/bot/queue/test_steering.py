@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from bot.jobs import Conclusion, JobKind, JobOutcome
+from bot.jobs import Conclusion, JobKind, JobOutcome, JobState
 from bot.queue import MAX_STEER_CHARS, JobQueue, Steer, WakingQueue
 from tests.bot.queue.conftest import OpenBackend
 from tests.bot.queue.factories import FakeClock, enqueue_one, make_request
@@ -100,3 +100,31 @@ async def test_the_waking_queue_passes_steering_through(queue: JobQueue) -> None
     job_id = await enqueue_one(waking, "d1")
     kept = await waking.steer(job_id, "alice", "through the wrapper")
     assert await waking.take_steers(job_id) == [kept]
+
+
+async def test_a_cancel_by_someone_names_them_queued_or_running(queue: JobQueue) -> None:
+    queued = await enqueue_one(queue, "d1", number=1)
+    running = await enqueue_one(queue, "d2", number=2)
+    claimed = await queue.claim("w1", LEASE)
+    assert claimed is not None
+    assert claimed.id == queued  # the oldest first
+    assert await queue.cancel(running, by="carol")
+    assert await queue.cancel(queued, by="dave")
+
+    waiting = await queue.get(running)
+    assert waiting is not None
+    assert waiting.result is not None
+    assert (waiting.state, waiting.result.cancelled_by) == (JobState.CANCELLED, "carol")
+    assert waiting.result.error == "cancelled: @carol asked to stop before it ran"
+    going = await queue.get(queued)
+    assert going is not None
+    assert going.result is not None
+    assert (going.state, going.cancel_requested) == (JobState.RUNNING, True)
+    assert going.result.cancelled_by == "dave"
+    # Its worker's outcome replaces the note when it ends.
+    await queue.finish(
+        queued, "w1", JobOutcome(conclusion=Conclusion.CANCELLED, cancelled_by="dave")
+    )
+    ended = await queue.get(queued)
+    assert ended is not None
+    assert ended.state is JobState.CANCELLED
