@@ -89,7 +89,6 @@ _LAYERS = {
     "runs": 1,
     "config": 0,
     "exits": 0,
-    "runs": 1,
     "queue": 0,
     "github": 0,
     "jobs": 0,
