@@ -38,6 +38,7 @@ async def stop_job(services: JobServices, running: Running) -> None:
                 cancel_requested=applied.cancel_requested,
             )
             services.log("stop_applied", job=job.id, **applied.as_result())
+            await _log_stops(services, applied.cancelled + applied.cancel_requested, request.author)
         else:
             services.log("stop_refused", job=job.id, author=request.author)
             if request.thread.number != 0:
@@ -53,3 +54,13 @@ async def stop_job(services: JobServices, running: Running) -> None:
         services.log("stop_failed", job=job.id, error=outcome.error)
     services.check_alive(running)
     await services.finish(running, outcome)
+
+
+async def _log_stops(services: JobServices, runs: tuple[int, ...], by: str) -> None:
+    """A `stop` record naming who in each stopped run's log (the run page shows it)."""
+    at = services.wall_clock()
+    for run in runs:
+        try:
+            await services.queue.append_events(run, [(at, "stop", {"by": by})])
+        except QueueError as error:  # the log is for watchers: the stop stands
+            services.log("stop_record_failed", job=run, error=str(error))

@@ -28,6 +28,8 @@ async def test_stop_cancels_a_queued_run_in_the_name_of_who_pressed_it(queue: Sq
     assert job.result is not None
     assert (job.result.conclusion, job.result.cancelled_by) == (Conclusion.CANCELLED, "carol")
     assert job.result.error == "cancelled: @carol asked to stop before it ran"
+    [record] = await queue.events_after(job_id, 0)
+    assert (record.kind, record.data) == ("stop", {"by": "carol"})
 
 
 async def test_stop_asks_a_running_run_to_stop_and_names_who_at_once(queue: SqliteQueue) -> None:

@@ -771,6 +771,8 @@ async def test_a_stop_request_cancels_the_running_job_and_the_report_says_who(
     assert job.state is JobState.CANCELLED, job.result
     assert job.result is not None
     assert job.result.cancelled_by == "mona"
+    stops = [e.data for e in await queue.events_after(job_id, 0) if e.kind == "stop"]
+    assert stops == [{"by": "mona"}]  # the run page's log says who, too
     mine = bot_comments(github, number)
     assert len(mine) == 1
     assert "Cancelled" in mine[0]["body"]

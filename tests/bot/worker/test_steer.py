@@ -170,6 +170,8 @@ async def test_the_run_pages_stop_ends_the_job_and_the_report_names_who(
     assert job.state is JobState.CANCELLED, job.result
     assert job.result is not None
     assert job.result.cancelled_by == "carol"
+    stops = [e.data for e in await queue.events_after(job_id, 0) if e.kind == "stop"]
+    assert stops == [{"by": "carol"}]
     [report] = bot_comments(github, number)
     assert "**Cancelled** by @" in report["body"]
     assert "carol" in report["body"]
