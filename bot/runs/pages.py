@@ -21,7 +21,8 @@ from starlette.routing import BaseRoute, Route
 
 from bot.jobs import FINAL_STATES, Job, JobState
 from bot.runs import render
-from bot.runs.stream import Events, resume_point, stream
+from bot.runs.feeds import Feeds, RunLogReader
+from bot.runs.stream import resume_point, stream
 from bot.runs.view import header, transcript
 
 STATIC = Path(__file__).with_name("static")
@@ -92,7 +93,7 @@ class Actions(Protocol):
         ...
 
 
-class Queue(Events, Protocol):
+class Queue(RunLogReader, Protocol):
     async def get(self, job_id: int) -> Job | None: ...
 
     async def list(
@@ -111,6 +112,8 @@ class Site:
     web_url: str
     # Set when the server shuts down: live streams end instead of holding it up.
     closing: asyncio.Event
+    # The watched jobs' shared readers.
+    feeds: Feeds
 
 
 def run_routes(site: Site) -> list[BaseRoute]:
@@ -150,7 +153,7 @@ def run_routes(site: Site) -> list[BaseRoute]:
         after = resume_point(
             request.headers.get("last-event-id"), request.query_params.get("after")
         )
-        body = stream(site.queue(), site.queue(), job.id, after, site.closing)
+        body = stream(site.queue(), site.feeds, site.queue(), job.id, after, site.closing)
         return StreamingResponse(
             body,
             media_type="text/event-stream",

@@ -19,6 +19,7 @@ import orjson
 
 from bot.jobs import FINAL_STATES, Job
 from bot.runs import render
+from bot.runs.feeds import Feeds
 from bot.runs.view import Limit, Record, agent_key, checklist_items, limits, place
 
 # Seconds between comment lines on a quiet stream.
@@ -33,8 +34,6 @@ class Events(Protocol):
     async def events_after(
         self, job_id: int, after: int, *, limit: int = 1000
     ) -> Sequence[Record]: ...
-
-    async def wait_events(self, job_id: int, after: int, timeout: float) -> Sequence[Record]: ...
 
 
 class Jobs(Protocol):
@@ -52,6 +51,7 @@ def resume_point(last_event_id: str | None, after: str | None) -> int:
 
 async def stream(
     log: Events,
+    feeds: Feeds,
     jobs: Jobs,
     job_id: int,
     after: int,
@@ -69,7 +69,7 @@ async def stream(
         if not batch:
             if ended:
                 break
-            batch = await _wait(log, job_id, last, keepalive, closing)
+            batch = await _wait(feeds, job_id, last, keepalive, closing)
         if not batch:
             yield b": keepalive\n\n"
             job = await jobs.get(job_id)
@@ -84,10 +84,10 @@ async def stream(
 
 
 async def _wait(
-    log: Events, job_id: int, after: int, timeout: float, closing: asyncio.Event
+    feeds: Feeds, job_id: int, after: int, timeout: float, closing: asyncio.Event
 ) -> Sequence[Record]:
-    """`wait_events`, given up at once when the server is closing."""
-    waiting = asyncio.ensure_future(log.wait_events(job_id, after, timeout))
+    """The job's next records from its feed, given up at once when the server is closing."""
+    waiting = asyncio.ensure_future(feeds.wait(job_id, after, timeout))
     stopping = asyncio.ensure_future(closing.wait())
     try:
         await asyncio.wait((waiting, stopping), return_when=asyncio.FIRST_COMPLETED)

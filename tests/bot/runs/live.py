@@ -16,6 +16,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from bot.queue import JobQueue, open_queue
+from bot.runs.feeds import Feeds
 from bot.runs.pages import Actions, Door, Site, run_routes
 from tests.bot.serving import free_port
 
@@ -54,7 +55,7 @@ def serving(
     async def main() -> None:
         queue = open_queue(queue_url, listen=False)
         closing = asyncio.Event()
-        site = Site(lambda: queue, door(queue), actions(queue), web_url, closing)
+        site = Site(lambda: queue, door(queue), actions(queue), web_url, closing, Feeds(queue))
         app = Starlette(routes=run_routes(site))
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
