@@ -55,7 +55,8 @@ def serving(
     async def main() -> None:
         queue = open_queue(queue_url, listen=False)
         closing = asyncio.Event()
-        site = Site(lambda: queue, door(queue), actions(queue), web_url, closing, Feeds(queue))
+        feeds = Feeds(queue)
+        site = Site(lambda: queue, door(queue), actions(queue), web_url, closing, feeds)
         app = Starlette(routes=run_routes(site))
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
@@ -68,6 +69,7 @@ def serving(
         closing.set()
         server.should_exit = True
         await task
+        await feeds.close()
         await queue.close()
 
     thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
