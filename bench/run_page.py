@@ -41,7 +41,7 @@ from playwright.sync_api import sync_playwright
 
 from bench.postgres_queue import fresh_database
 from tests.bot.runs.conftest import BROWSER_ARGS, CHROMIUM
-from tests.bot.runs.doors import QueueActions, TableDoor
+from tests.bot.runs.doors import TableDoor
 from tests.bot.runs.live import serving
 from tests.bot.runs.scripted import append, end, start, turn
 from tests.postgres import cluster
@@ -105,7 +105,7 @@ def latency(args: argparse.Namespace) -> None:
     with (
         tempfile.TemporaryDirectory() as scratch,
         _queue_url(args.queue, Path(scratch)) as url,
-        serving(url, lambda _: door, QueueActions) as live,
+        serving(url, lambda _: door) as live,
         sync_playwright() as playwright,
     ):
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)

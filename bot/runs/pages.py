@@ -1,7 +1,7 @@
 """The run pages' routes: a run, its event stream, its Stop and Steer, the list of runs.
 
 Thin: who the viewer is and what they may do come from the `Door` (sign-in
-and access), Stop and Steer from the `Actions`, records from the queue; what
+and access), Stop and Steer are bot/runs/actions.py's, records the queue's; what
 a page shows is bot.runs.view's, how it looks bot.runs.render's.
 """
 
@@ -20,15 +20,17 @@ from starlette.responses import FileResponse, RedirectResponse, Response, Stream
 from starlette.routing import BaseRoute, Route
 
 from bot.jobs import FINAL_STATES, Job, JobState
+from bot.queue import MAX_STEER_CHARS, JobQueue
 from bot.runs import render
-from bot.runs.feeds import Feeds, RunLogReader
+from bot.runs.actions import steer_run, stop_run
+from bot.runs.feeds import Feeds
 from bot.runs.stream import resume_point, stream
 from bot.runs.view import header, transcript
 
 STATIC = Path(__file__).with_name("static")
 STATIC_URL = "/runs/static"
-# The longest steer message: a paragraph or two, not a new task.
-STEER_MAX = 4000
+# The longest steer message the queue keeps.
+STEER_MAX = MAX_STEER_CHARS
 # The largest action form read: a steer message and a token, with room to spare.
 FORM_MAX = 32 * 1024
 # Records a page renders on the server; a longer run's page starts with its
@@ -81,33 +83,12 @@ class Door(Protocol):
     def csrf_ok(self, request: Request, form: Mapping[str, str]) -> bool: ...
 
 
-class Actions(Protocol):
-    """Stop and Steer (bot/runs/actions.py)."""
-
-    async def stop(self, job_id: int, by: str) -> bool:
-        """Stop the job as `@neo stop` does, naming `by`; False when it had ended."""
-        ...
-
-    async def steer(self, job_id: int, author: str, text: str) -> bool:
-        """Give the running job `author`'s words; False when it does not run."""
-        ...
-
-
-class Queue(RunLogReader, Protocol):
-    async def get(self, job_id: int) -> Job | None: ...
-
-    async def list(
-        self, *, state: JobState | None = None, repository: str | None = None, limit: int = 100
-    ) -> list[Job]: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Site:
     """What the routes need, the queue given late: it opens with the server."""
 
-    queue: Callable[[], Queue]
+    queue: Callable[[], JobQueue]
     door: Door
-    actions: Actions
     # GitHub's web host, for the thread's link: https://github.com or a GHES host.
     web_url: str
     # Set when the server shuts down: live streams end instead of holding it up.
@@ -165,7 +146,7 @@ def run_routes(site: Site) -> list[BaseRoute]:
         job, viewer, _ = await _writable(site, request)
         if isinstance(job, Response):
             return job
-        stopped = await site.actions.stop(job.id, viewer)
+        stopped = await stop_run(site.queue(), job.id, viewer)
         return _back(job.id, "stopped" if stopped else "ended")
 
     async def steer(request: Request) -> Response:
@@ -182,8 +163,8 @@ def run_routes(site: Site) -> list[BaseRoute]:
                 f"A steer message holds at most {STEER_MAX:,} characters.",
                 f"/runs/{job.id}",
             )
-        steered = await site.actions.steer(job.id, viewer, text)
-        return _back(job.id, "steered" if steered else "ended")
+        steered = await steer_run(site.queue(), job.id, viewer, text)
+        return _back(job.id, "ended" if steered is None else "steered")
 
     async def runs(request: Request) -> Response:
         viewer = await site.door.viewer(request)

@@ -3,10 +3,8 @@ viewer is a cookie, access a table. TEMPORARY: the final tests use the real one.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -40,17 +38,3 @@ class TableDoor:
 
     def csrf_ok(self, request: Request, form: Mapping[str, str]) -> bool:
         return form.get("csrf") == self.csrf_token(request)
-
-
-@dataclass
-class QueueActions:
-    queue: Any
-
-    async def stop(self, job_id: int, by: str) -> bool:
-        return bool(await self.queue.cancel(job_id))
-
-    async def steer(self, job_id: int, author: str, text: str) -> bool:
-        await self.queue.append_events(
-            job_id, [(time.time(), "steer", {"author": author, "text": text})]
-        )
-        return True

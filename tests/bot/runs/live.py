@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 
 from bot.queue import JobQueue, open_queue
 from bot.runs.feeds import Feeds
-from bot.runs.pages import Actions, Door, Site, run_routes
+from bot.runs.pages import Door, Site, run_routes
 from tests.bot.serving import free_port
 
 T = TypeVar("T")
@@ -43,7 +43,6 @@ async def _awaited(value: Awaitable[T]) -> T:
 def serving(
     queue_url: str,
     door: Callable[[JobQueue], Door],
-    actions: Callable[[JobQueue], Actions],
     web_url: str = "https://github.example",
 ) -> Iterator[Live]:
     """The pages of the queue at `queue_url` on a loopback port, until the block ends."""
@@ -56,7 +55,7 @@ def serving(
         queue = open_queue(queue_url, listen=False)
         closing = asyncio.Event()
         feeds = Feeds(queue)
-        site = Site(lambda: queue, door(queue), actions(queue), web_url, closing, feeds)
+        site = Site(lambda: queue, door(queue), web_url, closing, feeds)
         app = Starlette(routes=run_routes(site))
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
