@@ -10,7 +10,7 @@ URL in a transcript stays the characters it is.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,11 +50,14 @@ def token_counts(input_tokens: int, output_tokens: int) -> str:
 
 def left(limit: Limit) -> str:
     """What is left of one limit, in its own unit."""
+    show: Callable[[float], str]
     if limit.name in ("cost", "cost_usd"):
-        return f"{money(limit.left)} of {money(limit.limit)}"
-    if limit.name in ("seconds", "time"):
-        return f"{duration(limit.left)} of {duration(limit.limit)}"
-    return f"{limit.left:,.0f} of {limit.limit:,.0f}"
+        show = money
+    elif limit.name in ("seconds", "time"):
+        show = duration
+    else:
+        show = "{:,.0f}".format
+    return f"{show(limit.left)} left" + (f" of {show(limit.limit)}" if limit.limit else "")
 
 
 def limit_name(limit: Limit) -> str:

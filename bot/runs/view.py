@@ -70,7 +70,10 @@ def place(record: Record) -> Shown:
         if not isinstance(inner, Mapping):
             break
         path.append(_text(data.get("agent")) or "?")
+        described = data.get("description")
         kind, data = _text(inner.get("kind")) or "unknown", _mapping(inner.get("data"))
+        if described is not None:  # the child's task, on its start and end
+            data = {**data, "description": described}
     agent = "/".join(path)
     into = agent_key(agent) if agent else None
     key = None
@@ -117,13 +120,12 @@ def _children(
 
 @dataclass(frozen=True, slots=True)
 class Limit:
-    name: str
-    used: float
-    limit: float
+    """What is left of one of the run's limits (turns, cost_usd, seconds)."""
 
-    @property
-    def left(self) -> float:
-        return max(0.0, self.limit - self.used)
+    name: str
+    left: float
+    # The limit itself, when the record gives it.
+    limit: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,14 +202,21 @@ def header(job: Job, records: Sequence[Record]) -> Header:
 
 
 def limits(turn: Mapping[str, object]) -> tuple[Limit, ...]:
+    """What is left of each limit: `{name: left}` as the worker writes it, or a
+    list of `{name, used, limit}`."""
     raw = turn.get("limits")
     found = []
+    if isinstance(raw, Mapping):
+        for name, value in raw.items():
+            left = _float(value)
+            if left is not None:
+                found.append(Limit(str(name), max(0.0, left)))
     for entry in raw if isinstance(raw, list) else ():
         if not isinstance(entry, Mapping):
             continue
         used, limit = _float(entry.get("used")), _float(entry.get("limit"))
         if used is not None and limit is not None:
-            found.append(Limit(_text(entry.get("name")) or "limit", used, limit))
+            found.append(Limit(_text(entry.get("name")) or "limit", max(0.0, limit - used), limit))
     return tuple(found)
 
 

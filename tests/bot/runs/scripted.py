@@ -62,7 +62,7 @@ def turn(number: int) -> list[tuple[str, dict[str, object]]]:
                 "input_tokens": 1000 * number,
                 "output_tokens": 50 * number,
                 "cost_usd": 0.01 * number,
-                "limits": [{"name": "turns", "used": number, "limit": 200}],
+                "limits": {"turns": 200 - number},
             },
         ),
         ("text", {"text": f"turn {number}: looking at the tests"}),

@@ -49,7 +49,7 @@ def test_a_running_jobs_records_appear_in_order_as_they_are_written(page: Page, 
             "ok · 120 ms"
         )
     expect(page.locator("[data-field=tokens]")).to_have_text("3,000 in · 150 out")
-    expect(page.locator("[data-field=limits]")).to_contain_text("197 of 200")
+    expect(page.locator("[data-field=limits]")).to_contain_text("197 left")
     assert _seqs(page) == sorted(_seqs(page))
     end(live, job)
     expect(page.locator("[data-field=live]")).to_have_text("The run has ended.")

@@ -65,7 +65,7 @@ def test_a_turn_sets_the_header_and_goes_in_no_transcript() -> None:
                 "input_tokens": 1200,
                 "output_tokens": 5,
                 "cost_usd": 0.004,
-                "limits": [{"name": "cost_usd", "used": 0.004, "limit": 1}],
+                "limits": {"cost_usd": 0.996, "seconds": 3000},
             },
         )
     )
@@ -73,7 +73,10 @@ def test_a_turn_sets_the_header_and_goes_in_no_transcript() -> None:
     assert sent["header"] == {
         "turns": "2",
         "tokens": "1,200 in · 5 out",
-        "limits": [{"name": "cost", "left": "$1.00 of $1.00"}],
+        "limits": [
+            {"name": "cost", "left": "$1.00 left"},
+            {"name": "time", "left": "50m 00s left"},
+        ],
         "cost": "$0.0040",
     }
 
@@ -91,3 +94,31 @@ def test_a_reconnect_resumes_after_the_browsers_last_id_else_the_pages(
     last_event_id: str | None, after: str | None, start: int
 ) -> None:
     assert resume_point(last_event_id, after) == start
+
+
+def test_a_subagents_start_and_end_show_its_task_in_its_box() -> None:
+    records = numbered(
+        (
+            "subagent",
+            {
+                "agent": 1,
+                "description": "find the parser",
+                "event": {"kind": "started", "data": {}},
+            },
+        ),
+        ("subagent", {"agent": 1, "event": {"kind": "turn", "data": {"turn": 1}}}),
+        (
+            "subagent",
+            {
+                "agent": 1,
+                "description": "find the parser",
+                "event": {"kind": "finished", "data": {"turns": 2, "cost_usd": 0.02}},
+            },
+        ),
+    )
+    (box,) = transcript(records)
+    html = render.item(box)
+    assert 'data-key="agent:1"' in html
+    assert "Started: find the parser" in html
+    assert "Model call 1" in html
+    assert "Finished · 2 model calls · $0.02" in html

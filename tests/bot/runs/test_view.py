@@ -76,7 +76,7 @@ def test_the_header_shows_the_last_turns_totals_the_checklist_and_what_is_left()
                 "input_tokens": 250,
                 "output_tokens": 30,
                 "cost_usd": 0.5,
-                "limits": [{"name": "turns", "used": 2, "limit": 50}, {"name": "bad"}],
+                "limits": {"turns": 48, "cost_usd": 1.5, "bad": "x"},
             },
         ),
     )
@@ -89,7 +89,7 @@ def test_the_header_shows_the_last_turns_totals_the_checklist_and_what_is_left()
         0.5,
     )
     assert h.checklist == (("read", True), ("fix", False))
-    assert [(limit.name, limit.left) for limit in h.limits] == [("turns", 48.0)]
+    assert [(limit.name, limit.left) for limit in h.limits] == [("turns", 48.0), ("cost_usd", 1.5)]
     assert (h.started_at, h.ended_at, h.final, h.last_seq) == (1001.0, None, False, 4)
     assert (h.repository, h.number, h.requester) == ("octo/hello", 7, "mona")
 
