@@ -346,6 +346,12 @@ def test_without_a_prompt_the_apps_triage_decides() -> None:
     stop = plan(context(), inputs(), comment_payload(12, 55, "@neo stop"), bot_login=BOT)
     assert isinstance(stop, Skip)
     assert "cancel the workflow run" in stop.reason
+    # A steer is no new run either: a workflow's run has no turn boundary to reach.
+    steer = plan(context(), inputs(), comment_payload(12, 55, "@neo steer go"), bot_login=BOT)
+    assert steer == Skip(
+        "issue_comment.created: @neo steer has nothing to steer here"
+        " (cancel the workflow run that is working instead)"
+    )
     other = plan(
         context(),
         inputs(trigger_phrase="@helper"),
