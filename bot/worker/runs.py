@@ -26,6 +26,7 @@ from bot.worker.reporting import failed_outcome
 from bot.worker.running import Running, Stopped
 from bot.worker.services import JobServices
 from bot.worker.spec import Identity, ThreadContext, job_spec
+from bot.worker.steering import unread_note
 from runner.job import JobResult, JobSpec
 
 __all__ = ["Planned", "Ran", "plan_run", "run_planned"]
@@ -120,6 +121,8 @@ async def run_planned(
             agents = await ctx.github.read_file("AGENTS.md", ref=ctx.default_branch)
             project_context = agents or ""
         result = await run_live(services, ctx, running, spec, project_context)
+        handle = str(getattr(services.settings, "handle", "@neo"))
+        late = await unread_note(services.queue, ctx.job.id, handle)
         spend = _spend_of(services, ctx.job, result)
         recorded = await _record_spend(services, ctx.job, spend)
         ended = replace(ended, session_id=result.session_id, spend=spend, spend_recorded=recorded)
@@ -128,6 +131,8 @@ async def run_planned(
         if conclusion_of(result) is Conclusion.CANCELLED:
             cancelled_by = await _cancelled_by(services, ctx.job)
         outcome = await conclude(Ran(planned, result, cancelled_by))
+        if late:
+            outcome = replace(outcome, notes=(*outcome.notes, *late))
     except Stopped:
         raise
     except Exception as error:

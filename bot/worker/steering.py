@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bot.queue import QueueError, Steer, Steering
-from bot.worker.untrusted import Block, Excerpt, boundary, plain, shown_author
+from bot.worker.untrusted import Block, Excerpt, boundary, inline_markdown, plain, shown_author
 from runner.agent import Steered
 
-__all__ = ["QueueSteering", "steer_message"]
+__all__ = ["QueueSteering", "steer_message", "unread_note"]
 
 
 def steer_message(steer: Steer) -> str:
@@ -60,7 +60,7 @@ class QueueSteering:
             steers = await self._queue.take_steers(self._job_id)
         except QueueError as error:
             self._report("steer_take_failed", error=str(error))
-            return ()
+            return []
         for steer in steers:
             self._report("steered", author=steer.author, steer=steer.id)
         return [Steered(steer.author, steer.text, steer_message(steer)) for steer in steers]
@@ -68,3 +68,22 @@ class QueueSteering:
     def _report(self, event: str, **fields: Any) -> None:
         if self._log is not None:
             self._log(event, job=self._job_id, **fields)
+
+
+async def unread_note(queue: Steering, job_id: int, handle: str) -> tuple[str, ...]:
+    """The report's line on steers that came after the run's last model call
+    (taken now, so none is left behind), or nothing."""
+    try:
+        late = await queue.take_steers(job_id)
+    except QueueError:
+        return ()
+    if not late:
+        return ()
+    authors = ", ".join(dict.fromkeys(inline_markdown("@" + s.author, 60) for s in late))
+    what, was, it = (
+        ("A message", "was", "it") if len(late) == 1 else (f"{len(late)} messages", "were", "them")
+    )
+    return (
+        f"{what} from {authors} came after the run's last step and {was} not read;"
+        f" mention {handle} again to act on {it}.",
+    )
