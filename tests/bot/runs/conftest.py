@@ -14,13 +14,16 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, async_playwright, expect
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Never a download: Debian's chromium, with nothing of its own on the network.
 BROWSER_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 # The mark of a browser test: it runs on the loop the browser was started on.
 BROWSER_LOOP = pytest.mark.asyncio(loop_scope="session")
+# What a page is waited for, at most: the suite shares two cores with much else.
+WAIT_MS = 20_000
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -40,7 +43,7 @@ async def chromium() -> AsyncIterator[Browser]:
 @pytest_asyncio.fixture(loop_scope="session")
 async def page(chromium: Browser) -> AsyncIterator[Page]:
     context = await chromium.new_context()
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     try:
         yield await context.new_page()
     finally:
