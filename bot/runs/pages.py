@@ -85,9 +85,9 @@ class Door(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """What the routes need, the queue given late: it opens with the server."""
+    """What the routes need; made when the server starts (neo serve: bot/runs/serving.py)."""
 
-    queue: Callable[[], JobQueue]
+    queue: JobQueue
     door: Door
     # GitHub's web host, for the thread's link: https://github.com or a GHES host.
     web_url: str
@@ -97,12 +97,16 @@ class Site:
     feeds: Feeds
 
 
-def run_routes(site: Site) -> list[BaseRoute]:
+def run_routes(site_of: Callable[[Request], Site]) -> list[BaseRoute]:
+    """The pages' routes; `site_of` finds the site a request is served by (it opens
+    with the server, after the routes are made)."""
+
     async def run_page(request: Request) -> Response:
+        site = site_of(request)
         job, seen = await _readable(site, request)
         if isinstance(job, Response):
             return job
-        queue = site.queue()
+        queue = site.queue
         records = list(await queue.events_after(job.id, 0, limit=PAGE_RECORDS))
         h = header(job, records)
         access = await site.door.access(request, seen, job.request.thread.repository)
@@ -128,13 +132,14 @@ def run_routes(site: Site) -> list[BaseRoute]:
         )
 
     async def events(request: Request) -> Response:
+        site = site_of(request)
         job, _ = await _readable(site, request)
         if isinstance(job, Response):
             return job
         after = resume_point(
             request.headers.get("last-event-id"), request.query_params.get("after")
         )
-        body = stream(site.queue(), site.feeds, site.queue(), job.id, after, site.closing)
+        body = stream(site.queue, site.feeds, site.queue, job.id, after, site.closing)
         return StreamingResponse(
             body,
             media_type="text/event-stream",
@@ -143,13 +148,15 @@ def run_routes(site: Site) -> list[BaseRoute]:
         )
 
     async def stop(request: Request) -> Response:
+        site = site_of(request)
         job, viewer, _ = await _writable(site, request)
         if isinstance(job, Response):
             return job
-        stopped = await stop_run(site.queue(), job.id, viewer)
+        stopped = await stop_run(site.queue, job.id, viewer)
         return _back(job.id, "stopped" if stopped else "ended")
 
     async def steer(request: Request) -> Response:
+        site = site_of(request)
         job, viewer, form = await _writable(site, request)
         if isinstance(job, Response):
             return job
@@ -163,15 +170,16 @@ def run_routes(site: Site) -> list[BaseRoute]:
                 f"A steer message holds at most {STEER_MAX:,} characters.",
                 f"/runs/{job.id}",
             )
-        steered = await steer_run(site.queue(), job.id, viewer, text)
+        steered = await steer_run(site.queue, job.id, viewer, text)
         return _back(job.id, "ended" if steered is None else "steered")
 
     async def runs(request: Request) -> Response:
+        site = site_of(request)
         viewer = await site.door.viewer(request)
         repo = request.query_params.get("repo", "").strip()
         state_name = request.query_params.get("state", "")
         state = JobState(state_name) if state_name in JobState._value2member_map_ else None
-        jobs = await site.queue().list(state=state, repository=repo or None, limit=LIST_LIMIT)
+        jobs = await site.queue.list(state=state, repository=repo or None, limit=LIST_LIMIT)
         readable: dict[str, bool] = {}
         rows = []
         for job in jobs:
@@ -221,7 +229,7 @@ _STATIC_FILES = {"run.js": "text/javascript", "run.css": "text/css"}
 async def _readable(site: Site, request: Request) -> tuple[Job | Response, str | None]:
     """The job of the request's path if the viewer may read it, else the answer to give."""
     viewer = await site.door.viewer(request)
-    job = await site.queue().get(request.path_params["job"])
+    job = await site.queue.get(request.path_params["job"])
     if job is None or job.request.kind.lane != "run":
         return _message(404, "No such run", "There is no run with this number."), viewer
     access = await site.door.access(request, viewer, job.request.thread.repository)

@@ -55,8 +55,8 @@ def serving(
         queue = open_queue(queue_url, listen=False)
         closing = asyncio.Event()
         feeds = Feeds(queue)
-        site = Site(lambda: queue, door(queue), web_url, closing, feeds)
-        app = Starlette(routes=run_routes(site))
+        site = Site(queue, door(queue), web_url, closing, feeds)
+        app = Starlette(routes=run_routes(lambda _: site))
         server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
         )
