@@ -202,8 +202,12 @@ class Agent:
                 usage = usage + self._take_tool_usage()
                 # A message that came while the model was ending its turn is
                 # answered, not lost: the turn goes on with it (after a
-                # refusal too: the person may have changed the request).
-                if not more and not await self._steer(ending=True):
+                # refusal too: the person may have changed the request). Not
+                # on the last call the turns allow: the message would turn a
+                # finished run into one stopped by max turns; the source
+                # keeps it.
+                last_call = turns >= self._max_turns
+                if not more and (last_call or not await self._steer(ending=True)):
                     break
         except asyncio.CancelledError:
             usage = usage + self._take_tool_usage()

@@ -161,3 +161,18 @@ async def test_a_steer_left_while_the_run_was_queued_joins_the_task(
     first = last_message(fake_anthropic, 0)["content"]
     assert [b["text"] for b in first] == ["fix the docs", "@alice asks: and the README"]
     assert inbox.asked == 2  # before the call, and as the turn ended
+
+
+async def test_a_finished_run_on_its_last_allowed_call_is_not_reopened(
+    fake_anthropic: FakeAnthropicAPI, provider: AnthropicProvider
+) -> None:
+    inbox = Inbox()
+    fake_anthropic.script(
+        posting(inbox, "bob", "one more thing", Reply([text("All done.")])),
+    )
+    agent = Agent(provider, steering=inbox, max_turns=1)
+
+    result = await agent.send("fix it")
+
+    assert (result.turns, result.text) == (1, "All done.")
+    assert [s.said for s in inbox.waiting] == ["one more thing"]  # left for the caller
