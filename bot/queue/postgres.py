@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
@@ -81,6 +82,8 @@ _INSERTED = tuple(f"procrastinate_queue_v1#{queue}" for queue in _ALL_QUEUES)
 # transactions that notify, each with its own WAL flush.
 CHANNEL = "neo_jobs"
 _NOTIFY = f"NOTIFY {CHANNEL}"
+# How long an operation waits for a pooled connection, unless the URL says.
+_CONNECT_TIMEOUT = 10.0
 
 # Jobs as `rows.job_from_row` reads them, from the view joining both rows
 # (bot/queue/pg_schema.py, version 4).
@@ -227,6 +230,18 @@ class _Pending:
     future: asyncio.Future[EnqueueResult]
 
 
+def connect_timeout_of(url: str) -> float:
+    """The seconds an operation waits for a connection: the URL's libpq
+    `connect_timeout` when it has a positive one (an operator who shortens
+    the wait for a new connection means every wait), else 10. Libpq reads 0
+    as "forever"; the queue never waits forever."""
+    try:
+        given = float(conninfo_to_dict(url).get("connect_timeout") or 0)
+    except (psycopg.ProgrammingError, TypeError, ValueError):
+        return _CONNECT_TIMEOUT
+    return max(1.0, given) if given > 0 else _CONNECT_TIMEOUT
+
+
 class PostgresQueue:
     """The `JobQueue` on a PostgreSQL database migrated by `neo db migrate`.
 
@@ -243,11 +258,13 @@ class PostgresQueue:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         min_connections: int = 1,
         max_connections: int = 16,
-        connect_timeout: float = 10.0,
+        connect_timeout: float | None = None,
         listen: bool = True,
         job_timeout: float | None = None,
         max_run_events: int = MAX_RUN_EVENTS,
     ) -> None:
+        if connect_timeout is None:
+            connect_timeout = connect_timeout_of(url)
         self._url = url
         self._clock = clock
         self._max_attempts = max_attempts

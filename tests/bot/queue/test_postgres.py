@@ -33,6 +33,7 @@ from bot.queue.pg_schema import (
     migrate,
     procrastinate_level,
 )
+from bot.queue.postgres import connect_timeout_of
 from runner.errors import ConfigError
 from tests.bot.queue.factories import enqueue_one, make_request
 from tests.postgres import PostgresServer
@@ -289,6 +290,23 @@ async def test_a_queue_whose_database_went_away_fails_with_one_line() -> None:
     assert "hunter2" not in str(error.value)
     assert "\n" not in str(error.value)
     await queue.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "seconds"),
+    [
+        ("postgresql://neo@db/neo", 10.0),
+        ("postgresql://neo@db/neo?connect_timeout=2", 2.0),
+        ("postgresql://neo@db/neo?connect_timeout=0", 10.0),
+        ("postgresql://neo@db/neo?connect_timeout=0.5", 1.0),
+        ("postgresql://neo@db/neo?connect_timeout=soon", 10.0),
+        ("host=db dbname=neo connect_timeout=3", 3.0),
+    ],
+)
+def test_the_urls_connect_timeout_bounds_every_wait_for_a_connection(
+    url: str, seconds: float
+) -> None:
+    assert connect_timeout_of(url) == seconds
 
 
 async def test_open_queue_selects_postgres_by_url(postgres_url: str) -> None:
