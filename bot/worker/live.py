@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.github.client import GitHubError
 from bot.queue import LeaseLost, QueueError, SessionArchive
+from bot.runs.records import Limits
 from bot.worker.context import JobContext, ProgressComment
 from bot.worker.progress import Progress, Throttle
 from bot.worker.rendering import render_progress
@@ -35,9 +36,13 @@ async def run_live(
     progress = ctx.progress
     changed = asyncio.Event()
 
+    events = running.events
+
     def on_event(event: Any) -> None:
         progress.apply(event)
         changed.set()
+        if events is not None:
+            events.event(event)
 
     done = asyncio.Event()
     live = None
@@ -65,7 +70,14 @@ async def run_live(
                 raise SessionError(f"cannot load the thread's session: {error}") from None
             await asyncio.to_thread(write_session_files, spec.data_dir, session_id, found)
             loaded = True
-        return await services.run_job(
+        if events is not None:
+            settings = spec.settings
+            events.start_run(
+                started_at=services.wall_clock(),
+                limits=Limits(settings.max_turns, settings.max_cost_usd, settings.time_limit),
+                secrets=(spec.token,),
+            )
+        result = await services.run_job(
             spec,
             on_event=on_event,
             stop=running.stop,
@@ -74,6 +86,9 @@ async def run_live(
             steering=QueueSteering(services.queue, running.job.id, services.log),
             **options,
         )
+        if events is not None:
+            events.run_ended(setup=result.setup, blocked=result.network_blocked)
+        return result
     finally:
         done.set()
         if live is not None:

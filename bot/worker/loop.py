@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from bot.github.app import AppAuth
 from bot.github.client import DEFAULT_SPACERS, RepoClient, Spacers
 from bot.jobs import Job, JobKind, JobState, Lane
 from bot.queue import JobQueue, QueueError
+from bot.runs.writer import EventWriter
 from bot.worker.access import Access
 from bot.worker.budgets import OperatorBudgets
 from bot.worker.ci_repair import ci_repair_job
@@ -309,7 +310,8 @@ class Worker:
         if self.options.job_timeout is not None:
             deadline = asyncio.create_task(self._deadline(running, self.options.job_timeout))
         try:
-            await self._process(running)
+            async with self._event_log(running):
+                await self._process(running)
         except Stopped:
             pass
         except Exception:
@@ -321,6 +323,28 @@ class Worker:
                     chore.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await chore
+
+    @contextlib.asynccontextmanager
+    async def _event_log(self, running: Running) -> AsyncIterator[None]:
+        """A run's event log, written while it runs: its states, and the runner's events."""
+        job = running.job
+        if job.request.lane != "run":
+            yield
+            return
+        services = self.services
+        async with EventWriter(
+            services.queue, job.id, clock=services.wall_clock, report=self._log
+        ) as events:
+            running.events = events
+            if job.attempts == 1:
+                events.state("queued", at=job.created_at)
+            events.state("running")
+            try:
+                yield
+            finally:
+                running.events = None
+                if not events.ended and running.shutting_down and not running.lease_lost:
+                    events.state("queued")  # handed back: another worker takes it
 
     async def _process(self, running: Running) -> None:
         """Run one claimed job to its end, by its kind, and record the outcome in the queue."""

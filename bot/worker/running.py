@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from bot.jobs import Job
+from bot.runs.writer import EventWriter
 
 __all__ = ["Running", "Stopped", "first", "log_event", "together"]
 
@@ -42,6 +43,8 @@ class Running:
     shutting_down: bool = False
     # The NEO_JOB_TIMEOUT (seconds) the job ran past, once it has.
     timed_out: float | None = None
+    # The job's event log, while the worker writes it (a run's, not a stop's).
+    events: EventWriter | None = None
 
     def check_alive(self, worker: str) -> None:
         """Raise Stopped once the job may publish nothing more."""

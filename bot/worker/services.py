@@ -79,6 +79,10 @@ class JobServices:
     ) -> None:
         """Record what the job spent and its outcome in the queue, waiting for the queue
         to answer (the outcome not, when its lease was lost)."""
+        if running.events is not None:
+            running.events.state(
+                "finished", conclusion=outcome.conclusion.value, error=outcome.error
+            )
         await self.settler.settle(running, outcome, spend)
 
     def check_alive(self, running: Running) -> None:

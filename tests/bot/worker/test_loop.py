@@ -374,6 +374,30 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     first = str(fake_anthropic.requests[0].body["messages"][0])
     assert "Say hello in the README" in first
     assert "add a line to the README" in first
+    # The run's event log, as the run page and `neo jobs logs` read it.
+    events = await queue.events_after(job_id, 0)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert [(e.kind, e.data.get("state")) for e in events[:2]] == [
+        ("state", "queued"),
+        ("state", "running"),
+    ]
+    assert events[0].at == job.created_at
+    assert (events[-1].kind, events[-1].data) == (
+        "state",
+        {"state": "finished", "conclusion": "success"},
+    )
+    calls = [e.data for e in events if e.kind == "tool_call"]
+    assert [(c["call_id"], c["name"]) for c in calls] == [("t1", "edit_file"), ("t2", "bash")]
+    assert calls[1]["args"] == {"command": "grep -c Neo README.md"}
+    (grep,) = [e.data for e in events if e.kind == "tool_result" and e.data["call_id"] == "t2"]
+    assert (grep["is_error"], str(grep["output"]).split("\n")[0]) == (False, "1")
+    turns = [e.data for e in events if e.kind == "turn"]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    assert 0 < int(str(turns[0]["input_tokens"])) < int(str(turns[-1]["input_tokens"]))
+    assert turns[-1]["cost_usd"] == job.result.cost_usd
+    assert "".join(str(e.data["text"]) for e in events if e.kind == "text") == (
+        "Added a line to README.md; grep finds it once."
+    )
 
 
 async def test_the_images_the_issue_and_the_trigger_show_reach_the_model_after_the_task(
