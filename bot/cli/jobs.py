@@ -1,4 +1,5 @@
-"""`neo jobs`: operators list, inspect, retry and cancel queued jobs, and see the spend.
+"""`neo jobs`: operators list, inspect, retry and cancel queued jobs, follow a job's
+event log (bot/cli/jobs_logs.py), and see the spend.
 
 It works on the same queue URL as `neo serve`. Instruction text comes from
 GitHub users: it is printed with control characters escaped, so a comment
@@ -17,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from bot.cli.argtypes import positive_int
-from bot.exits import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from bot.cli.jobs_logs import print_logs
+from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.jobs import Job, JobState
 from bot.queue import JobQueue, QueueError, SpendLine, default_queue_url, open_queue
 from runner.errors import ConfigError
@@ -54,6 +56,22 @@ def add_jobs_parser(commands: argparse._SubParsersAction[Parser]) -> None:
     show.add_argument("id", type=_job_id, metavar="ID")
     show.add_argument("--format", choices=formats, default="text")
 
+    logs = actions.add_parser(
+        "logs",
+        parents=[common],
+        help="a job's events, oldest first: what the run page shows",
+        description="Print a job's event log, oldest first: states, the model's text,"
+        " each tool call with its arguments and the start of its output, turns with"
+        " tokens, cost and what is left of each limit.",
+    )
+    logs.add_argument("id", type=_job_id, metavar="ID")
+    logs.add_argument(
+        "--follow", "-f", action="store_true", help="print events as they come, until the job ends"
+    )
+    logs.add_argument(
+        "--format", choices=formats, default="text", help="json: one event (a JSON object) a line"
+    )
+
     retry = actions.add_parser(
         "retry", parents=[common], help="queue a failed or cancelled job again"
     )
@@ -89,7 +107,10 @@ def jobs_command(args: argparse.Namespace) -> int:
         queue = open_queue(url, source=source, create=False, listen=False)
     except ConfigError as error:
         return _fail(f"neo: error: {error}", EXIT_USAGE)
-    return asyncio.run(_run(args, queue))
+    try:
+        return asyncio.run(_run(args, queue))
+    except KeyboardInterrupt:  # how a `logs --follow` is left before its job ends
+        return EXIT_INTERRUPTED
 
 
 async def _run(args: argparse.Namespace, queue: JobQueue) -> int:
@@ -98,6 +119,11 @@ async def _run(args: argparse.Namespace, queue: JobQueue) -> int:
             return await _list(args, queue)
         if args.jobs_command == "show":
             return await _show(args, queue)
+        if args.jobs_command == "logs":
+            found = await print_logs(
+                queue, args.id, follow=args.follow, as_json=args.format == "json"
+            )
+            return EXIT_OK if found else _unknown(args.id)
         if args.jobs_command == "retry":
             return await _retry(args.id, queue)
         if args.jobs_command == "cancel":
