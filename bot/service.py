@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import logging
 import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,6 +20,7 @@ from bot.intake.listen import listening_socket
 from bot.intake.scheduler import run_scheduler
 from bot.intake.server import Intake, create_app, serve_intake
 from bot.queue import WakingQueue
+from bot.runs.retention import prune_runs
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
 from runner.sandbox.factory import check_local_sandbox
 
@@ -84,6 +86,10 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
         # so it is cancelled, not drained.
         scheduler = asyncio.create_task(run_scheduler(settings, intake.queue))
         scheduler.add_done_callback(ended)
+        # Runs' event logs past NEO_RUN_RETENTION_DAYS go, every hour.
+        pruner = asyncio.create_task(
+            prune_runs(queue, settings.run_retention_days, clock=time.time)
+        )
         workers: asyncio.Task[None] | None = None
         if settings.workers:
             # In-process workers share the intake's queue; they stop taking work
@@ -103,9 +109,12 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
         finally:
             stop.set()
             scheduler.cancel()
+            pruner.cancel()
             try:
                 if workers is not None:
                     await workers
             finally:
                 with contextlib.suppress(asyncio.CancelledError):
                     await scheduler
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pruner

@@ -72,7 +72,9 @@ async def _main(settings: Settings, concurrency: int, grace: float) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    queue = open_queue(settings.queue, job_timeout=settings.job_timeout)
+    queue = open_queue(
+        settings.queue, job_timeout=settings.job_timeout, max_run_events=settings.run_max_events
+    )
     try:
         # A PostgreSQL queue's LISTEN wakes these workers for any host's job.
         await run_workers(

@@ -24,8 +24,8 @@ from bot.config.docs import DEFAULT_DOCS_URL, docs_url_problem
 from bot.config.handle import handle_problem
 from bot.config.prepared import PreparedSettings
 from bot.config.prices import NOT_JSON, Prices, runner_prices
+from bot.queue import MAX_RUN_EVENTS, sqlite_url
 from bot.queue import data_dir as default_data_dir
-from bot.queue import sqlite_url
 from runner.errors import ConfigError
 from runner.llm.price_book import Price
 from runner.mcp import COMMANDS_VARIABLE, URLS_VARIABLE, Operator
@@ -93,6 +93,12 @@ class Settings(PreparedSettings, BaseSettings):
     docs_url: str = DEFAULT_DOCS_URL
     # TEMPORARY (h28d) until h28c's WebSettings lands: where run pages are served.
     public_url: str = ""
+    # Days a finished run's event log (its run page, `neo jobs logs`) is kept
+    # after its last event; `neo serve` removes older ones every hour.
+    run_retention_days: int = Field(default=14, ge=1, le=3650)
+    # Events one job's log keeps at most (a 200-turn job writes about 2,000);
+    # past it, one `truncated` event counts what was dropped.
+    run_max_events: int = Field(default=MAX_RUN_EVENTS, ge=100, le=10_000_000)
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
     # NoDecode: the environment's comma-separated form reaches `_bots` as it
     # is, instead of pydantic-settings decoding it as JSON first.

@@ -267,7 +267,10 @@ def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
                 allowed_bots=settings.allowed_bots,
             )
             queue = open_queue(
-                settings.queue, job_timeout=settings.job_timeout, listen=settings.workers > 0
+                settings.queue,
+                job_timeout=settings.job_timeout,
+                listen=settings.workers > 0,
+                max_run_events=settings.run_max_events,
             )
             try:
                 log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))

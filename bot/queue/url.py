@@ -9,6 +9,7 @@ from pathlib import Path
 from bot.queue.base import JobQueue
 from bot.queue.pg_schema import check_schema
 from bot.queue.postgres import PostgresQueue
+from bot.queue.run_log import MAX_RUN_EVENTS
 from bot.queue.sqlite import SqliteQueue
 from runner.errors import ConfigError
 from runner.home import neo_home
@@ -73,6 +74,7 @@ def open_queue(
     create: bool = True,
     job_timeout: float | None = None,
     listen: bool = True,
+    max_run_events: int = MAX_RUN_EVENTS,
 ) -> JobQueue:
     """Open the queue `url` names, creating its SQLite file (and directory) if `create`.
 
@@ -83,15 +85,20 @@ def open_queue(
     must be current (`neo db migrate`). `source` is where the URL came from,
     for error messages. Without `listen` a PostgreSQL queue does not hear of
     other hosts' new jobs: a process that runs no workers has no use for it,
-    and each job queued anywhere would wake it.
+    and each job queued anywhere would wake it. `max_run_events` bounds each
+    job's event log (NEO_RUN_MAX_EVENTS).
     """
     if is_postgres_url(url):
         check_schema(url, source=source)
-        return PostgresQueue(url, job_timeout=job_timeout, listen=listen)
+        return PostgresQueue(
+            url, job_timeout=job_timeout, listen=listen, max_run_events=max_run_events
+        )
     path = sqlite_path(url, source=source)
     if not create and not path.exists():
         raise ConfigError(f"no queue database at {path} ({source})")
     try:
-        return SqliteQueue(path, create=create, job_timeout=job_timeout)
+        return SqliteQueue(
+            path, create=create, job_timeout=job_timeout, max_run_events=max_run_events
+        )
     except ConfigError as error:
         raise ConfigError(f"{error} ({source})") from None
