@@ -21,14 +21,17 @@ Each record is `(at, kind, data)`, `data` a JSON object the queue stores as it i
 - `compaction` {stage, tokens_before, tokens_after}.
 - `retry` {attempt, delay, reason, fallback}: a provider call failed; what the
   model streamed since its call began is void.
-- `subagent` {agent, description, event: {kind, data}}: a child's start, turns
-  and end (kinds `started`, `turn`, `finished`).
+- `subagent` {agent, description?, event: {kind, data}}: child `agent`'s start,
+  turns and end (kinds `started`, `turn`, `finished`), and its own transcript:
+  its records of the kinds above (`tool_call`, `tool_result`, `text` (its
+  answers), `thinking`, `turn` with its own tokens, ...), nested.
 - `skills` {names}; `mcp_skipped` {servers: [{server, reason}]}.
 - `setup` {mode, steps, notes, reused_from, kept} and `network_blocked` {host,
   command, reason, phase, attempts}: what the job's setup did and which hosts the
   proxy refused, known when the run ends (`ending_records`).
 - `steer` {author, text} and `stop` {by}: written by the steering and stop paths.
-- `truncated` {limit, dropped, kinds, first_at}: written by the queue past its bound.
+- `truncated` {limit, dropped, kinds, first_at}: written by the queue past its
+  bound; {dropped, reason} by the writer when the database fell behind.
 
 Nothing secret: every string from the run (arguments, outputs, reasons) goes
 through `runner.git.process.scrub` with the job's secrets, which also takes the
@@ -58,7 +61,7 @@ from runner.mcp.report import McpSkipped
 from runner.network import Blocked
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.skills import SkillsInvoked
-from runner.subagent import ChildFinished, ChildStarted, ChildTurn
+from runner.subagent import ChildEvent, ChildFinished, ChildStarted, ChildTurn
 from runner.tools.checklist import SPEC as CHECKLIST_SPEC
 from runner.tools.checklist import ChecklistChanged
 
@@ -134,9 +137,17 @@ class Recorder:
     """
 
     def __init__(
-        self, *, started_at: float, limits: Limits = Limits(), secrets: Sequence[str] = ()
+        self,
+        *,
+        started_at: float,
+        limits: Limits = Limits(),
+        secrets: Sequence[str] = (),
+        answers_as_text: bool = False,
     ) -> None:
         self._started_at = started_at
+        # A child streams no deltas to us: its answers are its text.
+        self._answers_as_text = answers_as_text
+        self._children: dict[int, Recorder] = {}
         self._limits = limits
         self._secrets = tuple(secret for secret in secrets if secret)
         self._text: list[str] = []
@@ -215,6 +226,8 @@ class Recorder:
         )
         if thinking.strip():
             out.append((at, "thinking", {"text": self._string(thinking)}))
+        if self._answers_as_text and event.message.text.strip():
+            out.append((at, "text", {"text": self._string(event.message.text, limit=None)}))
         if event.message.usage is not None:
             self._usage += event.message.usage
         out.append((at, "turn", self._turn_data(at, event.stop_reason)))
@@ -261,6 +274,16 @@ class Recorder:
                 for item in payload.items
             ]
             return [(at, "checklist", {"items": items})]
+        if isinstance(payload, ChildEvent):
+            child = self._children.get(payload.number)
+            if child is None:
+                child = self._children[payload.number] = Recorder(
+                    started_at=at, secrets=self._secrets, answers_as_text=True
+                )
+            return [
+                (when, "subagent", {"agent": payload.number, "event": {"kind": kind, "data": data}})
+                for when, kind, data in child.record(payload.event, at)
+            ]
         if isinstance(payload, ChildStarted):
             return [self._child(at, payload.number, payload.description, "started", {})]
         if isinstance(payload, ChildTurn):

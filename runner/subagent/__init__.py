@@ -1,6 +1,6 @@
 """Subagents: the `agent` tool, its supervisor and the inspect child's prompt."""
 
-from runner.subagent.events import ChildFinished, ChildStarted, ChildTurn
+from runner.subagent.events import ChildEvent, ChildFinished, ChildStarted, ChildTurn
 from runner.subagent.prompt import inspect_prompt
 from runner.subagent.settings import SubagentSettings
 from runner.subagent.supervisor import (
@@ -16,6 +16,7 @@ __all__ = [
     "SPEC",
     "AgentTool",
     "ChildBudget",
+    "ChildEvent",
     "ChildFinished",
     "ChildStarted",
     "ChildTurn",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner.agent.events import Event
 from runner.llm.types import Usage
 
-__all__ = ["ChildFinished", "ChildStarted", "ChildTurn"]
+__all__ = ["ChildEvent", "ChildFinished", "ChildStarted", "ChildTurn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,3 +35,13 @@ class ChildFinished:
     turns: int
     usage: Usage
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildEvent:
+    """What child `number` did: one of its loop's events, for a transcript of its own
+    (the run page's). Its tool calls, their results and its answers; not its text
+    deltas (the answer carries the text)."""
+
+    number: int
+    event: Event

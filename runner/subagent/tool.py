@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from pydantic import Field
 
-from runner.agent import Agent, Event, TurnFinished, TurnStarted
+from runner.agent import Agent, Event, TextDelta, TurnFinished, TurnStarted
 from runner.budget import ran_out
 from runner.compact import WindowCompactor
 from runner.continuation import ContinueCutResponses
@@ -22,7 +22,7 @@ from runner.llm.limits import limits_for
 from runner.llm.types import JSONObject, ToolSpec, Usage
 from runner.sandbox.base import Sandbox
 from runner.session import Session, SessionError, SessionMeta, utc_timestamp
-from runner.subagent.events import ChildFinished, ChildStarted, ChildTurn
+from runner.subagent.events import ChildEvent, ChildFinished, ChildStarted, ChildTurn
 from runner.subagent.prompt import findings_prompt, inspect_prompt, task_message
 from runner.subagent.supervisor import ChildBudget, SubagentBudget, Supervisor
 from runner.tools.base import Tool, ToolContext, ToolError, ToolOutput
@@ -154,6 +154,8 @@ class AgentTool:
                 ctx.emit(ChildTurn(number, event.turn))
             elif isinstance(event, TurnFinished):
                 watch.finished = event
+            if not isinstance(event, TextDelta):
+                ctx.emit(ChildEvent(number, event))
 
         return Agent(
             supervisor.provider,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bot.runs.records import OUTPUT_CAP, TEXT_CHUNK, Limits, Recorder, cap, ending_records
 from runner.agent.events import (
     AssistantMessage,
     Compacted,
+    Event,
     ProviderRetry,
     TextDelta,
     ToolFinished,
@@ -17,7 +20,7 @@ from runner.llm.types import JSONObject, Message, Opaque, Text, Usage
 from runner.mcp.report import McpSkipped, Skipped
 from runner.network import Blocked
 from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
-from runner.subagent import ChildFinished, ChildStarted, ChildTurn
+from runner.subagent import ChildEvent, ChildFinished, ChildStarted, ChildTurn
 from runner.tools.checklist import SPEC as CHECKLIST
 from runner.tools.checklist import ChecklistChanged, ChecklistItem
 
@@ -230,3 +233,30 @@ def test_the_end_tells_the_setup_and_the_refused_hosts() -> None:
         "attempts": 2,
     }
     assert ending_records(9.0, setup=None, blocked=[], recorder=recorder) == []
+
+
+def test_a_subagents_own_transcript_is_nested_under_its_number() -> None:
+    recorder = _recorder(secrets=("s3cret-value",))
+    answer = Message("assistant", (Text("The callers are in app.py"),), usage=Usage(30, 4))
+    child_events: list[Event] = [
+        TurnStarted(1),
+        ToolStarted("g1", "grep", {"pattern": "parse_date", "path": "s3cret-value"}),
+        ToolFinished("g1", "grep", False, "app.py:3", 8, False, 5),
+        AssistantMessage(answer, "end_turn"),
+    ]
+    records = [
+        r
+        for n, e in enumerate(child_events)
+        for r in recorder.record(ToolNotice("a", "agent", ChildEvent(2, e)), float(n))
+    ]
+    assert [(kind, data["agent"]) for _, kind, data in records] == [("subagent", 2)] * 4
+    inner: list[Any] = [data["event"] for _, _, data in records]
+    assert [e["kind"] for e in inner] == ["tool_call", "tool_result", "text", "turn"]
+    assert inner[0]["data"]["args"] == {"pattern": "parse_date", "path": "***"}
+    assert inner[2]["data"] == {"text": "The callers are in app.py"}
+    # The child's turn counts its own tokens; the parent's are untouched.
+    assert (inner[3]["data"]["turn"], inner[3]["data"]["input_tokens"]) == (1, 30)
+    recorder.record(TurnStarted(1), 9.0)
+    parent = Message("assistant", (Text("ok"),), usage=Usage(1, 1))
+    ((_, _, turn),) = recorder.record(AssistantMessage(parent, None), 10.0)
+    assert turn["input_tokens"] == 1
