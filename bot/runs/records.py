@@ -29,7 +29,8 @@ Each record is `(at, kind, data)`, `data` a JSON object the queue stores as it i
 - `setup` {mode, steps, notes, reused_from, kept} and `network_blocked` {host,
   command, reason, phase, attempts}: what the job's setup did and which hosts the
   proxy refused, known when the run ends (`ending_records`).
-- `steer` {author, text} and `stop` {by}: written by the steering and stop paths.
+- `steer` {author, text}: a person's message reached the model at a turn boundary
+  (the loop's `Steered`); `stop` {by}: written by the stop paths.
 - `truncated` {limit, dropped, kinds, first_at}: written by the queue past its
   bound; {dropped, reason} by the writer when the database fell behind.
 
@@ -48,6 +49,7 @@ from runner.agent.events import (
     AssistantMessage,
     Compacted,
     ProviderRetry,
+    Steered,
     TextDelta,
     ToolFinished,
     ToolNotice,
@@ -197,6 +199,10 @@ class Recorder:
                 "fallback": event.fallback,
             }
             out.append((at, "retry", data))
+        elif isinstance(event, Steered):
+            # The person's own words; the model read them quoted as their request.
+            data = {"author": event.author, "text": self._string(event.said, limit=None)}
+            out.append((at, "steer", data))
         elif isinstance(event, TurnFinished) and event.error is not None:
             data = {"error": event.error, "message": self._string(event.message)}
             out.append((at, "agent_error", data))

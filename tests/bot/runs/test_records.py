@@ -10,6 +10,7 @@ from runner.agent.events import (
     Compacted,
     Event,
     ProviderRetry,
+    Steered,
     TextDelta,
     ToolFinished,
     ToolNotice,
@@ -260,3 +261,13 @@ def test_a_subagents_own_transcript_is_nested_under_its_number() -> None:
     parent = Message("assistant", (Text("ok"),), usage=Usage(1, 1))
     ((_, _, turn),) = recorder.record(AssistantMessage(parent, None), 10.0)
     assert turn["input_tokens"] == 1
+
+
+def test_a_steer_that_reached_the_model_is_recorded_in_its_authors_words() -> None:
+    recorder = _recorder()
+    recorder.record(TextDelta("Working"), 1.0)
+    event = Steered("alice", "use ISO dates", "@alice asks: use ISO dates")
+    assert recorder.record(event, 2.0) == [
+        (1.0, "text", {"text": "Working"}),
+        (2.0, "steer", {"author": "alice", "text": "use ISO dates"}),
+    ]
