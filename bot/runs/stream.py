@@ -20,7 +20,7 @@ import orjson
 from bot.jobs import FINAL_STATES, Job
 from bot.runs import render
 from bot.runs.feeds import Feeds
-from bot.runs.view import Limit, Record, agent_key, checklist_items, limits, place
+from bot.runs.view import Limit, Record, agent_key, checklist_items, ended_state, limits, place
 
 # Seconds between comment lines on a quiet stream.
 KEEPALIVE = 15.0
@@ -70,6 +70,8 @@ async def stream(
             if ended:
                 break
             batch = await _wait(feeds, job_id, last, keepalive, closing)
+        if closing.is_set():
+            break
         if not batch:
             yield b": keepalive\n\n"
             job = await jobs.get(job_id)
@@ -77,7 +79,7 @@ async def stream(
             continue
         for record in batch:
             last = record.seq
-            ended = ended or (record.kind == "state" and record.data.get("state") in FINAL_STATES)
+            ended = ended or (record.kind == "state" and ended_state(record.data) is not None)
             yield message(record)
     if not closing.is_set():
         yield b"event: end\ndata: {}\n\n"
@@ -132,11 +134,11 @@ def update(record: Record) -> dict[str, object]:
         return base
     base["html"] = render.item(shown)
     if shown.kind == "state" and not shown.agent:
-        state = data.get("state")
-        fields: dict[str, object] = {"state": str(state or "")}
+        ended = ended_state(data)
+        fields: dict[str, object] = {"state": ended or str(data.get("state") or "")}
         if isinstance(data.get("model"), str):
             fields["model"] = data["model"]
-        base.update(header=fields, final=state in FINAL_STATES)
+        base.update(header=fields, final=ended is not None)
     return base
 
 

@@ -14,10 +14,25 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bot.jobs import FINAL_STATES, Job, JobState
+from bot.jobs import FINAL_STATES, Conclusion, Job, JobState
 
 # The header's record kinds: shown in the header, not the transcript.
 HEADER_KINDS = frozenset({"turn", "checklist"})
+# A `state` record's states after which the job writes nothing more: the worker's
+# `finished` (with its conclusion), or a queue state a job ends in.
+ENDED = frozenset({"finished", *FINAL_STATES})
+
+
+def ended_state(data: Mapping[str, object]) -> str | None:
+    """The queue state a `state` record says the job ended in (succeeded, failed,
+    cancelled), "finished" when its conclusion is unknown; None if it did not end."""
+    state = data.get("state")
+    if state not in ENDED:
+        return None
+    conclusion = data.get("conclusion")
+    if state == "finished" and conclusion in Conclusion._value2member_map_:
+        return Conclusion(str(conclusion)).state.value
+    return str(state)
 
 
 class Record(Protocol):
@@ -172,7 +187,7 @@ def header(job: Job, records: Sequence[Record]) -> Header:
             state = data.get("state")
             if state == JobState.RUNNING and started is None:
                 started = record.at
-            elif state in FINAL_STATES:
+            elif ended_state(data) is not None:
                 ended = record.at
     final = job.state in FINAL_STATES
     if final and ended is None:

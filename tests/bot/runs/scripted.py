@@ -46,9 +46,8 @@ def append(live: Live, job_id: int, *records: tuple[str, dict[str, object]]) -> 
 
 
 def end(live: Live, job_id: int, conclusion: Conclusion = Conclusion.SUCCESS) -> None:
-    append(
-        live, job_id, ("state", {"state": conclusion.state.value, "conclusion": conclusion.value})
-    )
+    """End the job as its worker does: the `finished` record, then the outcome."""
+    append(live, job_id, ("state", {"state": "finished", "conclusion": conclusion.value}))
     live.run(lambda queue: queue.finish(job_id, WORKER, JobOutcome(conclusion=conclusion)))
 
 

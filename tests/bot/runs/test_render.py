@@ -122,3 +122,23 @@ def test_a_subagents_start_and_end_show_its_task_in_its_box() -> None:
     assert "Started: find the parser" in html
     assert "Model call 1" in html
     assert "Finished · 2 model calls · $0.02" in html
+
+
+@pytest.mark.parametrize(
+    ("data", "ended"),
+    [
+        ({"state": "finished", "conclusion": "success"}, "succeeded"),
+        ({"state": "finished", "conclusion": "incomplete"}, "failed"),
+        ({"state": "finished", "conclusion": "cancelled"}, "cancelled"),
+        ({"state": "finished"}, "finished"),
+        ({"state": "cancelled"}, "cancelled"),
+        ({"state": "running"}, None),
+        ({"state": "queued"}, None),
+    ],
+)
+def test_the_workers_finished_record_ends_the_page_in_its_conclusions_state(
+    data: dict[str, object], ended: str | None
+) -> None:
+    sent = update(Rec(5, "state", data))
+    assert sent["final"] is (ended is not None)
+    assert sent["header"] == {"state": ended or data["state"]}

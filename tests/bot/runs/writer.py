@@ -20,7 +20,7 @@ async def main(url: str, job: int, turns: int) -> None:
             last = await queue.append_events(job, [(time.time(), k, d) for k, d in turn(number)])
             await asyncio.sleep(0.1)
         last = await queue.append_events(
-            job, [(time.time(), "state", {"state": "succeeded", "conclusion": "success"})]
+            job, [(time.time(), "state", {"state": "finished", "conclusion": "success"})]
         )
     finally:
         await queue.close()
