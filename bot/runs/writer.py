@@ -56,6 +56,7 @@ class EventWriter:
         self._every = every
         self._pending: list[Record] = []
         self._dropped = 0
+        self._dropped_from = 0  # where in `_pending` the dropping began
         self._recorder: Recorder | None = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -132,6 +133,8 @@ class EventWriter:
         for record in records:
             # A state record is kept whatever is dropped: it says how the job ended.
             if len(self._pending) >= MAX_PENDING and record[1] != "state":
+                if not self._dropped:
+                    self._dropped_from = len(self._pending)
                 self._dropped += 1
             else:
                 self._pending.append(record)
@@ -157,10 +160,11 @@ class EventWriter:
             self._pending.extend(self._recorder.flush())
         batch, self._pending = self._pending, []
         if self._dropped:
-            at = batch[0][0] if batch else self._clock()
-            batch.insert(
-                0, (at, "truncated", {"dropped": self._dropped, "reason": "the database was slow"})
-            )
+            # In the place of what was dropped: after what came before it.
+            where = min(self._dropped_from, len(batch))
+            at = batch[where - 1][0] if where else self._clock()
+            dropped = {"dropped": self._dropped, "reason": "the database was slow"}
+            batch.insert(where, (at, "truncated", dropped))
             self._report("run_events_dropped", job=self._job_id, dropped=self._dropped)
             self._dropped = 0
         if not batch:
