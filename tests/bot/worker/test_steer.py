@@ -94,6 +94,10 @@ async def test_a_steer_reaches_the_running_jobs_next_model_request_and_its_sessi
     steer_text = last["content"][1]["text"]
     assert steer_text.startswith("@mona, who may ask Neo for work on this repository")
     assert f"\n{said}\n</data-" in steer_text
+    # In the run's log, in mona's own words, after the result of the call it followed.
+    records = [(e.kind, e.data) for e in await queue.events_after(job_id, 0)]
+    steer_at = records.index(("steer", {"author": "mona", "text": said}))
+    assert [k for k, _ in records[:steer_at]].count("tool_result") == 1
     # In the thread's saved session, where the model read it.
     sessions = list((Path(settings.data_dir) / "sessions").glob("*.jsonl"))
     assert any(said in path.read_text() for path in sessions)
