@@ -9,19 +9,24 @@ import gc
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import uvicorn
 
 from bot.config.settings import Settings
+from bot.github.app import GitHubApp
 from bot.intake.http_limits import BoundedHttpToolsProtocol
 from bot.intake.listen import listening_socket
 from bot.intake.scheduler import run_scheduler
 from bot.intake.server import Intake, create_app, serve_intake
-from bot.queue import WakingQueue
+from bot.queue import JobQueue, WakingQueue
 from bot.runs.retention import prune_runs
+from bot.runs.serving import open_site
+from bot.runs.site import RunSite
+from bot.worker.config import ConfigResolver, ConfigSource
 from bot.worker.pool import run_workers, sweep_sandbox_orphans
+from bot.worker.writers import ConfiguredWriters
 from runner.sandbox.factory import check_local_sandbox
 
 log = logging.getLogger("neo.server")
@@ -44,7 +49,7 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
         await check_local_sandbox("NEO_SANDBOX=docker")
     # The intake opens before the server listens: bad credentials or an
     # unusable queue stop start-up with one line instead of a traceback.
-    async with asynccontextmanager(serve_intake(settings))() as opened:
+    async with asynccontextmanager(serve_intake(settings, _runs(settings)))() as opened:
         # A job queued here wakes the in-process workers at once: no poll to wait for.
         queue = WakingQueue(opened.queue)
         intake = dataclasses.replace(opened, queue=queue)
@@ -118,3 +123,15 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
                     await scheduler
                 with contextlib.suppress(asyncio.CancelledError):
                     await pruner
+
+
+def _runs(
+    settings: Settings,
+) -> Callable[[GitHubApp, JobQueue], AbstractAsyncContextManager[RunSite]]:
+    """The run pages' site: who may stop or steer is the workers' rule, read as they read it."""
+
+    def open_runs(app: GitHubApp, queue: JobQueue) -> AbstractAsyncContextManager[RunSite]:
+        config = ConfigResolver(app, ConfigSource(), time.monotonic, operator=settings.mcp_operator)
+        return open_site(settings, app, ConfiguredWriters(app, config), queue)
+
+    return open_runs

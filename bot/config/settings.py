@@ -24,6 +24,8 @@ from bot.config.docs import DEFAULT_DOCS_URL, docs_url_problem
 from bot.config.handle import handle_problem
 from bot.config.prepared import PreparedSettings
 from bot.config.prices import NOT_JSON, Prices, runner_prices
+from bot.config.web import WebSettings
+from bot.github.core import web_url
 from bot.queue import MAX_RUN_EVENTS, sqlite_url
 from bot.queue import data_dir as default_data_dir
 from runner.errors import ConfigError
@@ -42,10 +44,11 @@ LOCAL_SANDBOX_RISK = (
 )
 
 
-class Settings(PreparedSettings, BaseSettings):
+class Settings(PreparedSettings, WebSettings, BaseSettings):
     """`neo serve` and `neo worker` configuration (docs/github-app.md has every variable).
 
-    With PreparedSettings' NEO_PREPARED_* bounds of the prepared environments."""
+    With PreparedSettings' NEO_PREPARED_* bounds of the prepared environments, and
+    WebSettings' run page and sign-in."""
 
     model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
 
@@ -238,6 +241,11 @@ class Settings(PreparedSettings, BaseSettings):
         if self.github_api_url.endswith("/api/v3"):
             return self.github_api_url.removesuffix("/api/v3")
         return "https://github.com"
+
+    @property
+    def github_web(self) -> str:
+        """NEO_GITHUB_WEB_URL, or GitHub's web host for NEO_GITHUB_API_URL: where people sign in."""
+        return self.github_web_url or web_url(self.github_api_url)
 
     @property
     def operator_prices(self) -> dict[str, Price]:

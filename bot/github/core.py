@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -30,6 +31,7 @@ __all__ = [
     "header_seconds",
     "next_link",
     "retry_wait",
+    "web_url",
 ]
 
 # github.com's REST API; GitHub Enterprise Server's is another URL.
@@ -189,3 +191,20 @@ def api_version(api_url: str | httpx.URL) -> str | None:
     """
     host = httpx.URL(str(api_url)).host.lower()
     return None if host in _DOTCOM_HOSTS else GHES_API_VERSION
+
+
+def web_url(api_url: str) -> str:
+    """GitHub's web address for a REST API URL.
+
+    https://api.github.com → https://github.com; GitHub Enterprise Server's
+    https://HOST/api/v3 → https://HOST; GHE.com's api.SUB.ghe.com → SUB.ghe.com;
+    anything else (a test's fake) → the API URL itself.
+    """
+    parts = urlsplit(api_url.strip().rstrip("/"))
+    host = parts.netloc.lower()
+    if host == "api.github.com":
+        return "https://github.com"
+    if host.startswith("api.") and host.endswith(".ghe.com") and not parts.path:
+        return f"{parts.scheme}://{parts.netloc[4:]}"
+    path = parts.path.removesuffix("/api/v3")
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))

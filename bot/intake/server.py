@@ -14,7 +14,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
 
 import orjson
@@ -31,11 +31,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.config.settings import Settings
-from bot.github.app import signed_in_app
+from bot.github.app import GitHubApp, signed_in_app
 from bot.intake.queue_metrics import queue_exposition
 from bot.intake.triggers import Ignore, Rules, triage
 from bot.intake.webhooks import MAX_BODY, BodyTooLarge, WebhookError, parse, read_limited, verify
 from bot.queue import JobQueue, QueueError, QueueSnapshot, open_queue
+from bot.runs.site import RunSite
+from bot.runs.web import routes as run_routes
 
 log = logging.getLogger("neo.server")
 
@@ -87,6 +89,12 @@ class Intake:
     secret: bytes
     rules: Rules
     queue: JobQueue
+    # The run pages' parts (bot/runs); None: the server has no run pages.
+    runs: RunSite | None = None
+
+
+# Opens the run site for the App and queue the intake opened (neo serve's wiring).
+OpenRuns = Callable[[GitHubApp, JobQueue], AbstractAsyncContextManager[RunSite]]
 
 
 def create_app(
@@ -103,8 +111,10 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with asynccontextmanager(open_intake)() as intake:
             state["intake"] = intake
+            app.state.runs = intake.runs
             yield
             state.clear()
+            app.state.runs = None
 
     async def webhook(request: Request) -> Response:
         started = time.perf_counter()
@@ -174,6 +184,7 @@ def create_app(
             Route(WEBHOOK_PATH, webhook, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/metrics", prometheus, methods=["GET"]),
+            *run_routes(),
         ],
         lifespan=lifespan,
     )
@@ -254,12 +265,15 @@ def _repository(delivery: object) -> str | None:
     return None
 
 
-def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
+def serve_intake(
+    settings: Settings, open_runs: OpenRuns | None = None
+) -> Callable[[], AsyncIterator[Intake]]:
     """The intake of `neo serve`: the queue and the App's identity, for the
-    server's lifetime. Fails start-up with a ConfigError on bad credentials."""
+    server's lifetime, and the run site `open_runs` makes of them. Fails
+    start-up with a ConfigError on bad credentials."""
 
     async def open_intake() -> AsyncIterator[Intake]:
-        async with signed_in_app(settings) as (_, login):
+        async with signed_in_app(settings) as (app, login):
             rules = Rules(
                 app_bot_login=login,
                 handle=settings.handle,
@@ -274,7 +288,9 @@ def serve_intake(settings: Settings) -> Callable[[], AsyncIterator[Intake]]:
             )
             try:
                 log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))
-                yield Intake(settings.webhook_secret.get_secret_value().encode(), rules, queue)
+                secret = settings.webhook_secret.get_secret_value().encode()
+                async with open_runs(app, queue) if open_runs else nullcontext() as runs:
+                    yield Intake(secret, rules, queue, runs)
             finally:
                 await queue.close()
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final, TextIO
-from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
-from bot.github.core import DEFAULT_API_URL
+from bot.github.core import DEFAULT_API_URL, web_url
 from bot.github.errors import GitHubError
 from bot.github.manifest_conversion import ConversionUnknown, NewApp, convert_manifest_code
 from bot.setup.manifest import DEFAULT_NAME, app_manifest
@@ -69,23 +69,6 @@ class SetupOptions:
 
 
 # --- pure parts ------------------------------------------------------------------
-
-
-def web_url(api_url: str) -> str:
-    """GitHub's web address for a REST API URL.
-
-    https://api.github.com → https://github.com; GitHub Enterprise Server's
-    https://HOST/api/v3 → https://HOST; GHE.com's api.SUB.ghe.com → SUB.ghe.com;
-    anything else (a test's fake) → the API URL itself.
-    """
-    parts = urlsplit(api_url.strip().rstrip("/"))
-    host = parts.netloc.lower()
-    if host == "api.github.com":
-        return "https://github.com"
-    if host.startswith("api.") and host.endswith(".ghe.com") and not parts.path:
-        return f"{parts.scheme}://{parts.netloc[4:]}"
-    path = parts.path.removesuffix("/api/v3")
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
 def new_app_url(github_url: str, org: str | None, state: str) -> str:

@@ -13,7 +13,14 @@ from bot.config import RepoConfig
 from bot.github.client import RepoClient
 from bot.jobs import JobRequest
 
-__all__ = ["Access", "authorised", "is_unchecked", "unauthorised_run", "unauthorised_stop"]
+__all__ = [
+    "Access",
+    "authorised",
+    "is_unchecked",
+    "unauthorised_run",
+    "unauthorised_stop",
+    "user_authorised",
+]
 
 
 def is_unchecked(request: JobRequest, bot: str) -> bool:
@@ -42,6 +49,12 @@ def authorised(
     if author.lower().endswith("[bot]"):
         listed = {name.lower() for name in bots}
         return author.lower() in listed and author != bot
+    return user_authorised(level, allowed)
+
+
+def user_authorised(level: str | None, allowed: Sequence[str]) -> bool:
+    """Whether a person whose role here is `level` may have Neo work (or stop it, or
+    steer it, from a comment or the run page): a role `allowed_users` lists."""
     return level in allowed
 
 

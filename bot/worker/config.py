@@ -103,9 +103,16 @@ class ConfigResolver:
         cannot change it. The repository's file wins whole, bar the owner's
         daily budgets: those bind it, and it can only lower them.
         """
+        assert request.installation_id is not None
+        return await self.resolve_repository(github, request.installation_id)
+
+    async def resolve_repository(
+        self, github: RepoClient, installation_id: int
+    ) -> tuple[RepoConfig | None, RepoConfigError | None]:
+        """`resolve` for `github`'s repository, in the installation `installation_id`."""
         path = self.source.path
         text = await github.read_file(path)
-        owner = await self._owner_file(request)
+        owner = await self._owner_file(installation_id, github.repository)
         own = text is not None
         if text is None:
             if owner is None:
@@ -127,20 +134,19 @@ class ConfigResolver:
             return None, error
         return config, None
 
-    async def _owner_file(self, request: JobRequest) -> tuple[str, str] | None:
+    async def _owner_file(self, installation_id: int, repository: str) -> tuple[str, str] | None:
         """The config file of the owner's `.github` repository, and how to name it;
         None when there is none or the App cannot read it (remembered a while)."""
-        assert request.installation_id is not None
-        owner, _, name = request.thread.repository.partition("/")
+        owner, _, name = repository.partition("/")
         if name.lower() == _OWNER_CONFIG_REPO:
             return None
-        key = (request.installation_id, owner.lower())
+        key = (installation_id, owner.lower())
         until = self._unreadable.get(key)
         if until is not None and self.clock() < until:
             return None
         repository = f"{owner}/{_OWNER_CONFIG_REPO}"
         try:
-            text = await self._owner_config(request.installation_id, repository)
+            text = await self._owner_config(installation_id, repository)
         except (GitHubAuthError, GitHubError) as error:
             if error.status in _NOT_THERE:
                 self._unreadable[key] = self.clock() + OWNER_CONFIG_TTL

@@ -89,6 +89,7 @@ from starlette.routing import Route
 
 from tests.fakes import openapi
 from tests.fakes.github_attachments import Attachments
+from tests.fakes.github_oauth import FakeOAuth
 from tests.fakes.threaded import Served
 
 __all__ = [
@@ -108,7 +109,9 @@ __all__ = [
     "user_json",
 ]
 
-AuthKind: TypeAlias = Literal["none", "jwt", "installation", "rejected"]
+AuthKind: TypeAlias = Literal["none", "jwt", "installation", "user", "rejected"]
+# Who a route is for: the App (JWT), an installation token, a user token, either token.
+RouteAuth: TypeAlias = Literal["app", "installation", "user", "token"]
 # A handler answers (status, JSON body) or (status, JSON body, extra headers).
 Handler: TypeAlias = "Callable[[Call], tuple[int, Any] | tuple[int, Any, Mapping[str, str]]]"
 
@@ -216,6 +219,7 @@ class Call:
     claims: Mapping[str, Any] | None  # for App routes
     query: Mapping[str, str] = field(default_factory=dict)  # the query string
     headers: Mapping[str, str] = field(default_factory=dict)  # lower-case names
+    user: str | None = None  # the login a user token acts for
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +234,7 @@ class RawBody:
 class _Route:
     method: str
     pattern: re.Pattern[str]
-    auth: Literal["app", "installation"]
+    auth: RouteAuth
     handler: Handler
 
 
@@ -327,7 +331,12 @@ _REPO_URLS = {
 
 
 def repository_json(
-    full_name: str, repo_id: int, *, base: str = "", default_branch: str = "main"
+    full_name: str,
+    repo_id: int,
+    *,
+    base: str = "",
+    default_branch: str = "main",
+    private: bool = True,
 ) -> dict[str, Any]:
     """A full repository object as GitHub sends it (every field githubkit requires)."""
     owner, name = full_name.split("/", 1)
@@ -340,7 +349,7 @@ def repository_json(
         "name": name,
         "full_name": full_name,
         "owner": user_json(owner, repo_id * 10, kind="Organization", base=base),
-        "private": True,
+        "private": private,
         "html_url": html,
         "description": None,
         "fork": False,
@@ -370,7 +379,7 @@ def repository_json(
         "has_downloads": False,
         "archived": False,
         "disabled": False,
-        "visibility": "private",
+        "visibility": "private" if private else "public",
         "pushed_at": stamp,
         "created_at": stamp,
         "updated_at": stamp,
@@ -448,8 +457,14 @@ class FakeGitHub(Served):
         self._tokens: dict[str, IssuedToken] = {}
         self._routes: list[_Route] = []
         self._lock = threading.Lock()
+        # The App's OAuth client and web flow (tests/fakes/github_oauth.py).
+        self.oauth = FakeOAuth(client_id=f"Iv1.{app_id:016x}")
+        self._public: set[str] = set()
         self._app = Starlette(
             routes=[
+                # GitHub's web host: signing in with the App's OAuth client.
+                Route("/login/oauth/authorize", self.oauth.authorize),
+                Route("/login/oauth/access_token", self.oauth.access_token, methods=["POST"]),
                 # Log downloads: another host on GitHub, no API and no token there.
                 Route("/_downloads/{token}", self._download),
                 # Attached files, at the signed addresses body_html gives (no API, no token).
@@ -465,7 +480,11 @@ class FakeGitHub(Served):
             self._create_token,
             auth="app",
         )
-        self.add_route("GET", "/repos/{owner}/{repo}", self._get_repo)
+        self.add_route("GET", "/repos/{owner}/{repo}", self._get_repo, auth="token")
+        self.add_route("GET", "/user", self._get_user, auth="user")
+        self.add_route(
+            "GET", "/repos/{owner}/{repo}/installation", self._get_repo_installation, auth="app"
+        )
         self.add_route(
             "GET",
             "/repos/{owner}/{repo}/collaborators/{username}/permission",
@@ -538,6 +557,11 @@ class FakeGitHub(Served):
         with self._lock:
             self.collaborators[(repository.lower(), login.lower())] = role
 
+    def set_public(self, repository: str, public: bool = True) -> None:
+        """Make `repository` ("owner/name") public (or private again: the default)."""
+        with self._lock:
+            (self._public.add if public else self._public.discard)(repository.lower())
+
     def revoke(self, token: str) -> None:
         """Invalidate an issued token, as reinstalling the App does."""
         with self._lock:
@@ -549,7 +573,7 @@ class FakeGitHub(Served):
         template: str,
         handler: Handler,
         *,
-        auth: Literal["app", "installation"] = "installation",
+        auth: RouteAuth = "installation",
     ) -> None:
         """Serve `method template` (e.g. "/repos/{owner}/{repo}/issues") with `handler`.
 
@@ -839,9 +863,15 @@ class FakeGitHub(Served):
             auth = "rejected" if header else "none"
             token: IssuedToken | None = None
             claims: Mapping[str, Any] | None = None
+            user: str | None = None
             if spec.auth == "app":
                 claims = self._verify_jwt(header)
                 auth = "jwt"
+            elif spec.auth == "user" or (
+                spec.auth == "token" and (header or "").partition(" ")[2].startswith("ghu_")
+            ):
+                user = self._verify_user(header)
+                auth = "user"
             else:
                 token = self._verify_token(header)
                 auth = "installation"
@@ -855,6 +885,7 @@ class FakeGitHub(Served):
                 claims,
                 dict(request.query_params),
                 {name.lower(): value for name, value in request.headers.items()},
+                user,
             )
             extra: Mapping[str, str] = {}
             payload: Any
@@ -976,6 +1007,15 @@ class FakeGitHub(Served):
         if token is None or token.expires_at <= datetime.now(UTC):
             raise _Refusal(401, "Bad credentials")
         return token
+
+    def _verify_user(self, header: str | None) -> str:
+        if header is None:
+            raise _Refusal(401, "Requires authentication")
+        scheme, _, value = header.partition(" ")
+        login = self.oauth.user_of(value) if scheme.lower() in ("token", "bearer") else None
+        if login is None:
+            raise _Refusal(401, "Bad credentials")
+        return login
 
     def _repo_id(self, full_name: str) -> int:
         # Caller holds the lock.
@@ -1101,7 +1141,66 @@ class FakeGitHub(Served):
         with self._lock:
             repo_id = self._repo_id(full)
             branch = self._repo(full).default_branch
-        return 200, repository_json(full, repo_id, base=self._base(), default_branch=branch)
+            private = full.lower() not in self._public
+            role = self.collaborators.get((full.lower(), (call.user or "").lower()), "none")
+        answer = repository_json(
+            full, repo_id, base=self._base(), default_branch=branch, private=private
+        )
+        if call.user is not None:
+            # A user's token sees what the App is installed on and the user may see.
+            if not self._installed(full) or (private and role == "none"):
+                raise _Refusal(404, "Not Found")
+            if role == "none":
+                role = "read"  # a public repository: anyone reads it
+            answer["permissions"] = {
+                "admin": role == "admin",
+                "maintain": role in ("admin", "maintain"),
+                "push": role in ("admin", "maintain", "write"),
+                "triage": role in ("admin", "maintain", "write", "triage"),
+                "pull": True,
+            }
+        return 200, answer
+
+    def _installed(self, full: str) -> bool:
+        return any(
+            f"{i.account}/{name}".lower() == full.lower()
+            for i in self.installations.values()
+            for name in i.repositories
+        )
+
+    def _get_repo_installation(self, call: Call) -> tuple[int, Any]:
+        full = f"{call.params['owner']}/{call.params['repo']}".lower()
+        with self._lock:
+            for installation in self.installations.values():
+                names = {f"{installation.account}/{n}".lower() for n in installation.repositories}
+                if full in names:
+                    return 200, self._installation_json(installation)
+        raise _Refusal(404, "Not Found")
+
+    def _get_user(self, call: Call) -> tuple[int, Any]:
+        assert call.user is not None
+        with self._lock:
+            user = self._user(call.user)
+        stamp = "2024-01-01T00:00:00Z"
+        user.update(
+            {
+                "name": None,
+                "company": None,
+                "blog": "",
+                "location": None,
+                "email": None,
+                "hireable": None,
+                "bio": None,
+                "public_repos": 0,
+                "public_gists": 0,
+                "followers": 0,
+                "following": 0,
+                "created_at": stamp,
+                "updated_at": stamp,
+                "user_view_type": "public",
+            }
+        )
+        return 200, user
 
     def _get_permission(self, call: Call) -> tuple[int, Any]:
         full = f"{call.params['owner']}/{call.params['repo']}".lower()
