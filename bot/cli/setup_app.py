@@ -11,10 +11,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from bot.cli.argtypes import port
+from bot.config.web import public_url_problem
 from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.github.core import DEFAULT_API_URL
 from bot.setup.flow import SetupOptions, run_setup, web_url
-from bot.setup.manifest import DEFAULT_NAME, MAX_NAME_LENGTH
+from bot.setup.manifest import DEFAULT_NAME, MAX_NAME_LENGTH, SIGN_IN_CALLBACK
 from runner.errors import ConfigError, NeoError
 
 __all__ = ["add_setup_app_parser", "setup_app_command"]
@@ -26,6 +27,13 @@ def _http_url(text: str) -> str:
     parts = urlsplit(text.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"expected an http(s) URL, not {text!r}")
+    return text.strip().rstrip("/")
+
+
+def _public_url(text: str) -> str:
+    problem = public_url_problem(text.strip())
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} {problem}")
     return text.strip().rstrip("/")
 
 
@@ -65,6 +73,15 @@ def add_setup_app_parser(commands: Any) -> None:
         "--org", type=_org, metavar="ORG", help="create the App in this organization"
     )
     setup.add_argument(
+        "--public-url",
+        type=_public_url,
+        metavar="URL",
+        help=(
+            "where people reach neo serve (default: NEO_PUBLIC_URL): the App's callback "
+            f"for signing in to run pages is URL{SIGN_IN_CALLBACK}"
+        ),
+    )
+    setup.add_argument(
         "--name",
         type=_name,
         default=DEFAULT_NAME,
@@ -100,6 +117,7 @@ def setup_app_command(args: argparse.Namespace) -> int:
             api_url=api_url,
             github_url=args.github_url or web_url(api_url),
             org=args.org,
+            public_url=args.public_url or _env_public_url(),
             name=args.name,
             port=args.port,
             force=args.force,
@@ -115,7 +133,15 @@ def setup_app_command(args: argparse.Namespace) -> int:
         print("neo: setup-app stopped; nothing was written", file=sys.stderr)
         return EXIT_INTERRUPTED
     print(f"Created the GitHub App {app.name} (id {app.app_id}): {app.html_url}")
-    print(f"Wrote its id, private key and webhook secret to {options.env_file} (mode 0600).")
+    print(
+        f"Wrote its id, private key, webhook secret and OAuth client to {options.env_file} "
+        "(mode 0600)."
+    )
+    if not options.public_url:
+        print(
+            "To sign in to run pages of private repositories: set NEO_PUBLIC_URL and add "
+            f"<NEO_PUBLIC_URL>{SIGN_IN_CALLBACK} as a callback URL in the App's settings."
+        )
     if app.webhook_secret is None:
         print(
             "neo: warning: GitHub sent no webhook secret: set one in the App's settings "
@@ -124,6 +150,18 @@ def setup_app_command(args: argparse.Namespace) -> int:
         )
     print(f"Install it on your repositories: {app.install_url}")
     return EXIT_OK
+
+
+def _env_public_url() -> str | None:
+    value = os.environ.get("NEO_PUBLIC_URL", "").strip()
+    if not value:
+        return None
+    try:
+        return _public_url(value)
+    except argparse.ArgumentTypeError:
+        raise ConfigError(
+            f"NEO_PUBLIC_URL {public_url_problem(value)} (or pass --public-url)"
+        ) from None
 
 
 def _env_api_url() -> str:

@@ -43,6 +43,9 @@ class NewApp:
     html_url: str
     pem: str = field(repr=False)
     webhook_secret: str | None = field(repr=False)
+    # The App's OAuth client: what people sign in to the run page with.
+    client_id: str = ""
+    client_secret: str = field(default="", repr=False)
 
     @property
     def install_url(self) -> str:
@@ -101,4 +104,6 @@ def convert_manifest_code(
         html_url=data.html_url,
         pem=data.pem,
         webhook_secret=data.webhook_secret,
+        client_id=data.client_id,
+        client_secret=data.client_secret,
     )

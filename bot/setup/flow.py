@@ -63,6 +63,8 @@ class SetupOptions:
     api_url: str = DEFAULT_API_URL
     github_url: str = "https://github.com"
     org: str | None = None
+    # NEO_PUBLIC_URL: the App's callback URL for signing in to the run page.
+    public_url: str | None = None
     name: str = DEFAULT_NAME
     port: int = 0
     force: bool = False
@@ -106,8 +108,11 @@ def _result_page(title: str, *paragraphs: str) -> str:
     )
 
 
-def env_file_text(app: NewApp, api_url: str) -> str:
+def env_file_text(app: NewApp, api_url: str, public_url: str | None = None) -> str:
     """The env file: the App's NEO_* settings, one `NAME=value` line each.
+
+    The OAuth client id and secret let people sign in to the run page;
+    NEO_PUBLIC_URL is written when it was given.
 
     Values are unquoted, as `docker run --env-file` takes them verbatim; the
     key's newlines are `\\n` escapes, which NEO_GITHUB_PRIVATE_KEY accepts.
@@ -118,6 +123,9 @@ def env_file_text(app: NewApp, api_url: str) -> str:
         "NEO_GITHUB_PRIVATE_KEY": pem,
         "NEO_WEBHOOK_SECRET": app.webhook_secret,
         "NEO_GITHUB_API_URL": api_url,
+        "NEO_GITHUB_CLIENT_ID": app.client_id or None,
+        "NEO_GITHUB_CLIENT_SECRET": app.client_secret or None,
+        "NEO_PUBLIC_URL": public_url or None,
     }
     lines = [
         f"# The GitHub App {_one_line(app.html_url, 'html_url')}, created by neo setup-app.",
@@ -229,6 +237,7 @@ class _Flow:
             options.webhook_url,
             name=options.name,
             redirect_url=f"http://127.0.0.1:{port}{CALLBACK_PATH}",
+            public_url=options.public_url,
         )
         self.action = new_app_url(options.github_url, options.org, self.state)
         account = f"the organization {options.org}" if options.org else "your account"
@@ -280,7 +289,7 @@ class _Flow:
             raise SetupFailed("the redirect carried no usable code; nothing was written")
         app = exchange_code(self.options.api_url, code)
         try:
-            text = env_file_text(app, self.options.api_url)
+            text = env_file_text(app, self.options.api_url, self.options.public_url)
             write_env_file(self.options.env_file, text, force=self.options.force)
         except SetupFailed as error:
             # The App exists now: say where, as its key and secret can be renewed there.

@@ -18,6 +18,7 @@ __all__ = [
     "EXAMPLE_WEBHOOK_URL",
     "MAX_NAME_LENGTH",
     "PERMISSIONS",
+    "SIGN_IN_CALLBACK",
     "app_manifest",
 ]
 
@@ -48,15 +49,24 @@ PERMISSIONS: Final[Mapping[str, str]] = MappingProxyType(
 EVENTS: Final[tuple[str, ...]] = tuple(sorted({key.split(".")[0] for key in ACTED_ON}))
 
 
+# Where GitHub sends people back after signing in to the run page (bot/runs/auth.py).
+SIGN_IN_CALLBACK: Final = "/auth/github/callback"
+
+
 def app_manifest(
-    webhook_url: str, *, name: str = DEFAULT_NAME, redirect_url: str | None = None
+    webhook_url: str,
+    *,
+    name: str = DEFAULT_NAME,
+    redirect_url: str | None = None,
+    public_url: str | None = None,
 ) -> dict[str, Any]:
     """The manifest JSON object for an App whose webhooks go to `webhook_url`.
 
     The App's homepage is the webhook URL's origin (where Neo is served);
     `redirect_url` is where GitHub sends the browser back with the code to
-    exchange, left out when there is no flow to come back to. The App is
-    private: only its owner's account can install it.
+    exchange, left out when there is no flow to come back to. With
+    `public_url` (NEO_PUBLIC_URL), the App's callback URL is the run page's
+    sign-in callback. The App is private: only its owner's account can install it.
     """
     parts = urlsplit(webhook_url)
     manifest: dict[str, Any] = {
@@ -70,4 +80,6 @@ def app_manifest(
     }
     if redirect_url is not None:
         manifest["redirect_url"] = redirect_url
+    if public_url:
+        manifest["callback_urls"] = [public_url.rstrip("/") + SIGN_IN_CALLBACK]
     return manifest

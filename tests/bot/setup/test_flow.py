@@ -49,6 +49,7 @@ WEBHOOK_URL = "https://neo.example.com/api/github/webhooks"
 WEBHOOK_SECRET = "whsec-0123456789abcdef0123456789abcdef"
 CLIENT_SECRET = "client-secret-0123456789abcdef0123456789"
 ENV_NAMES = {"NEO_GITHUB_APP_ID", "NEO_GITHUB_PRIVATE_KEY", "NEO_WEBHOOK_SECRET"}
+CLIENT_NAMES = {"NEO_GITHUB_CLIENT_ID", "NEO_GITHUB_CLIENT_SECRET"}
 
 # What a request without credentials authenticates as in `ManifestGitHub`.
 _ANONYMOUS = IssuedToken(
@@ -252,7 +253,8 @@ async def test_setup_app_creates_the_app_and_writes_its_credentials_privately(
     github: ManifestGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env_file = tmp_path / ".env"
-    with setup_app(github, env_file) as run:
+    public = "https://neo.example.com"
+    with setup_app(github, env_file, "--public-url", f"{public}/") as run:
         # Another site's page reaching the port by DNS rebinding gets nothing.
         port = urlsplit(run.local_url).port
         rebound = httpx.get(run.local_url, headers={"Host": f"evil.example:{port}"}, timeout=10)
@@ -268,7 +270,8 @@ async def test_setup_app_creates_the_app_and_writes_its_credentials_privately(
         assert form.scripts == 1  # the page posts itself
         callback = f"{run.local_url}callback"
         manifest = json.loads(form.fields["manifest"])
-        assert manifest == app_manifest(WEBHOOK_URL, redirect_url=callback)
+        assert manifest == app_manifest(WEBHOOK_URL, redirect_url=callback, public_url=public)
+        assert manifest["callback_urls"] == [f"{public}/auth/github/callback"]
         assert not env_file.exists()
 
         # GitHub, once the owner confirmed, sends the browser back with a code.
@@ -286,12 +289,15 @@ async def test_setup_app_creates_the_app_and_writes_its_credentials_privately(
     assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
     assert sorted(tmp_path.iterdir()) == [env_file]  # no temporary file left behind
     values = _env_lines(env_file)
-    assert set(values) == {*ENV_NAMES, "NEO_GITHUB_API_URL"}
+    assert set(values) == {*ENV_NAMES, "NEO_GITHUB_API_URL", *CLIENT_NAMES, "NEO_PUBLIC_URL"}
     assert values["NEO_GITHUB_APP_ID"] == str(github.app_id)
     assert values["NEO_WEBHOOK_SECRET"] == WEBHOOK_SECRET
     assert values["NEO_GITHUB_API_URL"] == github.base_url
     assert "\\n" in values["NEO_GITHUB_PRIVATE_KEY"]
-    assert CLIENT_SECRET not in env_file.read_text()  # Neo does not use OAuth
+    # The App's OAuth client: signing in to the run page.
+    assert values["NEO_GITHUB_CLIENT_ID"] == f"Iv1.{github.app_id:016x}"
+    assert values["NEO_GITHUB_CLIENT_SECRET"] == CLIENT_SECRET
+    assert values["NEO_PUBLIC_URL"] == public
 
     html_url = f"https://github.example.com/apps/{github.slug}"
     out = "".join(run.stdout)
@@ -551,6 +557,8 @@ def _app(webhook_secret: str | None = WEBHOOK_SECRET) -> NewApp:
         html_url="https://github.com/apps/neo",
         pem=PEM,
         webhook_secret=webhook_secret,
+        client_id="Iv23liABC",
+        client_secret=CLIENT_SECRET,
     )
 
 
@@ -564,7 +572,12 @@ def test_the_env_file_has_one_line_per_setting_and_the_key_escaped() -> None:
         "NEO_GITHUB_PRIVATE_KEY": PEM.strip().replace("\n", "\\n"),
         "NEO_WEBHOOK_SECRET": WEBHOOK_SECRET,
         "NEO_GITHUB_API_URL": "https://api.github.com",
+        "NEO_GITHUB_CLIENT_ID": "Iv23liABC",
+        "NEO_GITHUB_CLIENT_SECRET": CLIENT_SECRET,
     }
+    assert CLIENT_SECRET not in repr(_app())
+    public = env_file_text(_app(), "https://api.github.com", "https://neo.example.com")
+    assert "NEO_PUBLIC_URL=https://neo.example.com\n" in public
     assert load_private_key(values["NEO_GITHUB_PRIVATE_KEY"], None) == PEM
     # Without a secret from GitHub there is no line for one (the command warns).
     assert "NEO_WEBHOOK_SECRET" not in env_file_text(_app(None), "https://api.github.com")

@@ -87,3 +87,10 @@ def test_the_manifest_is_a_private_app_with_an_active_webhook() -> None:
     assert manifest["redirect_url"] == "http://127.0.0.1:5000/callback"
     assert manifest["public"] is False
     assert "redirect_url" not in app_manifest(EXAMPLE_WEBHOOK_URL)
+
+
+def test_with_a_public_url_the_app_calls_back_to_the_run_pages_sign_in() -> None:
+    manifest = app_manifest(EXAMPLE_WEBHOOK_URL, public_url="https://neo.example.org/")
+
+    assert manifest["callback_urls"] == ["https://neo.example.org/auth/github/callback"]
+    assert "callback_urls" not in app_manifest(EXAMPLE_WEBHOOK_URL)
