@@ -94,8 +94,6 @@ class Settings(PreparedSettings, WebSettings, BaseSettings):
     # Where Neo's documentation lives (docs/ of its repository), for the links
     # in what Neo posts; a fork of Neo with documentation of its own sets it.
     docs_url: str = DEFAULT_DOCS_URL
-    # TEMPORARY (h28d) until h28c's WebSettings lands: where run pages are served.
-    public_url: str = ""
     # Days a finished run's event log (its run page, `neo jobs logs`) is kept
     # after its last event; `neo serve` removes older ones every hour.
     run_retention_days: int = Field(default=14, ge=1, le=3650)
