@@ -113,7 +113,7 @@ def watchers(args: argparse.Namespace) -> None:
     with contextlib.ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         github = stack.enter_context(FakeGitHub(slug="neo"))
-        github.set_public(REPOSITORY)  # type: ignore[attr-defined]
+        github.set_public(REPOSITORY)
         env = serve_env(github, scratch / "data")
         server = stack.enter_context(neo_serve(env, scratch / "serve.log"))
         queue_url = sqlite_url(scratch / "data" / "neo.db")

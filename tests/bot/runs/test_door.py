@@ -13,9 +13,9 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from bot.queue import JobQueue, open_queue, sqlite_url
-from bot.runs.actions import steer_run, stop_run
+from bot.queue import open_queue, sqlite_url
 from bot.runs.door import GitHubDoor
+from bot.runs.feeds import Feeds
 from bot.runs.pages import Site, run_routes
 from bot.runs.web import routes
 from tests.bot.queue.factories import make_request
@@ -29,17 +29,6 @@ def github() -> Iterator[FakeGitHub]:
         yield fake
 
 
-class _Actions:
-    def __init__(self, queue: JobQueue) -> None:
-        self.queue = queue
-
-    async def stop(self, job_id: int, by: str) -> bool:
-        return await stop_run(self.queue, job_id, by)
-
-    async def steer(self, job_id: int, author: str, text: str) -> bool:
-        return await steer_run(self.queue, job_id, author, text) is not None
-
-
 @asynccontextmanager
 async def pages(github: FakeGitHub, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
     """A browser on the run pages of a queue holding one running job of octo/secret."""
@@ -50,7 +39,7 @@ async def pages(github: FakeGitHub, tmp_path: Path) -> AsyncIterator[tuple[httpx
         (job,) = queued.job_ids
         await queue.claim("w", 600)
         async with signed_in_browser(settings_for(github)) as (_, site):
-            web = Site(lambda: queue, GitHubDoor(), _Actions(queue), github.origin, asyncio.Event())
+            web = Site(lambda: queue, GitHubDoor(), github.origin, asyncio.Event(), Feeds(queue))
             app = Starlette(routes=[*routes(), *run_routes(web)])
             app.state.runs = site
             transport = httpx.ASGITransport(app)
