@@ -49,7 +49,9 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
         await check_local_sandbox("NEO_SANDBOX=docker")
     # The intake opens before the server listens: bad credentials or an
     # unusable queue stop start-up with one line instead of a traceback.
-    async with asynccontextmanager(serve_intake(settings, _runs(settings)))() as opened:
+    # Set as the server begins to shut down: the run pages' live streams end.
+    closing = asyncio.Event()
+    async with asynccontextmanager(serve_intake(settings, _runs(settings, closing)))() as opened:
         # A job queued here wakes the in-process workers at once: no poll to wait for.
         queue = WakingQueue(opened.queue)
         intake = dataclasses.replace(opened, queue=queue)
@@ -79,7 +81,7 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
             # away. The deadlines on heads and bodies bound how long any
             # connection is held instead.
         )
-        server = uvicorn.Server(config)
+        server = _Server(config, closing)
         stop = asyncio.Event()
 
         def ended(task: asyncio.Task[None]) -> None:
@@ -125,13 +127,26 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
                     await pruner
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, which says when it begins to shut down: it then waits for
+    every response to end, and a run page's live stream ends only when told."""
+
+    def __init__(self, config: uvicorn.Config, closing: asyncio.Event) -> None:
+        super().__init__(config)
+        self._closing = closing
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._closing.set()
+        await super().shutdown(sockets)
+
+
 def _runs(
-    settings: Settings,
+    settings: Settings, closing: asyncio.Event
 ) -> Callable[[GitHubApp, JobQueue], AbstractAsyncContextManager[RunSite]]:
     """The run pages' site: who may stop or steer is the workers' rule, read as they read it."""
 
     def open_runs(app: GitHubApp, queue: JobQueue) -> AbstractAsyncContextManager[RunSite]:
         config = ConfigResolver(app, ConfigSource(), time.monotonic, operator=settings.mcp_operator)
-        return open_site(settings, app, ConfiguredWriters(app, config), queue)
+        return open_site(settings, app, ConfiguredWriters(app, config), queue, closing)
 
     return open_runs

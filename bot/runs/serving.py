@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,6 +14,9 @@ from bot.github.visibility import visibility
 from bot.queue import JobQueue
 from bot.runs.access import Gate, Writers
 from bot.runs.auth import SignIn
+from bot.runs.door import GitHubDoor
+from bot.runs.feeds import Feeds
+from bot.runs.pages import Site
 from bot.runs.sealed import Sealer, derived_secret
 from bot.runs.site import RunSite
 
@@ -38,9 +42,16 @@ def session_secret(settings: Settings) -> bytes:
 
 @asynccontextmanager
 async def open_site(
-    settings: Settings, app: GitHubApp, writers: Writers, queue: JobQueue | None = None
+    settings: Settings,
+    app: GitHubApp,
+    writers: Writers,
+    queue: JobQueue | None = None,
+    closing: asyncio.Event | None = None,
 ) -> AsyncIterator[RunSite]:
-    """The run site for the server's lifetime; its connections to GitHub closed after."""
+    """The run site for the server's lifetime; its connections to GitHub closed after.
+
+    With a `queue`, the run pages too; `closing` is set when the server begins
+    to shut down, so their live streams end instead of holding it up."""
     users: GitHubUsers | None = None
     secret = settings.github_client_secret
     if settings.sign_in and secret is not None:
@@ -57,7 +68,21 @@ async def open_site(
             else SignIn(users, settings.public_url, Sealer(session_secret(settings)))
         )
         gate = Gate(functools.partial(visibility, app), writers, users)
-        yield RunSite(gate=gate, sign_in=sign_in, public_url=settings.public_url, queue=queue)
+        pages = None
+        if queue is not None:
+            closing = closing or asyncio.Event()
+            pages = Site(queue, GitHubDoor(), settings.github_web, closing, Feeds(queue))
+        try:
+            yield RunSite(
+                gate=gate,
+                sign_in=sign_in,
+                public_url=settings.public_url,
+                queue=queue,
+                pages=pages,
+            )
+        finally:
+            if pages is not None:
+                await pages.feeds.close()
     finally:
         if users is not None:
             await users.aclose()

@@ -18,8 +18,9 @@ from bot.queue import JobQueue
 if TYPE_CHECKING:
     from bot.runs.access import Gate
     from bot.runs.auth import SignIn
+    from bot.runs.pages import Site
 
-__all__ = ["RunSite", "site_of"]
+__all__ = ["RunSite", "pages_of", "site_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,8 @@ class RunSite:
     public_url: str
     # The queue the pages read jobs and events from.
     queue: JobQueue | None = None
+    # What the run pages' routes work with (bot.runs.pages); None: no pages, sign-in only.
+    pages: Site | None = None
 
 
 def site_of(request: Request) -> RunSite:
@@ -40,3 +43,11 @@ def site_of(request: Request) -> RunSite:
     if not isinstance(site, RunSite):
         raise HTTPException(404)
     return site
+
+
+def pages_of(request: Request) -> Site:
+    """The pages' site of the app serving `request`; 404 when it serves no run pages."""
+    pages = site_of(request).pages
+    if pages is None:
+        raise HTTPException(404)
+    return pages

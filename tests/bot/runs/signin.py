@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from bot.config.settings import Settings, load_settings
 from bot.github.app import GitHubApp
+from bot.queue import JobQueue
 from bot.runs import check_csrf, csrf_token, require
 from bot.runs.serving import open_site
 from bot.runs.site import RunSite
@@ -86,13 +87,16 @@ def probe_app(site: RunSite) -> Starlette:
 
 
 @asynccontextmanager
-async def signed_in_browser(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, RunSite]]:
-    """A browser on the run site of `settings` (which `neo serve` would make)."""
+async def signed_in_browser(
+    settings: Settings, queue: JobQueue | None = None
+) -> AsyncIterator[tuple[httpx.AsyncClient, RunSite]]:
+    """A browser on the run site of `settings` (which `neo serve` would make), with
+    the run pages of `queue` when given."""
     assert settings.github_private_key is not None
     key = settings.github_private_key.get_secret_value()
     async with GitHubApp(settings.github_app_id, key, settings.github_api_url) as app:
         writers = ConfiguredWriters(app, ConfigResolver(app, ConfigSource(), time.monotonic))
-        async with open_site(settings, app, writers) as site:
+        async with open_site(settings, app, writers, queue) as site:
             transport = httpx.ASGITransport(probe_app(site))
             async with httpx.AsyncClient(
                 mounts={settings.public_url: transport}, timeout=10

@@ -1,9 +1,9 @@
-"""The run pages (bot.runs.pages) behind the real door: GitHub sign-in and access,
-against the fake GitHub's OAuth and permission endpoints, over HTTP to the app."""
+"""The run pages (bot.runs.pages) as neo serve's run site serves them, behind the real
+door (bot.runs.door): GitHub sign-in and access against the fake GitHub's OAuth and
+permission endpoints, over HTTP to the app."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -11,13 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from starlette.applications import Starlette
 
 from bot.queue import open_queue, sqlite_url
-from bot.runs.door import GitHubDoor
-from bot.runs.feeds import Feeds
-from bot.runs.pages import Site, run_routes
-from bot.runs.web import routes
 from tests.bot.queue.factories import make_request
 from tests.bot.runs.signin import PUBLIC, oauth_github, settings_for, signed_in_browser
 from tests.fakes import FakeGitHub
@@ -38,13 +33,8 @@ async def pages(github: FakeGitHub, tmp_path: Path) -> AsyncIterator[tuple[httpx
         queued = await queue.enqueue(delivery, [make_request(delivery, repository="octo/secret")])
         (job,) = queued.job_ids
         await queue.claim("w", 600)
-        async with signed_in_browser(settings_for(github)) as (_, site):
-            web = Site(lambda: queue, GitHubDoor(), github.origin, asyncio.Event(), Feeds(queue))
-            app = Starlette(routes=[*routes(), *run_routes(web)])
-            app.state.runs = site
-            transport = httpx.ASGITransport(app)
-            async with httpx.AsyncClient(mounts={PUBLIC: transport}, timeout=10) as client:
-                yield client, job
+        async with signed_in_browser(settings_for(github), queue) as (client, _):
+            yield client, job
     finally:
         await queue.close()
 
