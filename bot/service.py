@@ -47,10 +47,10 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
         await asyncio.to_thread(sweep_sandbox_orphans)
     elif settings.workers:
         await check_local_sandbox("NEO_SANDBOX=docker")
-    # The intake opens before the server listens: bad credentials or an
-    # unusable queue stop start-up with one line instead of a traceback.
     # Set as the server begins to shut down: the run pages' live streams end.
     closing = asyncio.Event()
+    # The intake opens before the server listens: bad credentials or an
+    # unusable queue stop start-up with one line instead of a traceback.
     async with asynccontextmanager(serve_intake(settings, _runs(settings, closing)))() as opened:
         # A job queued here wakes the in-process workers at once: no poll to wait for.
         queue = WakingQueue(opened.queue)
