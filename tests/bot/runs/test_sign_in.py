@@ -287,3 +287,16 @@ async def test_neo_serves_the_sign_in_beside_the_webhooks(
 
     assert login.status_code == 303
     assert login.headers["location"].startswith(f"{github.origin}/login/oauth/authorize?")
+
+
+async def test_a_token_github_no_longer_takes_is_a_sign_in_again(github: FakeGitHub) -> None:
+    github.oauth.sign_in_as("writer")
+    async with browser(settings_for(github)) as (client, _):
+        public = await client.get(f"{PUBLIC}/probe/octo/open", follow_redirects=True)
+        assert public.json()["login"] is None
+        await client.get(f"{PUBLIC}/auth/github/login?next=/probe/octo/open", follow_redirects=True)
+        github.oauth.revoke_user_tokens()  # revoked on GitHub, or expired
+        private = await client.get(f"{PUBLIC}/probe/octo/secret")
+
+    assert private.status_code == 303
+    assert private.headers["location"].startswith(f"{github.origin}/login/oauth/authorize?")
