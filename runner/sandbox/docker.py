@@ -113,6 +113,30 @@ class Limits:
     home: int = 1 * GiB
 
 
+@dataclass(frozen=True, slots=True)
+class Role:
+    """What a sandbox container is for: the agent's (`AGENT`), or a setup
+    container that is committed as the prepared environment
+    (`runner.sandbox.preparing`)."""
+
+    # "setup": the egress proxy keeps setup's policy; "agent": it is switched
+    # to the agent's before the sandbox is handed out.
+    phase: Literal["setup", "agent"] = "agent"
+    # Make the prepared environment's directory the sandbox user's, for an
+    # image without one.
+    env_root: bool = False
+    # The first request id: the proxy's log names commands by id, and a
+    # setup container's must not be taken for the agent's.
+    first_id: int = 1
+    # Whether the variables that lead commands to the proxy are in the
+    # container's own environment: `docker commit` keeps it, so a setup
+    # container leaves them out and passes them to each command instead.
+    proxy_env: bool = True
+
+
+AGENT = Role()
+
+
 class Egress(Protocol):
     """The sandbox's one way out: a proxy whose socket lives in a volume
     (runner.network.proxy.EgressProxy), with setup's policy until `agent_phase`."""
@@ -405,28 +429,18 @@ class DockerSandbox:
         *,
         image: str,
         job_id: str,
-        # A frozen value: sharing the default is safe.
+        # Frozen values: sharing the defaults is safe.
         limits: Limits = Limits(),
         egress: Egress | None = None,
-        phase: Literal["setup", "agent"] = "agent",
-        env_root: bool = False,
-        first_id: int = 1,
-        proxy_env: bool = True,
+        role: Role = AGENT,
         client: DockerClient | None = None,
     ) -> AsyncIterator[DockerSandbox]:
         """Start a sandbox on `tree` from `image`; remove it when the block ends.
 
         Without `egress` nothing but loopback is reachable; with it,
         commands reach the network through that proxy, which is switched to
-        the agent's policy before the sandbox is handed out unless `phase`
-        is "setup" (a setup container, `runner.sandbox.preparing`).
-        `env_root` makes the prepared environment's directory the sandbox
-        user's, for an image without one. Request ids start at `first_id`
-        (the proxy's log names commands by id: a setup container's must not
-        be taken for the agent's). Without `proxy_env` the variables that
-        lead commands to the proxy are left out of the container's own
-        environment: `docker commit` keeps it, and a setup container passes
-        them to each command instead.
+        the agent's policy before the sandbox is handed out unless `role`
+        is setup's (`Role` says what else that changes).
         """
         if client is None:
             client = await asyncio.to_thread(docker_client)
@@ -434,7 +448,7 @@ class DockerSandbox:
         # Given back when the container is removed (the finalizer), however
         # the run ends.
         loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
-        sandbox = cls(client, container_name(job_id), limits, loan, first_id)
+        sandbox = cls(client, container_name(job_id), limits, loan, role.first_id)
         try:
             await sandbox._create(
                 root,
@@ -442,15 +456,15 @@ class DockerSandbox:
                 job_id=job_id,
                 user=loan.user,
                 egress=egress,
-                proxy_env=proxy_env,
+                proxy_env=role.proxy_env,
             )
             await sandbox._open(egress=egress is not None)
             if egress is not None:
                 # Started before the sandbox, it came up meanwhile.
                 await egress.ready()
-            if env_root:
+            if role.env_root:
                 await sandbox._give_env_root(loan.user)
-            if egress is not None and phase == "agent":
+            if egress is not None and role.phase == "agent":
                 await egress.agent_phase()
             yield sandbox
         finally:

@@ -22,7 +22,7 @@ import logging
 import socket
 import time
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from docker import DockerClient
@@ -30,11 +30,13 @@ from docker.errors import DockerException
 
 from runner.network.relay import proxy_environment
 from runner.sandbox.docker import (
+    AGENT,
     LABEL_OWNER,
     LABEL_STARTED,
     DockerSandbox,
     Egress,
     Limits,
+    Role,
     is_orphan,
     owner_label,
     process_alive,
@@ -58,6 +60,35 @@ _LIMITS = Limits()
 # A setup container's request ids start here, so that the egress proxy's log
 # (which names commands by id) never takes one for the agent's.
 SETUP_FIRST_ID = 1 << 23
+# A setup container: under setup's policy, its commands given the proxy's
+# variables one by one so that the committed image keeps none.
+_SETUP = Role("setup", env_root=True, first_id=SETUP_FIRST_ID, proxy_env=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Starts:
+    """How this job's containers start: the setup one and the agent's differ
+    only in their image and role."""
+
+    client: DockerClient
+    tree: Path
+    job_id: str
+    egress: Egress | None
+    limits: Limits
+
+    def start(
+        self, image: str, role: Role = AGENT
+    ) -> contextlib.AbstractAsyncContextManager[DockerSandbox]:
+        job_id = f"{self.job_id}-setup" if role.phase == "setup" else self.job_id
+        return DockerSandbox.start(
+            self.tree,
+            image=image,
+            job_id=job_id,
+            egress=self.egress,
+            role=role,
+            limits=self.limits,
+            client=self.client,
+        )
 
 
 @contextlib.asynccontextmanager
@@ -79,12 +110,8 @@ async def open_prepared(
     and the job goes on.
     """
     plan = request.plan
-
-    def start(on: str) -> contextlib.AbstractAsyncContextManager[DockerSandbox]:
-        return DockerSandbox.start(
-            tree, image=on, job_id=job_id, egress=egress, limits=limits, client=client
-        )
-
+    starts = _Starts(client, tree, job_id, egress, limits)
+    start = starts.start
     if not plan.steps:
         async with start(image) as box:
             yield Opened(box, SetupOutcome(plan.mode, notes=plan.notes), box.command_text)
@@ -107,9 +134,7 @@ async def open_prepared(
             async with start(entry.reference) as box:
                 yield Opened(box, outcome, box.command_text)
             return
-    setup_box, outcome, prepared = await _set_up(
-        client, tree, base, job_id, request, key, egress, limits
-    )
+    setup_box, outcome, prepared = await _set_up(starts, base, request, key)
     try:
         async with start(prepared) as box:
 
@@ -127,31 +152,13 @@ async def open_prepared(
 
 
 async def _set_up(
-    client: DockerClient,
-    tree: Path,
-    base: str,
-    job_id: str,
-    request: EnvironmentRequest,
-    key: str | None,
-    egress: Egress | None,
-    limits: Limits,
+    starts: _Starts, base: str, request: EnvironmentRequest, key: str | None
 ) -> tuple[DockerSandbox, SetupOutcome, str]:
     """Run the plan in a setup container and commit it; the container (stopped
     and removed, its commands still named), the outcome and the image's id."""
-    async with DockerSandbox.start(
-        tree,
-        image=base,
-        job_id=f"{job_id}-setup",
-        egress=egress,
-        phase="setup",
-        env_root=True,
-        first_id=SETUP_FIRST_ID,
-        # Kept out of the image: each command gets them instead.
-        proxy_env=False,
-        limits=limits,
-        client=client,
-    ) as box:
-        env = proxy_environment() if egress is not None else None
+    client = starts.client
+    async with starts.start(base, _SETUP) as box:
+        env = proxy_environment() if starts.egress is not None else None
         outcome = await run_setup(box, request.plan, env=env)
         # Every process setup started ends with the container.
         await box.stop()
@@ -165,7 +172,7 @@ async def _set_up(
             repository=request.repository or "",
             base_image=base,
             setup=outcome,
-            job=job_id,
+            job=starts.job_id,
             owner=owner_label(),
         )
     if share:
