@@ -149,23 +149,22 @@ class Gate:
         return Access(read=True, write=write)
 
     async def _once(self, key: object, ask: Callable[[], Awaitable[object]]) -> object:
-        """One question to GitHub per key at a time: a page's many requests share it."""
-        pending = self._asking.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-        self._asking[key] = future
-        try:
-            answer = await ask()
-        except BaseException as error:
-            future.set_exception(error)
-            future.exception()  # retrieved: no one else may be waiting
-            raise
-        else:
-            future.set_result(answer)
-            return answer
-        finally:
+        """One question to GitHub per key at a time: a page's many requests share it.
+
+        The question is a task of its own: a visitor who leaves (their request
+        cancelled) does not cancel it for the others waiting on it."""
+        task = self._asking.get(key)
+        if task is None:
+            task = asyncio.ensure_future(ask())
+            self._asking[key] = task
+            task.add_done_callback(lambda done: self._asked(key, done))
+        return await asyncio.shield(task)
+
+    def _asked(self, key: object, task: asyncio.Future[object]) -> None:
+        if self._asking.get(key) is task:
             del self._asking[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: every waiter may have left
 
 
 async def access_to(

@@ -96,3 +96,27 @@ async def test_a_viewer_made_without_a_gate_sees_nothing() -> None:
     access = await access_to(Viewer("alice"), "octo/hello")
 
     assert (access.read, access.write) == (False, False)
+
+
+async def test_a_visitor_who_leaves_does_not_cancel_the_question_others_wait_on() -> None:
+    release = asyncio.Event()
+    asked: list[str] = []
+
+    async def visibility(repository: str, installation_id: int | None) -> Visibility | None:
+        asked.append(repository)
+        await release.wait()
+        return Visibility(7, private=False)
+
+    gate = Gate(visibility, _Writers(), None)
+    anonymous = Viewer(None, gate=gate)
+    leaving = asyncio.create_task(access_to(anonymous, "octo/a"))
+    staying = asyncio.create_task(access_to(anonymous, "octo/a"))
+    await asyncio.sleep(0)
+    leaving.cancel()
+    await asyncio.sleep(0)
+    release.set()
+
+    access = await staying
+    assert (access.read, access.write) == (True, False)
+    assert leaving.cancelled()
+    assert asked == ["octo/a"]
