@@ -6,7 +6,7 @@ Each record is `(at, kind, data)`, `data` a JSON object the queue stores as it i
 
 - `state` {state, conclusion?, error?}: queued, running, finished (written by the
   worker, `state_record`).
-- `turn` {turn, input_tokens, output_tokens, cost_usd, limits}: a model call
+- `turn` {turn, input_tokens, output_tokens, cost_usd, limits, model?}: a model call
   answered. Tokens and cost are the run's so far (subagents and compaction
   included; `cost_usd` None while no call is priced); `limits` what is left of
   each limit the run has: {turns, cost_usd, seconds}.
@@ -145,8 +145,11 @@ class Recorder:
         limits: Limits = Limits(),
         secrets: Sequence[str] = (),
         answers_as_text: bool = False,
+        model: str | None = None,
     ) -> None:
         self._started_at = started_at
+        # The model answering, for the run page's header: the run's, then a fallback's.
+        self._model = model
         # A child streams no deltas to us: its answers are its text.
         self._answers_as_text = answers_as_text
         self._children: dict[int, Recorder] = {}
@@ -199,6 +202,8 @@ class Recorder:
                 "fallback": event.fallback,
             }
             out.append((at, "retry", data))
+            if event.fallback:
+                self._model = event.fallback
         elif isinstance(event, Steered):
             # The person's own words; the model read them quoted as their request.
             data = {"author": event.author, "text": self._string(event.said, limit=None)}
@@ -255,6 +260,7 @@ class Recorder:
             "cost_usd": None if usage.cost_usd is None else round(usage.cost_usd, 6),
             "stop_reason": stop_reason,
             "limits": left,
+            **({"model": self._model} if self._model else {}),
         }
 
     def _result(self, event: ToolFinished) -> dict[str, object]:

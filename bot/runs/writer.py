@@ -91,9 +91,18 @@ class EventWriter:
 
     # -- what the job says (never waits) ------------------------------------------
 
-    def start_run(self, *, started_at: float, limits: Limits, secrets: Sequence[str]) -> None:
+    def start_run(
+        self,
+        *,
+        started_at: float,
+        limits: Limits,
+        secrets: Sequence[str],
+        model: str | None = None,
+    ) -> None:
         """The runner starts: its events become records from now on."""
-        self._recorder = Recorder(started_at=started_at, limits=limits, secrets=secrets)
+        self._recorder = Recorder(
+            started_at=started_at, limits=limits, secrets=secrets, model=model
+        )
 
     def event(self, event: object) -> None:
         """One of the runner's events (ignored before `start_run`)."""

@@ -76,6 +76,7 @@ async def run_live(
                 started_at=services.wall_clock(),
                 limits=Limits(settings.max_turns, settings.max_cost_usd, settings.time_limit),
                 secrets=(spec.token,),
+                model=settings.model,
             )
         result = await services.run_job(
             spec,
