@@ -37,7 +37,7 @@ from runner.network import (
 )
 from runner.run import bounded, elapsed_ms, session_meta
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import open_environment
+from runner.sandbox.factory import SandboxChoice, open_environment
 from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.session import Session, SessionError, SessionStore
@@ -189,11 +189,9 @@ async def run_headless(
         environment = await asyncio.to_thread(environment_for, repo, setting, repository=str(repo))
         network = _plan(request, environment.plan.ecosystems) if docker else None
         sandbox = open_environment(
-            request.sandbox,
+            SandboxChoice(request.sandbox, request.image, image_setting="--image"),
             repo,
             job_id=meta.id,
-            image=request.image,
-            image_setting="--image",
             environment=environment,
             network=network,
             report=report,

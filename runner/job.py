@@ -50,7 +50,7 @@ from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, comme
 from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import open_environment
+from runner.sandbox.factory import SandboxChoice, open_environment
 from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
@@ -295,10 +295,9 @@ async def _sandbox(job: _Job, request: EnvironmentRequest, network: Plan) -> Asy
     environment reused); the job's egress report gets what its proxy refused."""
     spec = job.spec
     async with open_environment(
-        spec.sandbox,
+        SandboxChoice(spec.sandbox, spec.image),
         job.tree,
         job_id=spec.job_id,
-        image=spec.image,
         environment=request,
         network=network,
         report=job.progress.egress,

@@ -18,7 +18,7 @@ from pathlib import Path
 from bench.quality.gitops import apply_patch, patch_paths, restore_paths
 from bench.quality.results import Outcome, parse
 from bench.quality.taskset import Task
-from runner.sandbox.factory import open_sandbox
+from runner.sandbox.factory import SandboxChoice, open_sandbox
 
 __all__ = ["TEST_COMMANDS", "TestRun", "run_hidden_tests"]
 
@@ -65,7 +65,7 @@ async def run_hidden_tests(
 async def _run(task: Task, tree: Path, *, image: str | None, name: str) -> TestRun:
     command = TEST_COMMANDS[task.runner]
     log = tree / _LOG
-    async with open_sandbox("docker", tree, job_id=name, image=image) as box:
+    async with open_sandbox(SandboxChoice("docker", image), tree, job_id=name) as box:
         started = time.monotonic()
         done = await box.run(
             ["bash", "-c", f"{command} >{_LOG} 2>&1"],

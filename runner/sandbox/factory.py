@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from runner.errors import ConfigError
@@ -41,22 +42,30 @@ EGRESS_NETWORKS_VARIABLE = "NEO_EGRESS_NETWORK"
 EGRESS_DNS_VARIABLE = "NEO_EGRESS_DNS"
 
 
+@dataclass(frozen=True, slots=True)
+class SandboxChoice:
+    """The sandbox a run asked for, and the settings its errors name to change it."""
+
+    kind: str  # one of SANDBOXES
+    image: str | None = None  # docker only; None: DEFAULT_IMAGE
+    # Where the image came from: a job's configuration, or `neo run`'s flag.
+    image_setting: str = JOB_IMAGE_SETTINGS
+    # How to choose the docker sandbox instead of a local one that cannot start.
+    local_instead: str = "--sandbox docker"
+
+
 @asynccontextmanager
 async def open_sandbox(
-    kind: str,
+    choice: SandboxChoice,
     tree: Path,
     *,
     job_id: str,
-    image: str | None = None,
     setup: Sequence[str] = (),
     network: Plan | None = None,
     report: EgressReport | None = None,
     setup_timeout: float = SETUP_TIMEOUT,
-    max_job_seconds: float = MAX_JOB_SECONDS,
-    image_setting: str = JOB_IMAGE_SETTINGS,
-    local_instead: str = "--sandbox docker",
 ) -> AsyncIterator[Sandbox]:
-    """The sandbox named `kind` on `tree`, cleaned up when the block ends.
+    """The sandbox `choice` names on `tree`, cleaned up when the block ends.
 
     `setup` commands (the repository's, e.g. installing dependencies) run
     first; a failing one raises SandboxError. `open_environment` says the
@@ -64,35 +73,22 @@ async def open_sandbox(
     """
     request = EnvironmentRequest(explicit_plan(setup, {}, timeout=setup_timeout))
     async with open_environment(
-        kind,
-        tree,
-        job_id=job_id,
-        image=image,
-        environment=request,
-        network=network,
-        report=report,
-        max_job_seconds=max_job_seconds,
-        image_setting=image_setting,
-        local_instead=local_instead,
+        choice, tree, job_id=job_id, environment=request, network=network, report=report
     ) as opened:
         yield opened.box
 
 
 @asynccontextmanager
 async def open_environment(
-    kind: str,
+    choice: SandboxChoice,
     tree: Path,
     *,
     job_id: str,
-    image: str | None = None,
     environment: EnvironmentRequest | None = None,
     network: Plan | None = None,
     report: EgressReport | None = None,
-    max_job_seconds: float = MAX_JOB_SECONDS,
-    image_setting: str = JOB_IMAGE_SETTINGS,
-    local_instead: str = "--sandbox docker",
 ) -> AsyncIterator[Opened]:
-    """The sandbox named `kind` on `tree` with its setup done, cleaned up when the block ends.
+    """The sandbox `choice` names on `tree` with its setup done, cleaned up when the block ends.
 
     In a docker sandbox the environment is the one `environment` asks for
     (`runner.sandbox.preparing`): reused, or set up now. It reaches the
@@ -104,11 +100,12 @@ async def open_environment(
     its commands have the host's network, whatever `network` says.
 
     Raises ConfigError for what the caller can fix (an unknown kind, no
-    Docker engine, an invalid or missing image, named by `image_setting`, a
-    system that cannot isolate the local sandbox: `local_instead` says how
-    to choose the docker sandbox instead), SetupFailed when a repository
-    setup command fails, and SandboxError when starting fails.
+    Docker engine, an invalid or missing image, a system that cannot
+    isolate the local sandbox: each naming the setting of `choice` that
+    changes it), SetupFailed when a repository setup command fails, and
+    SandboxError when starting fails.
     """
+    kind, image, image_setting = choice.kind, choice.image, choice.image_setting
     request = environment or EnvironmentRequest(SetupPlan("off"))
     if kind == "local":
         if image is not None:
@@ -119,7 +116,7 @@ async def open_environment(
                 await box.start()
             except SandboxUnavailable as error:
                 # The system's settings, which the operator can change or avoid.
-                raise ConfigError(refusal(error.reason, local_instead)) from None
+                raise ConfigError(refusal(error.reason, choice.local_instead)) from None
             yield Opened(box, await _local_setup(box, request.plan))
         finally:
             await box.aclose()
@@ -159,9 +156,9 @@ async def open_environment(
     from runner.mcp.container import sweep_mcp
     from runner.network.proxy import EgressProxy, sweep_egress
 
-    await asyncio.to_thread(engine.sweep_orphans, client, max_age=max_job_seconds)
-    await asyncio.to_thread(sweep_egress, client, max_age=max_job_seconds)
-    await asyncio.to_thread(sweep_mcp, client, max_age=max_job_seconds)
+    await asyncio.to_thread(engine.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
+    await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
+    await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
     async with AsyncExitStack() as stack:
         proxy = None
         if network is not None and not network.off:

@@ -33,7 +33,7 @@ from bot.config import RepoConfigError, parse_repo_config
 from bot.config.settings import load_settings
 from bot.intake.triggers import Rules
 from runner.errors import ConfigError
-from runner.sandbox.factory import open_sandbox
+from runner.sandbox.factory import SandboxChoice, open_sandbox
 
 NEO = Path(sys.executable).with_name("neo")
 
@@ -234,7 +234,7 @@ async def test_a_bad_image_reaching_a_jobs_sandbox_names_the_settings(
 ) -> None:
     # What `neo action` passes on from NEO_SANDBOX_IMAGE: checked before the engine.
     with pytest.raises(ConfigError) as raised:
-        async with open_sandbox("docker", tmp_path, job_id="job-1", image=image):
+        async with open_sandbox(SandboxChoice("docker", image), tmp_path, job_id="job-1"):
             pass
 
     message = str(raised.value)

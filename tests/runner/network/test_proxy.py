@@ -30,7 +30,7 @@ from runner.network.accesses import UNKNOWN_COMMAND
 from runner.network.proxy import EGRESS_NETWORK, LABEL_EGRESS, EgressProxy
 from runner.sandbox.base import Sandbox
 from runner.sandbox.docker import LABEL_JOB, DockerSandbox
-from runner.sandbox.factory import open_sandbox
+from runner.sandbox.factory import SandboxChoice, open_sandbox
 from runner.sandbox.preparing import open_prepared
 from runner.sandbox.requests import EnvironmentRequest
 from runner.sandbox.setup_plan import explicit_plan
@@ -405,7 +405,7 @@ async def test_network_off_starts_no_proxy_and_reaches_nothing(
     monkeypatch.setenv("NEO_EGRESS_NETWORK", ",".join(servers.networks))
     report = EgressReport()
     async with open_sandbox(
-        "docker",
+        SandboxChoice("docker"),
         tmp_path,
         job_id=(job_id := unique("test-off")),
         network=plan(OFF, None),
@@ -439,7 +439,7 @@ async def test_open_sandbox_reports_the_refusals_when_the_block_ends(
     report = EgressReport()
     job_id = unique("test-report")
     async with open_sandbox(
-        "docker",
+        SandboxChoice("docker"),
         tmp_path,
         job_id=job_id,
         network=plan(policy_of(["web.test"]), None),
@@ -514,11 +514,12 @@ RUNNER = """
 import asyncio, json, sys
 from pathlib import Path
 from runner.network import plan, policy_of
-from runner.sandbox.factory import open_sandbox
+from runner.sandbox.factory import SandboxChoice, open_sandbox
 
 async def main() -> None:
     job = plan(policy_of(["web.test"]), None)
-    async with open_sandbox("docker", Path(sys.argv[1]), job_id=sys.argv[2], network=job) as box:
+    docker, tree = SandboxChoice("docker"), Path(sys.argv[1])
+    async with open_sandbox(docker, tree, job_id=sys.argv[2], network=job) as box:
         print(json.dumps({"sandbox": box.container}), flush=True)
         await box.run(["sleep", "300"], timeout=600)
 
@@ -559,7 +560,7 @@ async def test_nothing_is_left_running_after_the_runner_is_killed(
     # A restarted worker's next sandbox sweeps what is left (another test may sweep first).
     later = tmp_path / "later"
     later.mkdir()
-    async with open_sandbox("docker", later, job_id="test-egress-after-sigkill"):
+    async with open_sandbox(SandboxChoice("docker"), later, job_id="test-egress-after-sigkill"):
         assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
 
 

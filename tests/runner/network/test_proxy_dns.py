@@ -21,7 +21,12 @@ from docker import DockerClient
 
 from runner.errors import ConfigError
 from runner.network import plan, policy_of
-from runner.sandbox.factory import EGRESS_DNS_VARIABLE, EGRESS_NETWORKS_VARIABLE, open_sandbox
+from runner.sandbox.factory import (
+    EGRESS_DNS_VARIABLE,
+    EGRESS_NETWORKS_VARIABLE,
+    SandboxChoice,
+    open_sandbox,
+)
 from tests.runner.network.conftest import LABEL, address_on, public_network
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 
@@ -128,7 +133,9 @@ async def test_a_listed_name_is_looked_up_and_a_name_nobody_allowed_never_is(
     monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
     secret = f"leak-{secrets.token_hex(4)}.example"
     job = plan(policy_of([LISTED]), None)
-    async with open_sandbox("docker", tmp_path, job_id="test-egress-dns", network=job) as box:
+    async with open_sandbox(
+        SandboxChoice("docker"), tmp_path, job_id="test-egress-dns", network=job
+    ) as box:
 
         async def sh(command: str) -> str:
             done = await box.run(["bash", "-c", command], timeout=60)
@@ -155,7 +162,9 @@ async def test_a_bad_dns_address_is_one_line(
     job = plan(policy_of([LISTED]), None)
 
     with pytest.raises(ConfigError) as raised:
-        async with open_sandbox("docker", tmp_path, job_id="test-egress-bad-dns", network=job):
+        async with open_sandbox(
+            SandboxChoice("docker"), tmp_path, job_id="test-egress-bad-dns", network=job
+        ):
             pass
 
     assert str(raised.value) == "NEO_EGRESS_DNS: 'dns.example' is not an IP address"

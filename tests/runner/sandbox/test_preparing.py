@@ -21,7 +21,7 @@ from docker import DockerClient
 from runner.network import OFF, EgressReport, Plan, plan, policy_of
 from runner.sandbox.base import Sandbox
 from runner.sandbox.docker import LABEL_JOB
-from runner.sandbox.factory import EGRESS_NETWORKS_VARIABLE, open_environment
+from runner.sandbox.factory import EGRESS_NETWORKS_VARIABLE, SandboxChoice, open_environment
 from runner.sandbox.prepared import (
     LABEL_REPOSITORY,
     environment_key,
@@ -115,10 +115,9 @@ async def job(
 ) -> AsyncIterator[Opened]:
     """A job's sandbox as the runner opens it, its egress proxy on the index's network."""
     async with open_environment(
-        "docker",
+        SandboxChoice("docker", image),
         tree,
         job_id=job_id,
-        image=image,
         environment=request,
         network=network,
         report=report,
