@@ -16,7 +16,7 @@ from pathlib import Path
 # diff) runs through its hardened internals.
 from runner import git as host_git
 from runner.fork import ForkStart, checkout_fork_head, squash_onto_base
-from runner.git import MirrorCache, checkout_branch, clone_branch, fetch_pull_request
+from runner.git import Author, MirrorCache, checkout_branch, clone_branch, fetch_pull_request
 from runner.job_spec import JobSpec
 
 __all__ = ["CheckedOut", "check_out", "job_mirrors"]
@@ -97,7 +97,7 @@ async def _start_on_fork(
         number=number,
         url=spec.repo_url,
         token=spec.token,
-        author=(spec.bot_name, spec.bot_email),
+        author=Author(spec.bot_name, spec.bot_email),
     )
     return started.commit, started
 

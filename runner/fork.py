@@ -254,7 +254,7 @@ async def squash_onto_base(
     number: int,
     url: str,
     token: str,
-    author: tuple[str, str],
+    author: host_git.Author,
 ) -> ForkStart:
     """The checked-out branch moved to the merge base of `base` and `head`, plus one commit
     holding the fork's changes but those to CI configuration; the commit, and the
@@ -293,7 +293,7 @@ async def squash_onto_base(
         more = len(left_out) - _NAMED
         named += f" and {more:,} more" if more > 0 else ""
         message += f"\n\nLeft out, as CI configuration from a fork: {named}."
-    commit = await host_git.commit_all(tree, message, author_name=author[0], author_email=author[1])
+    commit = await host_git.commit_all(tree, message, author=author)
     return ForkStart(commit or merge_base, head, left_out)
 
 

@@ -19,7 +19,7 @@ from runner import git as host_git
 from runner.closing import inert_closing_keywords
 from runner.context.prompt import WORKFLOWS_DIR
 from runner.fork import ForkResult, ForkStart, proposed
-from runner.git import DiffStat, GitError, commit_all, diffstat, push
+from runner.git import Author, DiffStat, GitError, commit_all, diffstat, push
 from runner.job_spec import JobSpec
 
 __all__ = ["Committed", "has_changes", "publish"]
@@ -85,8 +85,7 @@ async def publish(
     commit = await commit_all(
         tree,
         message,
-        author_name=spec.bot_name,
-        author_email=spec.bot_email,
+        author=Author(spec.bot_name, spec.bot_email),
         co_authors=co_authors,
         trailers=[("Neo-Run", spec.run_url)] if spec.run_url else [],
         staged=True,

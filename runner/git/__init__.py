@@ -12,6 +12,7 @@ out, `commits.py` stages, commits and pushes.
 
 from runner.git.commits import (
     GENERATED,
+    Author,
     DiffStat,
     FileStat,
     Staged,
@@ -39,6 +40,7 @@ __all__ = [
     "NETWORK_TIMEOUT",
     "RECENT_COMMITS",
     "STALE_STAGING_SECONDS",
+    "Author",
     "DiffStat",
     "FileStat",
     "GitError",

@@ -29,6 +29,7 @@ from runner.git.sanitize import prepare, sanitize
 
 __all__ = [
     "GENERATED",
+    "Author",
     "DiffStat",
     "FileStat",
     "Staged",
@@ -56,6 +57,19 @@ GENERATED = (
 
 
 _IDENTITY = re.compile(r"[^<>\r\n]+ <[^<>\s]+>")
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    """Who a commit is by, as git names them: `name <email>`."""
+
+    name: str
+    email: str
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
 # A trailer git keeps as one: a token of letters, digits and dashes, a value on one line.
 _TRAILER_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 _TRAILER_VALUE = re.compile(r"[^\x00-\x1f\x7f]+")
@@ -200,8 +214,7 @@ async def commit_all(
     tree: Path,
     message: str,
     *,
-    author_name: str,
-    author_email: str,
+    author: Author,
     co_authors: Sequence[str] = (),
     trailers: Sequence[tuple[str, str]] = (),
     staged: bool = False,
@@ -209,17 +222,17 @@ async def commit_all(
 ) -> str | None:
     """Stage every change (deletions included) and commit it; the new sha, or None.
 
-    The commit is authored and committed by `author_name <author_email>` (the
-    bot), with a `Co-authored-by: Name <email>` trailer per co-author and the
-    `trailers` (token, value) after them, e.g. ("Neo-Run", url). No hook
+    The commit is authored and committed by `author` (the bot), with a
+    `Co-authored-by: Name <email>` trailer per co-author and the `trailers`
+    (token, value) after them, e.g. ("Neo-Run", url). No hook
     runs. Repositories embedded in the tree and untracked generated files are
     left out, as by `stage_all`. `staged`: the caller staged with `stage_all`
     (and may have unstaged since): the index is committed as it is.
     """
     if not message.strip():
         raise GitError("the commit message is empty")
-    if not _IDENTITY.fullmatch(f"{author_name} <{author_email}>"):
-        raise GitError(f"not a valid commit identity: {author_name!r} <{author_email}>")
+    if not _IDENTITY.fullmatch(str(author)):
+        raise GitError(f"not a valid commit identity: {author.name!r} <{author.email}>")
     trailer_args: list[str] = []
     for co_author in dict.fromkeys(co_authors):
         if not _IDENTITY.fullmatch(co_author):
@@ -258,8 +271,8 @@ async def commit_all(
         return None
     if differs.code != 1:
         raise GitError(f"git diff failed: {headline(differs.stderr)}")
-    identity = {"GIT_AUTHOR_NAME": author_name, "GIT_AUTHOR_EMAIL": author_email}
-    identity |= {"GIT_COMMITTER_NAME": author_name, "GIT_COMMITTER_EMAIL": author_email}
+    identity = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email}
+    identity |= {"GIT_COMMITTER_NAME": author.name, "GIT_COMMITTER_EMAIL": author.email}
     await run(
         [
             "commit",

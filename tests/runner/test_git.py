@@ -19,6 +19,7 @@ from runner.errors import NeoError
 from runner.git import (
     LOCAL_TIMEOUT,
     STALE_STAGING_SECONDS,
+    Author,
     DiffStat,
     FileStat,
     GitError,
@@ -54,13 +55,12 @@ LEAKS = (
     base64.b64encode(TOKEN.encode()),
 )
 BOT_NAME, BOT_EMAIL = "neo[bot]", "neo-bot@users.noreply.github.com"
+BOT = Author(BOT_NAME, BOT_EMAIL)
 
 
 async def commit(tree: Path, message: str, co_authors: Sequence[str] = ()) -> str | None:
     """commit_all as the bot."""
-    return await commit_all(
-        tree, message, author_name=BOT_NAME, author_email=BOT_EMAIL, co_authors=co_authors
-    )
+    return await commit_all(tree, message, author=BOT, co_authors=co_authors)
 
 
 def git(*args: str, cwd: Path) -> str:
@@ -662,9 +662,7 @@ async def test_a_git_directory_holding_a_fifo_is_refused_before_git_opens_it(
 
     # Were git to open the FIFO, it would block until this timeout and say so.
     with pytest.raises(GitError) as raised:
-        await commit_all(
-            tree, "x", author_name=BOT_NAME, author_email=BOT_EMAIL, timeout=LOCAL_TIMEOUT / 60
-        )
+        await commit_all(tree, "x", author=BOT, timeout=LOCAL_TIMEOUT / 60)
     assert str(raised.value) == f"refusing a working tree whose .git/{name} is a FIFO"
 
 
@@ -696,9 +694,7 @@ async def test_commit_all_of_what_is_staged_leaves_the_rest_out(tree: Path) -> N
     await stage_all(tree)
     (tree / "later.txt").write_text("out\n")
 
-    sha = await commit_all(
-        tree, "Staged only", author_name=BOT_NAME, author_email=BOT_EMAIL, staged=True
-    )
+    sha = await commit_all(tree, "Staged only", author=BOT, staged=True)
 
     assert sha is not None
     listed = git("show", "--name-only", "--format=", "HEAD", cwd=tree).split()
@@ -968,8 +964,7 @@ async def test_commit_all_adds_the_trailers_asked_for_after_the_co_authors(tree:
     await commit_all(
         tree,
         "Fix it",
-        author_name=BOT_NAME,
-        author_email=BOT_EMAIL,
+        author=BOT,
         co_authors=["Mona <mona@example.com>"],
         trailers=[("Neo-Run", url)],
     )
@@ -983,7 +978,6 @@ async def test_commit_all_refuses_a_trailer_that_would_inject_lines(tree: Path) 
         await commit_all(
             tree,
             "x",
-            author_name=BOT_NAME,
-            author_email=BOT_EMAIL,
+            author=BOT,
             trailers=[("Neo-Run", "https://x\nSigned-off-by: eve")],
         )
