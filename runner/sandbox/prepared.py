@@ -36,6 +36,7 @@ __all__ = [
     "LABEL_ENV",
     "Bounds",
     "Entry",
+    "JobImage",
     "commit_environment",
     "environment_key",
     "find_entry",
@@ -80,6 +81,16 @@ class Entry:
         return self.job is not None
 
 
+@dataclass(frozen=True, slots=True)
+class JobImage:
+    """A job's private environment, which no other job reuses: the job, and
+    its runner as `neo.owner` names it (a later prune removes the image once
+    that runner is gone)."""
+
+    job: str
+    owner: str
+
+
 def environment_key(
     *, repository: str, plan: SetupPlan, files: Mapping[str, bytes], base_image: str
 ) -> str:
@@ -122,14 +133,12 @@ def commit_environment(
     client: DockerClient,
     container: str,
     *,
-    key: str | None,
+    key: str | JobImage,
     repository: str,
     base_image: str,
     setup: SetupOutcome,
-    job: str,
-    owner: str,
 ) -> str:
-    """Commit the stopped setup `container`: entry `key`, or with None the job's private image.
+    """Commit the stopped setup `container`: the entry `key` names, or a job's private image.
 
     Its id. Only the container's own layer is kept: the tree (a bind mount),
     home and /tmp (tmpfs) are not in it.
@@ -141,11 +150,11 @@ def commit_environment(
         LABEL_CREATED: str(int(time.time())),
         LABEL_SETUP: _setup_label(setup),
     }
-    if key is None:
-        labels |= {LABEL_JOB: job, LABEL_OWNER: owner}
+    if isinstance(key, JobImage):
+        labels |= {LABEL_JOB: key.job, LABEL_OWNER: key.owner}
+        tag = f"job-{container}"
     else:
-        labels[LABEL_KEY] = key
-    tag = key or f"job-{container}"
+        labels[LABEL_KEY] = tag = key
     done = client.api.commit(container, repository=ENV_REPOSITORY, tag=tag, conf={"Labels": labels})
     return str(done["Id"])
 

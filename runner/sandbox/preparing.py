@@ -43,6 +43,7 @@ from runner.sandbox.docker import (
 )
 from runner.sandbox.prepared import (
     Entry,
+    JobImage,
     commit_environment,
     environment_key,
     find_entry,
@@ -168,12 +169,10 @@ async def _set_up(
             commit_environment,
             client,
             box.container,
-            key=key if share else None,
+            key=key if share and key is not None else JobImage(starts.job_id, owner_label()),
             repository=request.repository or "",
             base_image=base,
             setup=outcome,
-            job=starts.job_id,
-            owner=owner_label(),
         )
     if share:
         # Bounds hold after each new entry; the engine is shared, so a prune

@@ -14,7 +14,7 @@ from docker import DockerClient
 from docker.errors import ImageNotFound
 
 from bot.cli.main import main
-from runner.sandbox.prepared import commit_environment, list_entries
+from runner.sandbox.prepared import JobImage, commit_environment, list_entries
 from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE, docker_client
 
@@ -50,12 +50,12 @@ def make_entry(client: DockerClient, repository: str, *, key: str | None, owner:
         return commit_environment(
             client,
             container["Id"],
-            key=key,
+            key=key
+            if key is not None
+            else JobImage("job-test", owner or f"{socket.gethostname()}:1"),
             repository=repository,
             base_image=str(client.images.get(SANDBOX_IMAGE).id),
             setup=SETUP,
-            job="job-test",
-            owner=owner or f"{socket.gethostname()}:1",
         )
     finally:
         client.api.remove_container(container["Id"], force=True)
