@@ -113,6 +113,7 @@ def watchers(args: argparse.Namespace) -> None:
     with contextlib.ExitStack() as stack:
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         github = stack.enter_context(FakeGitHub(slug="neo"))
+        github.install(42, "octo", ["public"])  # make_request's installation
         github.set_public(REPOSITORY)
         env = serve_env(github, scratch / "data")
         server = stack.enter_context(neo_serve(env, scratch / "serve.log"))
@@ -126,6 +127,8 @@ def watchers(args: argparse.Namespace) -> None:
         time.sleep(1)
         idle_rss, idle_cpu = _window(pid, args.seconds)
         rate, p50, p99 = _intake(server.url, args.seconds)
+        # What the intake's load left grown is no watcher's: the baseline is after it.
+        idle_rss = _status(pid, "VmRSS")
         clients = subprocess.Popen(
             [
                 sys.executable,

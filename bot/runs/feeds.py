@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import deque
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from bot.runs.view import Record
@@ -27,6 +27,8 @@ KEPT = 2000
 READ_WAIT = 5.0
 # Seconds a feed's reader waits after the queue failed it.
 RETRY = 1.0
+# Records whose SSE message is kept to be sent to every watcher.
+SHARED = 10_000
 
 
 class RunLogReader(Protocol):
@@ -52,6 +54,20 @@ class Feeds:
     def __init__(self, log: RunLogReader) -> None:
         self._log = log
         self._feeds: dict[int, _Feed] = {}
+        self._shared: OrderedDict[tuple[int, int], bytes] = OrderedDict()
+
+    def shared(self, record: Record, make: Callable[[Record], bytes]) -> bytes:
+        """`make(record)`, made once for every watcher of the record's job (the last
+        SHARED records); a `truncated` record, which the queue updates, each time."""
+        if record.kind == "truncated":
+            return make(record)
+        key = (record.job_id, record.seq)
+        made = self._shared.get(key)
+        if made is None:
+            made = self._shared[key] = make(record)
+            if len(self._shared) > SHARED:
+                self._shared.popitem(last=False)
+        return made
 
     @property
     def readers(self) -> int:

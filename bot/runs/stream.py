@@ -64,23 +64,33 @@ async def stream(
     job = await jobs.get(job_id)
     ended = job is None or job.state in FINAL_STATES
     yield b"retry: 2000\n\n"
+    # The queue is read until the stream has caught up, and once more when the job
+    # has ended; in between, the job's feed, which every watcher shares.
+    behind = True
     while not closing.is_set():
-        batch = await log.events_after(job_id, last, limit=BATCH)
-        if not batch:
-            if ended:
+        if behind:
+            batch = await log.events_after(job_id, last, limit=BATCH)
+            behind = len(batch) == BATCH
+            if not batch and ended:
                 break
+        else:
             batch = await _wait(feeds, job_id, last, keepalive, closing)
-        if closing.is_set():
-            break
-        if not batch:
-            yield b": keepalive\n\n"
-            job = await jobs.get(job_id)
-            ended = job is None or job.state in FINAL_STATES
-            continue
+            if closing.is_set():
+                break
+            if not batch:
+                yield b": keepalive\n\n"
+                job = await jobs.get(job_id)
+                ended = behind = job is None or job.state in FINAL_STATES
+                continue
+        # One write for what came together: a watcher costs one send a flush.
+        sent = []
         for record in batch:
             last = record.seq
             ended = ended or (record.kind == "state" and ended_state(record.data) is not None)
-            yield message(record)
+            sent.append(feeds.shared(record, message))
+        if sent:
+            yield b"".join(sent)
+        behind = behind or ended
     if not closing.is_set():
         yield b"event: end\ndata: {}\n\n"
 

@@ -26,7 +26,9 @@ async def queue(tmp_path: Path) -> AsyncIterator[JobQueue]:
 
 
 async def _read(body: AsyncIterator[bytes]) -> list[bytes]:
-    return [chunk async for chunk in body]
+    """The stream's messages, each with its blank line."""
+    sent = b"".join([chunk async for chunk in body])
+    return [message + b"\n\n" for message in sent.split(b"\n\n") if message]
 
 
 async def test_the_stream_resumes_after_the_id_given_and_ends_after_the_finished_record(
