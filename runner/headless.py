@@ -183,47 +183,64 @@ async def run_headless(
             replace(meta, openai_auth=auth if auth != "api_key" else None),
             previous,
         )
-        docker = request.sandbox == "docker"
-        report = EgressReport()
-        setting = None if docker and request.setup == "auto" else ()
-        environment = await asyncio.to_thread(environment_for, repo, setting, repository=str(repo))
-        network = _plan(request, environment.plan.ecosystems) if docker else None
-        sandbox = open_environment(
-            SandboxChoice(request.sandbox, request.image, image_setting="--image"),
-            repo,
-            job_id=meta.id,
-            environment=environment,
-            network=network,
-            report=report,
-        )
-        # The MCP servers start with the sandbox, on this host; a URL server's host
-        # is within the run's network whichever sandbox runs the commands.
-        policy = (network or _plan(request, environment.plan.ecosystems)).agent
-        gateway: Gateway | None = None
-        try:
-            async with (
-                open_gateway(request.mcp, policy, job_id=meta.id) as gateway,
-                sandbox as opened,
-            ):
-                facts = Environment(
-                    is_git_repo=find_git_root(repo) is not None,
-                    # The local sandbox enforces nothing: its commands have the network.
-                    network=True if network is None else access_of(network.agent),
-                    setup=opened.setup if docker else None,
-                )
-                if gateway is not None:
-                    await gateway.ready()
-                result = await _run_agent(
-                    request, kit, opened.box, session, on_event, stop, started, facts, gateway
-                )
-                if gateway is not None:
-                    gateway.close_soon()  # the servers stop while the sandbox is removed
-        except (SandboxError, McpRequired) as error:
-            result = failed(error, started)
-            return result if gateway is None else replace(result, mcp=gateway.report())
-        if gateway is not None:
-            result = replace(result, mcp=gateway.report())
-        return replace(result, blocked=report.blocked, setup=facts.setup) if docker else result
+        return await _run_in_sandbox(_Run(request, kit, session, on_event, stop, started))
+
+
+async def _run_in_sandbox(it: _Run) -> RunResult:
+    """The run in the sandbox it asked for, beside its MCP servers, with what they reported."""
+    request, started = it.request, it.started
+    repo, job_id = Path(it.session.meta.cwd), it.session.meta.id
+    docker = request.sandbox == "docker"
+    report = EgressReport()
+    setting = None if docker and request.setup == "auto" else ()
+    environment = await asyncio.to_thread(environment_for, repo, setting, repository=str(repo))
+    network = _plan(request, environment.plan.ecosystems) if docker else None
+    sandbox = open_environment(
+        SandboxChoice(request.sandbox, request.image, image_setting="--image"),
+        repo,
+        job_id=job_id,
+        environment=environment,
+        network=network,
+        report=report,
+    )
+    # The MCP servers start with the sandbox, on this host; a URL server's host
+    # is within the run's network whichever sandbox runs the commands.
+    policy = (network or _plan(request, environment.plan.ecosystems)).agent
+    gateway: Gateway | None = None
+    try:
+        async with (
+            open_gateway(request.mcp, policy, job_id=job_id) as gateway,
+            sandbox as opened,
+        ):
+            facts = Environment(
+                is_git_repo=find_git_root(repo) is not None,
+                # The local sandbox enforces nothing: its commands have the network.
+                network=True if network is None else access_of(network.agent),
+                setup=opened.setup if docker else None,
+            )
+            if gateway is not None:
+                await gateway.ready()
+            result = await _run_agent(it, opened.box, facts, gateway)
+            if gateway is not None:
+                gateway.close_soon()  # the servers stop while the sandbox is removed
+    except (SandboxError, McpRequired) as error:
+        result = failed(error, started)
+        return result if gateway is None else replace(result, mcp=gateway.report())
+    if gateway is not None:
+        result = replace(result, mcp=gateway.report())
+    return replace(result, blocked=report.blocked, setup=facts.setup) if docker else result
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """What one `neo run` holds from its start to its result."""
+
+    request: RunRequest
+    kit: RunKit
+    session: RunSession
+    on_event: Callable[[Event], None] | None
+    stop: asyncio.Event | None
+    started: float  # time.monotonic() as the run began
 
 
 def _plan(request: RunRequest, ecosystems: Sequence[str]) -> Plan:
@@ -248,28 +265,21 @@ def _resumed(settings: RunSettings, previous: Session | None) -> RunSettings:
 
 
 async def _run_agent(
-    request: RunRequest,
-    kit: RunKit,
-    box: Sandbox,
-    session: RunSession,
-    on_event: Callable[[Event], None] | None,
-    stop: asyncio.Event | None,
-    started: float,
-    environment: Environment,
-    gateway: Gateway | None = None,
+    it: _Run, box: Sandbox, environment: Environment, gateway: Gateway | None = None
 ) -> RunResult:
+    request, kit, session = it.request, it.kit, it.session
     repo = Path(session.meta.cwd)
     # The prompt is all the requester's own: its `$name` invokes a skill.
     found = await asyncio.to_thread(tree_skills, find_git_root(repo) or repo)
     skills = run_skills(found, request=request.prompt, disabled=kit.settings.disabled_skills)
     briefing = Briefing(project_context(repo), skills, environment)
-    run = kit.start(box, session, briefing, on_event=on_event, mcp=gateway)
+    run = kit.start(box, session, briefing, on_event=it.on_event, mcp=gateway)
     error: NeoError | None = None
     try:
         error = await bounded(
             run.send(skills.first_message(request.prompt)),
             time_limit=kit.settings.time_limit,
-            stop=stop,
+            stop=it.stop,
             stopped="interrupted",
             timed_out="the run did not finish within {limit:g}s (--timeout)",
         )
@@ -294,7 +304,7 @@ async def _run_agent(
         usage=run.usage,
         cost_usd=kit.cost(),
         unpriced=kit.unpriced(),
-        duration_ms=elapsed_ms(started),
+        duration_ms=elapsed_ms(it.started),
         session_id=session.meta.id,
         model_calls=kit.ledger.calls,
     )
