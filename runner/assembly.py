@@ -211,7 +211,6 @@ class RunKit:
             ),
             system=system,
             budget=self.budget,
-            max_turns=settings.max_turns,
             previous=session.previous,
             effort=settings.effort,
             steering=steering,
@@ -310,19 +309,18 @@ def make_agent(
     *,
     system: SystemPrompt,
     budget: RunBudget,
-    max_turns: int,
     previous: Session | None = None,
     effort: Effort | None = None,
     steering: Steering | None = None,
 ) -> Agent:
-    """The agent with `tools`, continuing `previous`'s conversation, within `budget`,
-    told between turns what `steering` has for it."""
+    """The agent with `tools`, continuing `previous`'s conversation, within `budget`
+    (its turns too), told between turns what `steering` has for it."""
     return Agent(
         # The prompt cache kept an hour once the run waited minutes on a command.
         LongCacheAfterGaps(provider),
         tools=tools,
         system=system,
-        max_turns=max_turns,
+        max_turns=budget.max_turns,
         messages=previous.messages if previous else (),
         usage=previous.meta.usage if previous else None,
         # A saved conversation that is already large is compacted before the

@@ -59,6 +59,11 @@ class RunBudget:
         self._warn_at = warn_at
         self._told: set[str] = set()
 
+    @property
+    def max_turns(self) -> int:
+        """The model calls the run may make."""
+        return self._max_turns
+
     def before_call(self, turn: int, spent: Usage, prompt_tokens: int) -> None:
         """MaxCost when the ledger could not pay for call `turn`, its prompt about
         `prompt_tokens` long, writing even the least useful answer."""

@@ -155,7 +155,6 @@ async def _agent_run(
         agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
         budget=RunBudget(max_turns=max_turns),
-        max_turns=max_turns,
     )
     meta = session_meta(None, new_id=store.new_id(), provider="anthropic", model=MODEL, cwd="/t")
     on_event = events.append if events is not None else None

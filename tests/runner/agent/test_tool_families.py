@@ -31,7 +31,6 @@ async def run_once(provider: ScriptedProvider, tree: Path, prompt: str) -> Agent
         agent_tools(provider.model, box),
         system=SystemPrompt(("You are a test.",)),
         budget=RunBudget(max_turns=5),
-        max_turns=5,
     )
     try:
         await agent.send(prompt)
