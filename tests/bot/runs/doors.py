@@ -1,5 +1,7 @@
-"""A stand-in for sign-in and access until bot/runs/access.py lands (h28c): the
-viewer is a cookie, access a table. TEMPORARY: the final tests use the real one."""
+"""A table's door for the pages' own behaviours (what a reader, a writer, a stranger and
+an anonymous visitor get): the viewer is a cookie, access a table. GitHub's door
+(bot/runs/door.py, sign-in through OAuth) is tested in test_door.py, test_served.py
+and, with the pages in Debian's chromium, test_page_serve.py."""
 
 from __future__ import annotations
 

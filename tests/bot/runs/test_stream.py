@@ -14,6 +14,7 @@ from bot.queue import JobQueue, SqliteQueue
 from bot.runs.feeds import Feeds
 from bot.runs.stream import stream
 from tests.bot.queue.factories import enqueue_one
+from tests.bot.runs.test_feeds import Counted
 
 
 @pytest.fixture
@@ -64,4 +65,23 @@ async def test_a_server_closing_ends_every_stream_at_once(queue: JobQueue) -> No
     closing.set()
     chunks = await asyncio.wait_for(reading, 5)
     assert chunks == [b"retry: 2000\n\n"]
+    await feeds.close()
+
+
+async def test_a_caught_up_stream_waits_on_its_feed_not_the_queue(queue: JobQueue) -> None:
+    job = await enqueue_one(queue, "d1")
+    assert await queue.claim("w", 60) is not None
+    counted = Counted(queue)
+    feeds = Feeds(counted)
+    reading = asyncio.create_task(
+        _read(stream(counted, feeds, queue, job, 0, asyncio.Event(), keepalive=600))
+    )
+    for n in range(10):
+        await queue.append_events(job, [(time.time(), "text", {"text": str(n)})])
+        await asyncio.sleep(0.05)
+    await queue.append_events(job, [(time.time(), "state", {"state": "finished"})])
+    chunks = await asyncio.wait_for(reading, 10)
+    assert len([c for c in chunks if c.startswith(b"id: ")]) == 11
+    # Once to catch up, once after the finished record: never once a record.
+    assert counted.reads == 2
     await feeds.close()
