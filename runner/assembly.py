@@ -120,6 +120,9 @@ class RunSession:
     store: SessionStore
     meta: SessionMeta
     previous: Session | None = None
+    # A job's session, under its open mark: as `AgentRun` has it, once the
+    # agent compacts, the file keeps its last save.
+    hold_after_compaction: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,16 +164,15 @@ class RunKit:
         on_event: Callable[[Event], None] | None = None,
         tools: Sequence[Tool] = (),
         mcp: Gateway | None = None,
-        hold_after_compaction: bool = False,
         steering: Steering | None = None,
     ) -> AgentRun:
         """The agent on `box`, continuing `session`, recorded into it.
 
         `tools` are a kind of job's own (a review's); `mcp` the gateway whose
         servers' tools the agent gets, once it is ready (`runner.mcp.run`);
-        `hold_after_compaction` as `AgentRun` has it; `steering` what people
-        watching the run tell it between turns. The invoked skills'
-        notice is the first event, then the servers the gateway left out.
+        `steering` what people watching the run tell it between turns. The
+        invoked skills' notice is the first event, then the servers the
+        gateway left out.
         """
         settings, skills = self.settings, briefing.skills
         supervisor = None
@@ -220,7 +222,7 @@ class RunKit:
             session.store,
             meta,
             on_event=on_event,
-            hold_after_compaction=hold_after_compaction,
+            hold_after_compaction=session.hold_after_compaction,
             ledger=self.ledger,
         )
         if skills.invoked and on_event is not None:

@@ -338,7 +338,6 @@ async def _run_agent(
         on_event=observe,
         tools=(ReviewCommentTool(progress.review),) if progress.review else (),
         mcp=gateway,
-        hold_after_compaction=True,
         steering=job.steering,
     )
     progress.run = agent_run

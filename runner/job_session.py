@@ -61,7 +61,7 @@ def open_session(
         cwd=str(tree),
     )
     meta = start_job(Session(meta, previous.messages if previous else ()), spec.job_id).meta
-    return RunSession(store, meta, previous)
+    return RunSession(store, meta, previous, hold_after_compaction=True)
 
 
 def drops_last_job(session: Session, job_id: str) -> bool:
