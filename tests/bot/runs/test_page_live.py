@@ -167,3 +167,27 @@ async def test_the_list_shows_only_the_runs_the_viewer_may_see(page: Page, live:
     assert await page.locator(f'a[href="/runs/{public}"]').count() == 0
     end(live, public)
     end(live, private)
+
+
+async def test_the_page_has_landmarks_works_by_keyboard_and_fits_a_phone(
+    page: Page, live: Live
+) -> None:
+    job = start(live)
+    long = "x" * 400  # one unbreakable line, as a path or a hash can be
+    append(live, job, *turn(1), ("text", {"text": long}))
+    await page.set_viewport_size({"width": 390, "height": 800})
+    await page.goto(f"{live.url}/runs/{job}")
+    await expect(page.get_by_role("banner")).to_have_count(1)
+    await expect(page.get_by_role("main")).to_have_count(1)
+    await expect(page.get_by_role("log")).to_have_count(1)
+    # Nothing wider than the phone: long lines wrap or scroll in their own box.
+    assert await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # The skip link first, then into the transcript by keyboard: a call opens with Enter.
+    await page.keyboard.press("Tab")
+    await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
+    call = page.locator("details.call").first
+    await call.locator("summary").focus()
+    await page.keyboard.press("Enter")
+    await expect(call).to_have_attribute("open", "")
+    await expect(call.locator("pre.out")).to_have_text("1 passed")
+    end(live, job)
