@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from playwright.async_api import Page, expect
 
@@ -191,3 +192,24 @@ async def test_the_page_has_landmarks_works_by_keyboard_and_fits_a_phone(
     await expect(call).to_have_attribute("open", "")
     await expect(call.locator("pre.out")).to_have_text("1 passed")
     end(live, job)
+
+
+async def test_a_reconnect_with_last_event_id_resumes_after_it(live: Live) -> None:
+    job = start(live)
+    append(live, job, *turn(1))
+    end(live, job)
+    url = f"{live.url}/runs/{job}/events?after=1"
+    async with httpx.AsyncClient(timeout=20) as client:
+        resumed = await client.get(url, headers={"last-event-id": "3"})
+        fresh = await client.get(url)
+    ids = [int(line[4:]) for line in resumed.text.splitlines() if line.startswith("id: ")]
+    assert ids == [4, 5, 6]  # the call, its result, the finished record
+    assert [int(line[4:]) for line in fresh.text.splitlines() if line.startswith("id: ")] == [
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
+    assert resumed.headers["content-type"].startswith("text/event-stream")
+    assert resumed.text.endswith("event: end\ndata: {}\n\n")
