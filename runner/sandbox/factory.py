@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runner.errors import ConfigError
 from runner.network import EgressReport, Plan
@@ -22,6 +23,9 @@ from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_plan import SetupOutcome, SetupPlan, StepOutcome, explicit_plan
 from runner.sandbox.setup_run import SetupFailed, output_tail
 from runner.text import one_line
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 SANDBOXES = ("local", "docker")
 DEFAULT_IMAGE = "neo-sandbox:local"
@@ -105,60 +109,41 @@ async def open_environment(
     changes it), SetupFailed when a repository setup command fails, and
     SandboxError when starting fails.
     """
-    kind, image, image_setting = choice.kind, choice.image, choice.image_setting
     request = environment or EnvironmentRequest(SetupPlan("off"))
-    if kind == "local":
-        if image is not None:
-            raise ConfigError("--image applies to --sandbox docker only")
-        box = LocalSandbox(tree)
-        try:
-            try:
-                await box.start()
-            except SandboxUnavailable as error:
-                # The system's settings, which the operator can change or avoid.
-                raise ConfigError(refusal(error.reason, choice.local_instead)) from None
-            yield Opened(box, await _local_setup(box, request.plan))
-        finally:
-            await box.aclose()
+    if choice.kind == "local":
+        async with _open_local(choice, tree, request) as opened:
+            yield opened
         return
-    if kind != "docker":
-        raise ConfigError(f"unknown sandbox {kind!r} (--sandbox: {', '.join(SANDBOXES)})")
-    name = image or DEFAULT_IMAGE
+    if choice.kind != "docker":
+        raise ConfigError(f"unknown sandbox {choice.kind!r} (--sandbox: {', '.join(SANDBOXES)})")
+    async with _open_docker(choice, tree, job_id, request, network, report) as opened:
+        yield opened
+
+
+@asynccontextmanager
+async def _open_docker(
+    choice: SandboxChoice,
+    tree: Path,
+    job_id: str,
+    request: EnvironmentRequest,
+    network: Plan | None,
+    report: EgressReport | None,
+) -> AsyncIterator[Opened]:
+    """The docker sandbox on `tree`, behind its egress proxy: `open_environment` says it."""
+    name = choice.image or DEFAULT_IMAGE
     # Before the engine: it answers a malformed name with an HTTP 400, not a reason.
     problem = image_problem(name)
     if problem is not None:
-        raise ConfigError(f"{image_setting}: {problem}")
+        raise ConfigError(f"{choice.image_setting}: {problem}")
     dns = egress_dns() if network is not None and not network.off else ()
 
     # The docker SDK loads only for runs that use it.
-    from docker.errors import DockerException, ImageNotFound
+    from docker.errors import DockerException
 
-    from runner.sandbox import docker as engine
+    from runner.network.proxy import EgressProxy
     from runner.sandbox.preparing import open_prepared
 
-    try:
-        client = await asyncio.to_thread(engine.docker_client)
-        await asyncio.to_thread(client.ping)
-    except (SandboxError, DockerException) as error:
-        raise ConfigError(
-            f"docker is not reachable ({one_line(error)}); start dockerd or use --sandbox local"
-        ) from None
-    try:
-        await asyncio.to_thread(client.images.get, name)
-    except ImageNotFound:
-        # Never pulled: jobs run only images built or loaded on this host.
-        raise ConfigError(
-            f"sandbox image {name} not found locally (build it with scripts/build-images, "
-            f"or choose another with {image_setting})"
-        ) from None
-    except DockerException as error:
-        raise SandboxError(f"cannot inspect sandbox image {name}: {one_line(error)}") from None
-    from runner.mcp.container import sweep_mcp
-    from runner.network.proxy import EgressProxy, sweep_egress
-
-    await asyncio.to_thread(engine.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
-    await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
-    await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
+    client = await _engine(name, choice.image_setting)
     async with AsyncExitStack() as stack:
         proxy = None
         if network is not None and not network.off:
@@ -186,6 +171,56 @@ async def open_environment(
                 # Once the sandbox is gone its last requests are in the log.
                 await stack.aclose()
                 report.blocked = proxy.blocked(opened.command_text)
+
+
+@asynccontextmanager
+async def _open_local(
+    choice: SandboxChoice, tree: Path, request: EnvironmentRequest
+) -> AsyncIterator[Opened]:
+    """The local sandbox on `tree`, the repository's own setup commands run."""
+    if choice.image is not None:
+        raise ConfigError("--image applies to --sandbox docker only")
+    box = LocalSandbox(tree)
+    try:
+        try:
+            await box.start()
+        except SandboxUnavailable as error:
+            # The system's settings, which the operator can change or avoid.
+            raise ConfigError(refusal(error.reason, choice.local_instead)) from None
+        yield Opened(box, await _local_setup(box, request.plan))
+    finally:
+        await box.aclose()
+
+
+async def _engine(image: str, image_setting: str) -> DockerClient:
+    """The Docker engine, reachable and holding `image`, swept of what crashed runs left."""
+    from docker.errors import DockerException, ImageNotFound
+
+    from runner.mcp.container import sweep_mcp
+    from runner.network.proxy import sweep_egress
+    from runner.sandbox import docker as engine
+
+    try:
+        client = await asyncio.to_thread(engine.docker_client)
+        await asyncio.to_thread(client.ping)
+    except (SandboxError, DockerException) as error:
+        raise ConfigError(
+            f"docker is not reachable ({one_line(error)}); start dockerd or use --sandbox local"
+        ) from None
+    try:
+        await asyncio.to_thread(client.images.get, image)
+    except ImageNotFound:
+        # Never pulled: jobs run only images built or loaded on this host.
+        raise ConfigError(
+            f"sandbox image {image} not found locally (build it with scripts/build-images, "
+            f"or choose another with {image_setting})"
+        ) from None
+    except DockerException as error:
+        raise SandboxError(f"cannot inspect sandbox image {image}: {one_line(error)}") from None
+    await asyncio.to_thread(engine.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
+    await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
+    await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
+    return client
 
 
 async def _local_setup(box: LocalSandbox, plan: SetupPlan) -> SetupOutcome:
