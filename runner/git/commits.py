@@ -59,6 +59,10 @@ GENERATED = (
 _IDENTITY = re.compile(r"[^<>\r\n]+ <[^<>\s]+>")
 
 
+# No hook, no signing key: the commit is the bot's, made the same way on any host.
+_COMMIT = ("commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=strip")
+
+
 @dataclass(frozen=True, slots=True)
 class Author:
     """Who a commit is by, as git names them: `name <email>`."""
@@ -233,15 +237,7 @@ async def commit_all(
         raise GitError("the commit message is empty")
     if not _IDENTITY.fullmatch(str(author)):
         raise GitError(f"not a valid commit identity: {author.name!r} <{author.email}>")
-    trailer_args: list[str] = []
-    for co_author in dict.fromkeys(co_authors):
-        if not _IDENTITY.fullmatch(co_author):
-            raise GitError(f"not a valid co-author (Name <email>): {co_author!r}")
-        trailer_args += ["--trailer", f"Co-authored-by: {co_author}"]
-    for token, value in trailers:
-        if not _TRAILER_TOKEN.fullmatch(token) or not _TRAILER_VALUE.fullmatch(value):
-            raise GitError(f"not a valid trailer: {token!r}: {value!r}")
-        trailer_args += ["--trailer", f"{token}: {value}"]
+    trailer_args = _trailer_args(co_authors, trailers)
     git_dir, embedded = await prepare(tree)
 
     async def run(
@@ -273,20 +269,23 @@ async def commit_all(
         raise GitError(f"git diff failed: {headline(differs.stderr)}")
     identity = {"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email}
     identity |= {"GIT_COMMITTER_NAME": author.name, "GIT_COMMITTER_EMAIL": author.email}
-    await run(
-        [
-            "commit",
-            "--quiet",
-            "--no-verify",
-            "--no-gpg-sign",
-            "--cleanup=strip",
-            "--message",
-            message,
-            *trailer_args,
-        ],
-        env=identity,
-    )
+    await run([*_COMMIT, "--message", message, *trailer_args], env=identity)
     return (await run(["rev-parse", "HEAD"])).text
+
+
+def _trailer_args(co_authors: Sequence[str], trailers: Sequence[tuple[str, str]]) -> list[str]:
+    """git commit's `--trailer` arguments: a co-author's each, then the `trailers`;
+    GitError for one that is not a single well-formed line."""
+    args: list[str] = []
+    for co_author in dict.fromkeys(co_authors):
+        if not _IDENTITY.fullmatch(co_author):
+            raise GitError(f"not a valid co-author (Name <email>): {co_author!r}")
+        args += ["--trailer", f"Co-authored-by: {co_author}"]
+    for token, value in trailers:
+        if not _TRAILER_TOKEN.fullmatch(token) or not _TRAILER_VALUE.fullmatch(value):
+            raise GitError(f"not a valid trailer: {token!r}: {value!r}")
+        args += ["--trailer", f"{token}: {value}"]
+    return args
 
 
 def _parse_numstat(output: bytes) -> tuple[FileStat, ...]:
