@@ -62,6 +62,11 @@ async def test_a_running_jobs_records_appear_in_order_as_they_are_written(
     end(live, job)
     await expect(page.locator("[data-field=live]")).to_have_text("The run has ended.")
     await expect(page.locator("[data-field=state]")).to_have_text("succeeded")
+    # Reloaded, the ended run is a static page: all of it, and no script to stream more.
+    await page.reload()
+    assert await page.locator("script").count() == 0
+    await expect(page.locator("details.call")).to_have_count(3)
+    await expect(page.locator(".static-note")).to_be_visible()
 
 
 async def test_a_reload_mid_run_resumes_with_no_gap_and_no_duplicate(
