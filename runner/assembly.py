@@ -175,43 +175,19 @@ class RunKit:
         gateway left out.
         """
         settings, skills = self.settings, briefing.skills
-        supervisor = None
-        if settings.subagents.enabled:
-            supervisor = Supervisor(
-                settings.subagents,
-                self.children,
-                effort=settings.effort,
-                placement=Placement(session.store, session.meta.id),
-            )
         meta = session.meta
         meta = replace(meta, skills=tuple(dict.fromkeys((*meta.skills, *skills.names))))
-        edit_tool, shell_tool = editing_tools(self.provider.model)
-        environment = replace(
-            briefing.environment,
-            workdir=box.root,
-            max_turns=settings.max_turns,
-            time_limit=settings.time_limit,
-        )
-        system = build_system_prompt(
-            project=briefing.project,
-            environment=environment,
-            skills=skills.catalog,
-            extra=briefing.extra,
-            edit_tool=edit_tool,
-            shell_tool=shell_tool,
-            family=family_segment(self.provider.model),
-        )
         agent = make_agent(
             self.provider,
             agent_tools(
                 self.provider.model,
                 box,
                 skills.discovery.skills,
-                supervisor,
+                self._supervisor(session),
                 tools,
                 mcp=mcp.tools if mcp is not None else (),
             ),
-            system=system,
+            system=self._system_prompt(box, briefing),
             budget=self.budget,
             previous=session.previous,
             effort=settings.effort,
@@ -231,6 +207,39 @@ class RunKit:
         if notice is not None and on_event is not None:
             on_event(notice)
         return run
+
+    def _supervisor(self, session: RunSession) -> Supervisor | None:
+        """What runs the agent's subagents, their sessions beside `session`; None: none."""
+        settings = self.settings
+        if not settings.subagents.enabled:
+            return None
+        return Supervisor(
+            settings.subagents,
+            self.children,
+            effort=settings.effort,
+            placement=Placement(session.store, session.meta.id),
+        )
+
+    def _system_prompt(self, box: Sandbox, briefing: Briefing) -> SystemPrompt:
+        """The system prompt of the agent on `box`: `briefing`, the run's limits, the
+        model's editing tools and its family's segment."""
+        model, settings = self.provider.model, self.settings
+        edit_tool, shell_tool = editing_tools(model)
+        environment = replace(
+            briefing.environment,
+            workdir=box.root,
+            max_turns=settings.max_turns,
+            time_limit=settings.time_limit,
+        )
+        return build_system_prompt(
+            project=briefing.project,
+            environment=environment,
+            skills=briefing.skills.catalog,
+            extra=briefing.extra,
+            edit_tool=edit_tool,
+            shell_tool=shell_tool,
+            family=family_segment(model),
+        )
 
     def cost(self) -> float | None:
         """What the run's model calls cost, all told; None when none had a price."""
