@@ -83,6 +83,9 @@ REFRESH_MARGIN: Final = timedelta(minutes=1)
 
 _KEY_SETTINGS = "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH"
 _CREDENTIALS = "check NEO_GITHUB_APP_ID and NEO_GITHUB_PRIVATE_KEY"
+# How the App's own calls name themselves, and how long each may take.
+_USER_AGENT = "neo-github-app"
+_TIMEOUT = 30.0
 _R = TypeVar("_R")
 
 
@@ -310,8 +313,6 @@ class GitHubApp:
         api_url: str = DEFAULT_API_URL,
         *,
         clock: Callable[[], datetime] = _utcnow,
-        timeout: float = 30.0,
-        user_agent: str = "neo-github-app",
         retry: RetryPolicy = DEFAULT_RETRY,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         url_variable: str = "NEO_GITHUB_API_URL",
@@ -334,8 +335,8 @@ class GitHubApp:
         self._github: GitHub[AppAuthStrategy] = GitHub(
             _AppAuthStrategy(issuer, pem),
             base_url=url,
-            user_agent=user_agent,
-            timeout=timeout,
+            user_agent=_USER_AGENT,
+            timeout=_TIMEOUT,
             async_transport=Borrowed(self._pool, api_version(url)),
             # One retry policy, bot.github.core's: githubkit's sleeps outside our control.
             auto_retry=False,
