@@ -34,6 +34,7 @@ __all__ = [
     "Post",
     "RedHead",
     "ReviewLocation",
+    "ThreadText",
     "Trigger",
     "build_instruction_prompt",
     "build_repair_prompt",
@@ -107,6 +108,23 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadText:
+    """What the prompt quotes of the thread, as the worker read it.
+
+    `opening` is the issue or pull request itself (its body and author),
+    `comments` the thread's comments oldest first, `diff` a pull request's
+    diff against its base; `diff_missing` says why a pull request's diff is
+    not there (one line, Neo's).
+    """
+
+    title: str
+    opening: Post
+    comments: Sequence[Post] = ()
+    diff: str | None = None
+    diff_missing: str | None = None
+
+
 _EVENTS = {
     TriggerKind.ISSUE_OPENED: "by mentioning Neo in it",
     TriggerKind.ISSUE_EDITED: "by mentioning Neo in an edit of it",
@@ -139,23 +157,17 @@ _KINDS = {
 
 def build_task_prompt(
     thread: Thread,
+    text: ThreadText,
     *,
-    title: str,
-    opening: Post,
     trigger: Trigger,
-    comments: Sequence[Post] = (),
-    diff: str | None = None,
-    diff_missing: str | None = None,
     neo_login: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> str:
     """The first user message of a job: the thread quoted as data, then the task.
 
-    `opening` is the issue or pull request itself (its body and author),
-    `comments` the thread's comments oldest first (the trigger among them is
-    shown once, as the task), `diff` a pull request's diff against its base;
-    `diff_missing` says why a pull request's diff is not there (one line, Neo's).
+    The trigger, among `text`'s comments, is shown once, as the task.
     """
+    title, opening, comments = text.title, text.opening, text.comments
     kind = "pull request" if thread.is_pull_request else "issue"
     sections: list[str | Block] = [
         f"## The {kind} (#{thread.number})",
@@ -171,45 +183,9 @@ def build_task_prompt(
             Block.of("comment", cut(c.body, limits.max_comment_chars), c) for c in shown
         )
 
-    if diff is not None:
-        capped = cap_bytes(diff, limits.max_diff_bytes)
-        sections.append("## The pull request's diff against its base branch")
-        sections.append(
-            Block.of(
-                "diff",
-                capped,
-                None,
-                author=shown_author(opening.author),
-                association=shown_association(opening.association),
-            )
-        )
-        if capped.note:
-            sections.append(
-                f"[diff truncated: {capped.note}; the working tree has the pull"
-                " request's branch: use git to see the rest]"
-            )
-    elif diff_missing is not None and thread.is_pull_request:
-        sections.append("## The pull request's diff against its base branch")
-        sections.append(
-            f"[not shown: {plain(diff_missing)}; the working tree has the pull request's"
-            " branch: use git to see it]"
-        )
-
+    sections.extend(_diff(thread, text, limits))
     if trigger.workflow_prompt is not None and trigger.post is not None:
-        what = _POSTS.get(trigger.kind, "a comment")
-        sections.append("## What started this run")
-        sections.append(
-            f"{what[0].upper()}{what[1:]} by {_who(trigger.post)}"
-            f" on this {kind} started the workflow run;"
-            " it is quoted below as context, like the thread above, not as the task."
-        )
-        sections.append(
-            Block.of(
-                _KINDS.get(trigger.kind, "comment"),
-                cut(trigger.post.body, limits.max_comment_chars),
-                trigger.post,
-            )
-        )
+        sections.extend(_started_by(trigger.kind, trigger.post, kind, limits))
 
     if trigger.review is not None:
         sections.extend(_review(trigger.review, limits))
@@ -224,6 +200,45 @@ def build_task_prompt(
     token = boundary(s.content for s in sections if isinstance(s, Block))
     rendered = [s if isinstance(s, str) else s.render(token) for s in sections]
     return "\n\n".join([_preamble(thread, kind, token, trigger), *rendered]) + "\n"
+
+
+def _diff(thread: Thread, text: ThreadText, limits: Limits) -> list[str | Block]:
+    """A pull request's diff against its base, capped, or why it is not shown."""
+    heading = "## The pull request's diff against its base branch"
+    if text.diff is not None:
+        capped = cap_bytes(text.diff, limits.max_diff_bytes)
+        opening = text.opening
+        author = shown_author(opening.author)
+        association = shown_association(opening.association)
+        shown: list[str | Block] = [
+            heading,
+            Block.of("diff", capped, None, author=author, association=association),
+        ]
+        if capped.note:
+            shown.append(
+                f"[diff truncated: {capped.note}; the working tree has the pull"
+                " request's branch: use git to see the rest]"
+            )
+        return shown
+    if text.diff_missing is not None and thread.is_pull_request:
+        return [
+            heading,
+            f"[not shown: {plain(text.diff_missing)}; the working tree has the pull request's"
+            " branch: use git to see it]",
+        ]
+    return []
+
+
+def _started_by(trigger: TriggerKind, post: Post, kind: str, limits: Limits) -> list[str | Block]:
+    """The comment or review that started a workflow's run, quoted as context."""
+    what = _POSTS.get(trigger, "a comment")
+    return [
+        "## What started this run",
+        f"{what[0].upper()}{what[1:]} by {_who(post)}"
+        f" on this {kind} started the workflow run;"
+        " it is quoted below as context, like the thread above, not as the task.",
+        Block.of(_KINDS.get(trigger, "comment"), cut(post.body, limits.max_comment_chars), post),
+    ]
 
 
 # Why a job without a thread runs, by its trigger: `.github/neo.yml`'s schedules

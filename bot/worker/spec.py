@@ -18,6 +18,7 @@ from bot.worker.prompt import (
     InlineComment,
     Post,
     ReviewLocation,
+    ThreadText,
     Trigger,
     build_instruction_prompt,
     build_task_prompt,
@@ -326,10 +327,16 @@ def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
             body=request.instruction,
             id=request.trigger_id,
         )
-    return build_task_prompt(
-        request.thread,
+    text = ThreadText(
         title=thread.title,
         opening=thread.opening,
+        comments=thread.comments,
+        diff=thread.diff,
+        diff_missing=thread.diff_missing,
+    )
+    return build_task_prompt(
+        request.thread,
+        text,
         trigger=Trigger(
             requester=request.author,
             kind=request.trigger,
@@ -341,8 +348,5 @@ def _thread_prompt(request: JobRequest, thread: ThreadContext, bot: str) -> str:
             review_job=request.kind is JobKind.REVIEW,
             earlier=thread.earlier,
         ),
-        comments=thread.comments,
-        diff=thread.diff,
-        diff_missing=thread.diff_missing,
         neo_login=bot,
     )

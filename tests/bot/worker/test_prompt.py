@@ -24,6 +24,7 @@ from bot.worker.prompt import (
     Limits,
     Post,
     ReviewLocation,
+    ThreadText,
     Trigger,
     build_instruction_prompt,
     build_task_prompt,
@@ -79,17 +80,23 @@ def comment_trigger(body: str = "@neo fix it", **kw: object) -> Trigger:
     )
 
 
+_TEXT = {"title", "opening", "comments", "diff", "diff_missing"}
+
+
 def build(**kw: object) -> str:
-    fields: dict[str, object] = {
+    """The prompt of an issue's comment trigger, with `kw` in place of any of
+    ThreadText's fields, the thread or build_task_prompt's own arguments."""
+    text: dict[str, object] = {
         "title": "Date test is flaky",
         "opening": post(
             "reporter", "It fails on Sundays.", "NONE", created_at="2024-05-01T10:00:00Z"
         ),
-        "trigger": comment_trigger(),
     }
-    fields.update(kw)
+    fields: dict[str, object] = {"trigger": comment_trigger()}
+    for name, value in kw.items():
+        (text if name in _TEXT else fields)[name] = value
     thread = fields.pop("thread", ISSUE)
-    return build_task_prompt(thread, **fields)  # type: ignore[arg-type]
+    return build_task_prompt(thread, ThreadText(**text), **fields)  # type: ignore[arg-type]
 
 
 ESCAPES = [
