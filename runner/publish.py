@@ -67,14 +67,7 @@ async def publish(
     await git("reset", "--quiet", "--no-refresh", start, "--")
     staged = await host_git.stage_all(tree)
     left_out = tuple(_shown(path) for path in staged.embedded)
-    blocked: tuple[str, ...] = ()
-    if not spec.allow_workflow_edits:
-        listed = await git(
-            "diff", "--cached", "--name-only", "-z", "--no-renames", start, "--", WORKFLOWS_DIR
-        )
-        blocked = tuple(sorted(p for p in listed.decode(errors="replace").split("\0") if p))
-        if blocked:
-            await git("restore", f"--source={start}", "--staged", "--worktree", "--", WORKFLOWS_DIR)
+    blocked = () if spec.allow_workflow_edits else await _drop_workflow_edits(tree, start)
     co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
     changed = await git("diff", "--cached", "--name-only", "-z", "--no-renames", start)
     paths = [p for p in changed.decode(errors="replace").split("\0") if p]
@@ -112,6 +105,19 @@ async def publish(
         pushed = ForkResult(fork.head, pushed=True, left_out=fork.left_out)
         committed = replace(committed, fork=pushed)
     return committed
+
+
+async def _drop_workflow_edits(tree: Path, start: str) -> tuple[str, ...]:
+    """The workflow files the staged change touches, sorted, each restored as at `start`."""
+    listed = await host_git.run_local(
+        tree, "diff", "--cached", "--name-only", "-z", "--no-renames", start, "--", WORKFLOWS_DIR
+    )
+    blocked = tuple(sorted(p for p in listed.decode(errors="replace").split("\0") if p))
+    if blocked:
+        await host_git.run_local(
+            tree, "restore", f"--source={start}", "--staged", "--worktree", "--", WORKFLOWS_DIR
+        )
+    return blocked
 
 
 async def _diffstat(tree: Path, base: str) -> DiffStat | None:
