@@ -57,7 +57,7 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
-from bot.queue.run_log import MAX_RUN_EVENTS, RunEvent
+from bot.queue.run_log import MAX_RUN_EVENTS, RunLogOf
 from bot.queue.run_log_postgres import PostgresRunLog
 from bot.queue.steering import Steer, check_steer
 
@@ -242,7 +242,7 @@ def connect_timeout_of(url: str) -> float:
     return max(1.0, given) if given > 0 else _CONNECT_TIMEOUT
 
 
-class PostgresQueue:
+class PostgresQueue(RunLogOf):
     """The `JobQueue` on a PostgreSQL database migrated by `neo db migrate`.
 
     Open it with `open_queue`, which checks the schema first. The pool opens
@@ -292,7 +292,7 @@ class PostgresQueue:
         self._pending: list[_Pending] = []
         self._flushing = 0
         self._flushes: set[asyncio.Task[None]] = set()
-        self._run_log = PostgresRunLog(
+        self._run_log: PostgresRunLog = PostgresRunLog(
             url,
             self._connection,
             self._transaction,
@@ -780,24 +780,6 @@ class PostgresQueue:
     async def take_steers(self, job_id: int) -> builtins.list[Steer]:
         async with self._connection() as conn:
             return await steering_postgres.take(conn, job_id)
-
-    # -- run logs (bot/queue/run_log_postgres.py) ------------------------------
-
-    async def append_events(
-        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
-    ) -> int:
-        return await self._run_log.append_events(job_id, events)
-
-    async def events_after(
-        self, job_id: int, after: int, *, limit: int = 1000
-    ) -> builtins.list[RunEvent]:
-        return await self._run_log.events_after(job_id, after, limit=limit)
-
-    async def wait_events(self, job_id: int, after: int, timeout: float) -> builtins.list[RunEvent]:
-        return await self._run_log.wait_events(job_id, after, timeout)
-
-    async def prune_events(self, older_than: float) -> int:
-        return await self._run_log.prune_events(older_than)
 
     # -- plumbing -------------------------------------------------------------
 

@@ -30,6 +30,7 @@ __all__ = [
     "LogHead",
     "RunEvent",
     "RunLog",
+    "RunLogOf",
     "decode_data",
     "encode_data",
     "plan_append",
@@ -88,6 +89,27 @@ class RunLog(Protocol):
         """Remove the logs of jobs whose last event is older than `older_than` (unix
         time); return how many events went."""
         ...
+
+
+class RunLogOf:
+    """A queue's `RunLog` methods, handed to the backend's own log (`_run_log`):
+    both queues keep their event logs in a module of their own."""
+
+    _run_log: RunLog
+
+    async def append_events(
+        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
+    ) -> int:
+        return await self._run_log.append_events(job_id, events)
+
+    async def events_after(self, job_id: int, after: int, *, limit: int = 1000) -> list[RunEvent]:
+        return await self._run_log.events_after(job_id, after, limit=limit)
+
+    async def wait_events(self, job_id: int, after: int, timeout: float) -> list[RunEvent]:
+        return await self._run_log.wait_events(job_id, after, timeout)
+
+    async def prune_events(self, older_than: float) -> int:
+        return await self._run_log.prune_events(older_than)
 
 
 @dataclass(frozen=True, slots=True)

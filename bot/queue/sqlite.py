@@ -48,7 +48,7 @@ from bot.queue.rows import (
     spent_by,
     stopped_outcome,
 )
-from bot.queue.run_log import MAX_RUN_EVENTS, RunEvent
+from bot.queue.run_log import MAX_RUN_EVENTS, RunLogOf
 from bot.queue.run_log_sqlite import SCHEMA as RUN_LOG_SCHEMA
 from bot.queue.run_log_sqlite import SqliteRunLog
 from bot.queue.steering import Steer, check_steer
@@ -179,7 +179,7 @@ class WriteStats:
     writes: int
 
 
-class SqliteQueue:
+class SqliteQueue(RunLogOf):
     """The `JobQueue` on one SQLite file. Open it with `open_queue`.
 
     `first_job_id` is the id of the first job of a database this opening
@@ -608,24 +608,6 @@ class SqliteQueue:
                     raise QueueError(f"the queue database failed: {error}") from error
 
         return await asyncio.to_thread(query)
-
-    # -- run logs (bot/queue/run_log_sqlite.py) --------------------------------
-
-    async def append_events(
-        self, job_id: int, events: Sequence[tuple[float, str, dict[str, object]]]
-    ) -> int:
-        return await self._run_log.append_events(job_id, events)
-
-    async def events_after(
-        self, job_id: int, after: int, *, limit: int = 1000
-    ) -> builtins.list[RunEvent]:
-        return await self._run_log.events_after(job_id, after, limit=limit)
-
-    async def wait_events(self, job_id: int, after: int, timeout: float) -> builtins.list[RunEvent]:
-        return await self._run_log.wait_events(job_id, after, timeout)
-
-    async def prune_events(self, older_than: float) -> int:
-        return await self._run_log.prune_events(older_than)
 
     # -- lifetime -------------------------------------------------------------
 
