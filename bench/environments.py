@@ -1,8 +1,19 @@
 """Job start -> first model call, cold (setup runs) and warm (a prepared environment is reused).
 
 A Python project with N dependencies (default 20) from a package index the
-bench starts on a Docker network of its own (tiny wheels built here, nothing
-from PyPI), served by a local git server. Each job runs in this process
+bench starts on a Docker network of its own, served by a local git server.
+The dependencies are tiny wheels built here (the floor of an install), or,
+with `--wheels DIR`, every wheel in DIR: a real project's, downloaded once,
+e.g. these 21 (6 MB, what `requests`, `pydantic`, `rich`, `jinja2`, ... pull
+in) for the sandbox's Python 3.11:
+
+    uv run --no-project --with pip python -m pip download --only-binary=:all: \\
+        --python-version 3.11 --implementation cp --abi cp311 \\
+        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 -d DIR \\
+        requests==2.32.3 pydantic==2.9.2 click==8.1.7 jinja2==3.1.4 rich==13.9.2 \\
+        python-dateutil==2.9.0.post0 pyyaml==6.0.2 attrs==24.2.0 packaging==24.1
+
+Nothing is fetched from PyPI while the bench runs. Each job runs in this process
 through `runner.job.run`: clone on the host, the docker sandbox with its
 egress proxy, setup detected from requirements.txt, and the fake Messages
 API, whose first request ends the span measured (it answers with a final
@@ -21,7 +32,8 @@ rank) of job start -> first model call, cut at the job's own marks (clone
 done, sandbox ready: runner.job's `neo.job` log lines), the setup phase's own
 time (cold), and the ratio of the medians.
 
-    uv run python -m bench.environments [--runs 5] [--deps 20] [--image neo-sandbox:local]
+    uv run python -m bench.environments [--runs 5] [--deps 20 | --wheels DIR]
+        [--image neo-sandbox:local]
 """
 
 from __future__ import annotations
@@ -49,7 +61,7 @@ from runner.sandbox.preparing import orphaned
 from runner.sandbox.requests import Bounds
 from runner.sandbox.setup_plan import SetupOutcome
 from tests.fakes import FakeAnthropicAPI, FakeGitServer, Reply, add_commit, make_repo, text
-from tests.package_index import Package, package_index
+from tests.package_index import Package, package_index, wheel_project
 
 TOKEN = "ghs_BenchEnvironmentsToken000000000000000ab"
 
@@ -122,16 +134,21 @@ async def bench(args: argparse.Namespace) -> None:
     job_log.addHandler(marks)
     job_log.setLevel(logging.INFO)
     job_log.propagate = False
-    packages = [Package(f"bench-dep-{n:02d}") for n in range(args.deps)]
+    wheels = sorted(args.wheels.glob("*.whl")) if args.wheels else []
+    if args.wheels and not wheels:
+        raise SystemExit(f"bench: no wheel in {args.wheels}")
+    packages = [] if wheels else [Package(f"bench-dep-{n:02d}") for n in range(args.deps)]
+    pins = [f"{p.name}=={p.version}" for p in packages]
+    pins += ["==".join(wheel_project(path.name)) for path in wheels]
     with (
         tempfile.TemporaryDirectory(prefix="neo-bench-env-") as scratch,
-        package_index(client, packages, image=args.image) as index,
+        package_index(client, packages, image=args.image, wheels=wheels) as index,
         FakeAnthropicAPI() as fake,
     ):
         root = Path(scratch)
         origin = root / "served" / "octo" / "bench.git"
         make_repo(origin, files=20)
-        lines = [f"--index-url {index.url}", *(f"{p.name}==1.0" for p in packages)]
+        lines = [f"--index-url {index.url}", *pins]
         add_commit(origin, {"requirements.txt": ("\n".join(lines) + "\n").encode()})
         os.environ.update(fake.env)
         os.environ[EGRESS_NETWORKS_VARIABLE] = index.network
@@ -192,7 +209,8 @@ async def bench(args: argparse.Namespace) -> None:
                             none_spans.setdefault(name, []).append(seconds)
             finally:
                 prune(client, Bounds(), everything=True, orphan=orphaned, repository=url)
-    print(f"job start -> first model call, {args.deps} dependencies from a local index:")
+    what = f"{len(wheels)} real wheels" if wheels else f"{args.deps} tiny wheels"
+    print(f"job start -> first model call, {what} from a local index:")
     print(_line("cold (setup runs)", cold))
     for name, samples in cold_spans.items():
         print(_line(f"  {name}", samples))
@@ -212,6 +230,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--deps", type=int, default=20)
+    parser.add_argument("--wheels", type=Path, help="serve these wheels instead of tiny ones")
     parser.add_argument("--image", default="neo-sandbox:local")
     asyncio.run(bench(parser.parse_args()))
 

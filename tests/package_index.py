@@ -5,6 +5,9 @@
         ...
         index.downloads("calc_dep")   # how many times a wheel was fetched
 
+Wheel files already on disk (`wheels=`, e.g. real projects' wheels a bench
+downloaded once) are served beside them, under their own names.
+
 Nothing reaches PyPI: the wheels are zip files written by `wheel`, and the
 index is `python3 -m http.server` over a PEP 503 tree on port 80, in a
 container of the sandbox image on a labelled Docker network that is removed
@@ -31,7 +34,7 @@ from docker import DockerClient
 from docker.errors import APIError, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
-__all__ = ["LABEL", "Package", "PackageIndex", "package_index", "wheel"]
+__all__ = ["LABEL", "Package", "PackageIndex", "package_index", "wheel", "wheel_project"]
 
 LABEL = "neo.test-index"
 
@@ -92,14 +95,19 @@ def wheel(package: Package) -> tuple[str, bytes]:
 
 @contextmanager
 def package_index(
-    client: DockerClient, packages: Sequence[Package], *, image: str
+    client: DockerClient,
+    packages: Sequence[Package],
+    *,
+    image: str,
+    wheels: Sequence[Path] = (),
 ) -> Iterator[PackageIndex]:
-    """An index of `packages` on a new network; both removed when the block ends."""
+    """An index of `packages` and the wheel files `wheels` on a new network; both removed
+    when the block ends."""
     suffix = secrets.token_hex(4)
     with tempfile.TemporaryDirectory(prefix="neo-index-") as scratch:
         root = Path(scratch)
         root.chmod(0o755)
-        _write_tree(root, packages)
+        _write_tree(root, packages, wheels)
         name = f"neo-test-index-{suffix}"
         network = _public_network(client, name)
         try:
@@ -137,14 +145,21 @@ def _public_network(client: DockerClient, name: str) -> str:
     raise RuntimeError("no free /24 in 198.18.0.0/15 for the test's network")
 
 
-def _write_tree(root: Path, packages: Sequence[Package]) -> None:
+def wheel_project(filename: str) -> tuple[str, str]:
+    """A wheel file name's project (normalized, PEP 503) and version."""
+    name, version = filename.split("-")[:2]
+    return re.sub(r"[-_.]+", "-", name).lower(), version
+
+
+def _write_tree(root: Path, packages: Sequence[Package], wheels: Sequence[Path]) -> None:
     (root / "files").mkdir()
+    built = [wheel(package) for package in packages]
+    files = [*built, *((path.name, path.read_bytes()) for path in wheels)]
     links: dict[str, list[str]] = {}
-    for package in packages:
-        filename, data = wheel(package)
+    for filename, data in files:
         (root / "files" / filename).write_bytes(data)
         digest = hashlib.sha256(data).hexdigest()
-        project = re.sub(r"[-_.]+", "-", package.name).lower()
+        project = wheel_project(filename)[0]
         links.setdefault(project, []).append(
             f'<a href="../../files/{filename}#sha256={digest}">{filename}</a>'
         )
