@@ -11,6 +11,32 @@ from tests.fakes.openai_responses import FakeOpenAIResponses
 # The PostgreSQL fixtures: a cluster per test process, a database per test.
 pytest_plugins = ["tests.postgres"]
 
+# The files that take a worker longest (a minute or more of a full run's
+# `--durations=0`, longest first). They run first: xdist's `--dist loadfile`
+# hands files out in collection order, and a long file handed out last would
+# keep one worker busy while the others sit idle. A file missing here costs
+# only that; keep the list to the few that take longest.
+LONGEST_FIRST = (
+    "tests/hostile/test_outage.py",
+    "tests/bot/test_multihost.py",
+    "tests/hostile/test_sandbox.py",
+    "tests/bot/worker/test_loop.py",
+    "tests/bot/test_e2e_providers.py",
+    "tests/bot/intake/test_serve_durability.py",
+    "tests/runner/sandbox/test_preparing.py",
+    "tests/runner/test_job.py",
+    "tests/bench/quality/test_check.py",
+    "tests/bot/action/test_run.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the files of LONGEST_FIRST first, in its order; the rest keep theirs."""
+    rank = {path: number for number, path in enumerate(LONGEST_FIRST)}
+    last = len(LONGEST_FIRST)
+    # sorted is stable: the tests of one file keep their order.
+    items[:] = sorted(items, key=lambda item: rank.get(item.nodeid.split("::")[0], last))
+
 
 @pytest.fixture
 def fake_anthropic() -> Iterator[FakeAnthropicAPI]:
