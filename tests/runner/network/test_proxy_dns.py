@@ -21,6 +21,7 @@ from docker import DockerClient
 
 from runner.errors import ConfigError
 from runner.network import plan, policy_of
+from runner.network.accesses import EgressReport
 from runner.sandbox.factory import (
     EGRESS_DNS_VARIABLE,
     EGRESS_NETWORKS_VARIABLE,
@@ -31,13 +32,16 @@ from tests.runner.network.conftest import LABEL, address_on, public_network
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 
 LISTED = "listed.example"
+# Listed too, but the DNS server answers it with loopback: the proxy's own.
+LOOPING = "looping.example"
 
 # A DNS server on 53/udp answering LISTED with the container's own address
-# (A) and no address otherwise (NXDOMAIN), printing "query NAME" for each
-# question; and an HTTP server on 80 answering "resolved <path>".
+# (A), LOOPING with 127.0.0.1, and no address otherwise (NXDOMAIN), printing
+# "query NAME" for each question; and an HTTP server on 80 answering
+# "resolved <path>".
 SERVER = r"""
 import http.server, socket, struct, sys, threading
-listed = sys.argv[1]
+listed, looping = sys.argv[1:3]
 own = socket.inet_aton(socket.gethostbyname(socket.gethostname()))
 
 def answer(query):
@@ -51,10 +55,11 @@ def answer(query):
     name = ".".join(labels).lower()
     print("query", name, flush=True)
     record, code = b"", 3
-    if name == listed:
+    if name in (listed, looping):
         code = 0
         if qtype == 1:
-            record = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + own
+            address = own if name == listed else socket.inet_aton("127.0.0.1")
+            record = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + address
     header = struct.pack(">HHHHHH", ident, 0x8180 | code, 1, 1 if record else 0, 0, 0)
     return header + question + record
 
@@ -106,7 +111,7 @@ def resolver(docker_client: DockerClient, egress_image: str) -> Iterator[Resolve
     try:
         api.create_container(
             SANDBOX_IMAGE,
-            entrypoint=["python3", "-c", SERVER, LISTED],
+            entrypoint=["python3", "-c", SERVER, LISTED, LOOPING],
             name=name,
             user="0",
             labels=labels,
@@ -153,6 +158,41 @@ async def test_a_listed_name_is_looked_up_and_a_name_nobody_allowed_never_is(
     assert LISTED in asked
     # ... and nothing of the name no one allowed.
     assert not [name for name in asked if secret in name]
+
+
+async def test_a_listed_name_whose_answer_is_loopback_reaches_nothing_of_the_proxys_own(
+    resolver: Resolver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A repository lists a name it controls, then points it at 127.0.0.1: the
+    # proxy's own loopback, where the proxy itself listens (3128).
+    monkeypatch.setenv(EGRESS_NETWORKS_VARIABLE, resolver.network)
+    monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
+    job = plan(policy_of([LOOPING, f"{LOOPING}:3128"]), None)
+    report = EgressReport()
+    async with open_sandbox(
+        SandboxChoice("docker"),
+        tmp_path,
+        job_id="test-egress-dns-loop",
+        network=job,
+        report=report,
+    ) as box:
+
+        async def sh(command: str) -> str:
+            done = await box.run(["bash", "-c", command], timeout=60)
+            return done.output.decode().strip()
+
+        plain = await sh(f"{CURL} http://{LOOPING}/")
+        own_port = await sh(f"{CURL} http://{LOOPING}:3128/")
+        tunnel = await sh(f"{CURL} -p http://{LOOPING}:443/")
+
+    assert plain == "403 000"
+    assert own_port == "403 000"
+    assert tunnel == "000 403"
+    assert LOOPING in resolver.queries()  # refused for its answer, not for its name
+    assert {(entry.host, entry.reason) for entry in report.blocked} == {
+        (LOOPING, "address"),
+        (f"{LOOPING}:3128", "address"),
+    }
 
 
 async def test_a_bad_dns_address_is_one_line(
