@@ -1,6 +1,9 @@
-"""Hostile tool calls against the sandboxes, each run by a real `neo run`.
+"""Hostile tool calls against the sandboxes, run by a real `neo run`.
 
 Every case is a row of a table below; the tests around them stay as they are.
+The rows of a table are the calls of one `neo run` (one per sandbox), made in
+turn: a `neo run` costs seconds of CPU, a call next to nothing. Each row is
+still a test of its own, checking its own call's result (and peak memory).
 
 - `ENVIRON_READS`: a bash command that hunts for the run's secrets (the API
   key, the App's private key, the webhook secret, all in `neo run`'s own
@@ -10,11 +13,14 @@ Every case is a row of a table below; the tests around them stay as they are.
   process's environment may also just be refused).
 - `HUGE_READS`: a file tool called on a huge file. Add a row
   `pytest.param(<sandbox>, <file maker>, <tool>, <input>, id=...)`, where the
-  file maker (see `sparse_text`, ...) writes `big` into the tree. The test
+  file maker (see `sparse_text`, ...) writes `big` (named after its maker:
+  the rows of a maker share its file, which a row must not change). The test
   asserts that the peak memory of the `neo run` process (which reads files
   itself in the local sandbox) and of the sandbox's exec agent (which reads
   them in the docker sandbox; the command runner in the local one) stays
-  under `MAX_RSS_KIB`, and that the model got an answer, not a crash.
+  under `MAX_RSS_KIB` through the row's call, and that the model got an
+  answer, not a crash. Both peaks are reset after each row (`clear_refs`),
+  so a row's are its own.
 """
 
 from __future__ import annotations
@@ -25,25 +31,31 @@ import secrets
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from tests.fakes import FakeAnthropicAPI, Reply, text, tool_use
+from tests.fakes import FakeAnthropicAPI, Reply, ReplyFactory, text, tool_use
 
 # The engine and the sandbox image, for the docker rows.
 from tests.runner.sandbox.conftest import docker_client  # noqa: F401
 
 NEO = Path(sys.executable).with_name("neo")
 MiB = 1024 * 1024
-HUGE = 400 * MiB
-# Far below the file's size, well above an idle `neo run` (about 125 MiB).
+# Over the bound below: a reader that held the whole file would pass it.
+HUGE = 256 * MiB
+# Below the file's size, well above an idle `neo run` (about 125 MiB).
 MAX_RSS_KIB = 200 * 1024
 
 
 @pytest.fixture
 def secret_env() -> dict[str, str]:
+    return hostile_secrets()
+
+
+def hostile_secrets() -> dict[str, str]:
     """What `neo serve` and `neo run` hold: values that must never reach the model."""
     return {
         "ANTHROPIC_API_KEY": f"sk-ant-hostile-{secrets.token_hex(16)}",
@@ -71,15 +83,28 @@ def neo_run(
     env: dict[str, str],
     sandbox: str,
     calls: list[tuple[str, dict[str, Any]]],
+    on_turn: Callable[[int, int], None] | None = None,
 ) -> tuple[list[str], int]:
     """Run `neo run` whose model makes `calls`, one a turn; their tool results
-    and the child's peak RSS in KiB."""
-    fake.script(
+    and the child's peak RSS in KiB.
+
+    `on_turn(n, pid)`, if given, runs as the model is asked for turn n (0-based:
+    the calls before it are done), with `neo run`'s process id.
+    """
+    pid = tree.parent / "pid"
+    replies = [
         *[
             Reply([tool_use(f"toolu_{n}", name, args)], "tool_use")
             for n, (name, args) in enumerate(calls)
         ],
         Reply([text("done")]),
+    ]
+    fake.script(
+        *(
+            replies
+            if on_turn is None
+            else [_hooked(on_turn, n, reply, pid) for n, reply in enumerate(replies)]
+        )
     )
     values = {**os.environ, **env, "NEO_HOME": str(tree.parent / "neo-home")}
     values.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -88,7 +113,7 @@ def neo_run(
     peak = tree.parent / "peak"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         child = subprocess.run(
-            [sys.executable, "-c", _MEASURE, str(peak), *argv, "--repo", str(tree), "go"],
+            [sys.executable, "-c", _MEASURE, str(peak), str(pid), *argv, "--repo", str(tree), "go"],
             env=values,
             stdout=stdout,
             stderr=stderr,
@@ -104,17 +129,30 @@ def neo_run(
 # The child's peak RSS, measured by a small interpreter that forks it: a fork
 # of this test process would start with all of pytest's memory, which
 # ru_maxrss counts too, from before the exec (hundreds of MiB late in a run).
+# The child writes its pid before it execs `neo run`: there by its first request.
 _MEASURE = """
 import os, sys
-peak, argv = sys.argv[1], sys.argv[2:]
+peak, pid_file, argv = sys.argv[1], sys.argv[2], sys.argv[3:]
 pid = os.fork()
 if pid == 0:
+    with open(pid_file, "w") as out:
+        out.write(str(os.getpid()))
     os.execv(argv[0], argv)
 _, status, usage = os.wait4(pid, 0)
 with open(peak, "w") as out:
     out.write(str(usage.ru_maxrss))
 sys.exit(os.waitstatus_to_exitcode(status))
 """
+
+
+def _hooked(
+    on_turn: Callable[[int, int], None], turn: int, reply: Reply, pid: Path
+) -> ReplyFactory:
+    def answer(_: dict[str, Any]) -> Reply:
+        on_turn(turn, int(pid.read_text()))
+        return reply
+
+    return answer
 
 
 def tool_result(fake: FakeAnthropicAPI, request: int) -> str:
@@ -146,16 +184,34 @@ ENVIRON_READS = [
 ]
 
 
+@dataclass(frozen=True)
+class EnvironReads:
+    """The secrets one `neo run` held, and the output of each command it ran."""
+
+    secrets: dict[str, str]
+    outputs: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def environ_reads(tmp_path_factory: pytest.TempPathFactory) -> EnvironReads:
+    held = hostile_secrets()
+    tree = tmp_path_factory.mktemp("environ") / "repo"
+    tree.mkdir()
+    commands = [str(row.values[0]) for row in ENVIRON_READS]
+    with FakeAnthropicAPI(api_key=held["ANTHROPIC_API_KEY"]) as fake:
+        calls = [("bash", {"command": command}) for command in commands]
+        outputs, _ = neo_run(fake, tree, {**fake.env, **held}, "local", calls)
+    return EnvironReads(held, dict(zip(commands, outputs, strict=True)))
+
+
 @pytest.mark.parametrize("command", ENVIRON_READS)
 def test_local_commands_cannot_read_the_run_s_secrets(
-    fake: FakeAnthropicAPI, tree: Path, secret_env: dict[str, str], command: str
+    environ_reads: EnvironReads, command: str
 ) -> None:
-    env = {**fake.env, **secret_env}
-
-    (output,), _ = neo_run(fake, tree, env, "local", [("bash", {"command": command})])
+    output = environ_reads.outputs[command]
 
     assert "exit code: " in output, output
-    for name, value in secret_env.items():
+    for name, value in environ_reads.secrets.items():
         assert value not in output, f"{name} leaked: {output[-2000:]}"
 
 
@@ -230,17 +286,77 @@ HUGE_READS = [
     ),
 ]
 
-# The bash command, run after the huge read, that prints the peak memory of
-# its parent: the docker sandbox's agent, or the local sandbox's command runner.
-PARENT_PEAK = "awk '/^VmHWM:/ {print $2}' /proc/$PPID/status"
+# The bash command, run after each huge read, that prints the peak memory of
+# its parent (the docker sandbox's agent, or the local sandbox's command
+# runner), then resets it for the next row.
+PARENT_PEAK = "awk '/^VmHWM:/ {print $2}' /proc/$PPID/status && echo 5 > /proc/$PPID/clear_refs"
+
+
+@dataclass(frozen=True)
+class HugeRead:
+    answer: str  # the tool's result
+    peak: str  # PARENT_PEAK's output after it
+    rss: int  # `neo run`'s peak RSS in KiB through the call and PARENT_PEAK
+
+
+Row = tuple[str, Maker, str, dict[str, Any]]
+
+
+def _row_key(make: Maker, tool: str, args: dict[str, Any]) -> str:
+    return json.dumps([make.__name__, tool, args], sort_keys=True)
+
+
+class HugeReads:
+    """The rows of `HUGE_READS`, those of a sandbox the calls of one `neo run`,
+    run when a row first asks. The makers' files are made once, in one tree."""
+
+    def __init__(self, root: Path) -> None:
+        self._tree = root / "repo"
+        self._tree.mkdir()
+        self._made: set[str] = set()
+        self._done: dict[str, dict[str, HugeRead]] = {}
+
+    def of(self, sandbox: str, make: Maker, tool: str, args: dict[str, Any]) -> HugeRead:
+        if sandbox not in self._done:
+            self._done[sandbox] = self._run(sandbox)
+        return self._done[sandbox][_row_key(make, tool, args)]
+
+    def _run(self, sandbox: str) -> dict[str, HugeRead]:
+        rows = [cast(Row, row.values) for row in HUGE_READS if row.values[0] == sandbox]
+        calls: list[tuple[str, dict[str, Any]]] = []
+        for _, make, tool, args in rows:
+            if make.__name__ not in self._made:
+                make(self._tree / make.__name__)
+                self._made.add(make.__name__)
+            calls += [(tool, {**args, "path": make.__name__}), ("bash", {"command": PARENT_PEAK})]
+        rss: dict[int, int] = {}
+
+        def measure(turn: int, pid: int) -> None:
+            # Turn 2k + 2 follows row k's two calls: its peak, reset for the next.
+            # Row 0's includes `neo run`'s start.
+            if turn >= 2 and turn % 2 == 0:
+                status = Path(f"/proc/{pid}/status").read_text()
+                rss[turn // 2 - 1] = int(status.split("VmHWM:")[1].split()[0])
+                Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+        held = hostile_secrets()
+        with FakeAnthropicAPI(api_key=held["ANTHROPIC_API_KEY"]) as fake:
+            results, _ = neo_run(fake, self._tree, {**fake.env, **held}, sandbox, calls, measure)
+        return {
+            _row_key(make, tool, args): HugeRead(results[2 * n], results[2 * n + 1], rss[n])
+            for n, (_, make, tool, args) in enumerate(rows)
+        }
+
+
+@pytest.fixture(scope="module")
+def huge_reads(tmp_path_factory: pytest.TempPathFactory) -> HugeReads:
+    return HugeReads(tmp_path_factory.mktemp("huge"))
 
 
 @pytest.mark.parametrize(("sandbox", "make", "tool", "args"), HUGE_READS)
 def test_a_huge_file_is_read_in_bounded_memory(
     request: pytest.FixtureRequest,
-    fake: FakeAnthropicAPI,
-    tree: Path,
-    secret_env: dict[str, str],
+    huge_reads: HugeReads,
     sandbox: str,
     make: Maker,
     tool: str,
@@ -249,17 +365,10 @@ def test_a_huge_file_is_read_in_bounded_memory(
     if sandbox == "docker":
         # The engine and the image, or a failure saying what to run.
         request.getfixturevalue("docker_client")
-    make(tree / "big")
 
-    (answer, peak), rss = neo_run(
-        fake,
-        tree,
-        {**fake.env, **secret_env},
-        sandbox,
-        [(tool, args), ("bash", {"command": PARENT_PEAK})],
-    )
+    read = huge_reads.of(sandbox, make, tool, args)
 
-    assert answer
-    assert "Traceback" not in answer
-    assert rss < MAX_RSS_KIB, f"neo run peaked at {rss} KiB: {answer[:300]}"
-    assert int(peak.split()[0]) < MAX_RSS_KIB, f"the sandbox's reader peaked at {peak}"
+    assert read.answer
+    assert "Traceback" not in read.answer
+    assert read.rss < MAX_RSS_KIB, f"neo run peaked at {read.rss} KiB: {read.answer[:300]}"
+    assert int(read.peak.split()[0]) < MAX_RSS_KIB, f"the sandbox's reader peaked at {read.peak}"
