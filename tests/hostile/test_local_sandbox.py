@@ -7,8 +7,9 @@ Every case is a row of a table below:
 
 - `LEFTOVERS`: a bash command (one tool call, or several) that leaves a
   process running past its own end and names it with `NAME_LAST` into the
-  file `left`. The test asserts that the process has ended once `neo run`
-  has exited.
+  file `left`. The rows' calls are those of one `neo run`, in turn (the test
+  keeps each row's `left` apart); each row's test asserts that its process
+  has ended once `neo run` has exited.
 - `REFUSALS`: a host on which the local sandbox cannot hide the host's
   processes, made by wrapping `neo run` in `argv` (`{bin}` is a directory
   holding git and bash only, `{proc}` an empty directory). `neo run --sandbox
@@ -48,6 +49,7 @@ from tests.hostile.test_sandbox import (  # noqa: F401 (fixtures)
     NEO,
     WALK_PARENTS,
     fake,
+    hostile_secrets,
     neo_run,
     secret_env,
     tree,
@@ -90,15 +92,33 @@ LEFTOVERS = [
 ]
 
 
+# After a row's calls: its `left` (once written, its writer may be in the
+# background) moved aside, named after the row.
+KEEP_LEFT = "timeout 60 sh -c 'until [ -s left ]; do sleep 0.05; done' && mv left left-{id}"
+
+
+@pytest.fixture(scope="module")
+def leftovers(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """One `neo run` making every row's calls, in turn: its tree (a row's
+    `left` is `left-<id>`) and its tool results, once it has exited."""
+    held = hostile_secrets()
+    tree = tmp_path_factory.mktemp("leftovers") / "repo"
+    tree.mkdir()
+    calls = []
+    for case in LEFTOVERS:
+        calls += bash_calls(*case.commands, {"command": KEEP_LEFT.format(id=case.id)})
+    with FakeAnthropicAPI(api_key=held["ANTHROPIC_API_KEY"]) as fake:
+        outputs, _ = neo_run(fake, tree, {**fake.env, **held}, "local", calls)
+    return tree, outputs
+
+
 @pytest.mark.parametrize("case", LEFTOVERS, ids=[case.id for case in LEFTOVERS])
 def test_no_process_a_command_starts_outlives_neo_run(
-    fake: FakeAnthropicAPI, tree: Path, secret_env: dict[str, str], case: Leftover
+    leftovers: tuple[Path, list[str]], case: Leftover
 ) -> None:
-    outputs, _ = neo_run(
-        fake, tree, {**fake.env, **secret_env}, "local", bash_calls(*case.commands)
-    )
+    tree, outputs = leftovers
 
-    name = (tree / "left").read_text()
+    name = (tree / f"left-{case.id}").read_text()
     left = Process.named(name, ["sleep", "3600"])
     try:
         assert wait_gone(left), f"{case.id}: still running after neo run exited ({outputs})"
