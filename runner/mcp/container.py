@@ -70,7 +70,11 @@ async def container_transport(
         async with _bridged(reader, writer, stderr) as streams:
             yield streams
     finally:
-        await asyncio.shield(asyncio.to_thread(_remove, client, name))
+        # Shielded from anyio's cancellation (how the gateway stops a server) so
+        # the container is gone when the transport is; a native cancel still
+        # returns at once, the removal going on in its thread.
+        with anyio.CancelScope(shield=True):
+            await asyncio.shield(asyncio.to_thread(_remove, client, name))
 
 
 @contextlib.asynccontextmanager

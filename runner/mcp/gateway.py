@@ -112,8 +112,16 @@ class Gateway:
         traceback: TracebackType | None,
     ) -> None:
         self.close_soon()
-        assert self._closing is not None
-        await asyncio.shield(self._closing)
+        closing = self._closing
+        assert closing is not None
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            # Cancelled while the servers end: let them finish (bounded, see
+            # ServerLink.close) rather than leave their tasks to the loop's last
+            # cancel, which would break into the SDK's shielded shutdown.
+            await asyncio.wait({closing})
+            raise
 
     def close_soon(self) -> None:
         """Start stopping the servers (each stops in a second or two), so that whatever
@@ -121,6 +129,11 @@ class Gateway:
         if self._closing is None:
             links = [entry.link.close() for entry in self._entries]
             self._closing = asyncio.ensure_future(_all(links))
+
+    def left_running(self) -> list[asyncio.Task[None]]:
+        """The servers' tasks that have not ended: none once the block has been left,
+        unless one would not end when cancelled (then logged)."""
+        return [task for entry in self._entries if (task := entry.link.running) is not None]
 
     async def ready(self) -> tuple[Tool, ...]:
         """The allowed tools of every server that started; raises McpRequired when a

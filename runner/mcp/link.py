@@ -1,16 +1,28 @@
 """One server for the length of a run: started in a task of its own, which holds its
 session (the SDK's contexts are entered and left in one task), listed once, called
 from the loop's tasks, closed with the gateway.
+
+The task is stopped through an anyio cancel scope, never first by
+`Task.cancel()`: the SDK ends a session in shielded scopes (closing the
+server's stdin, waiting, killing it, draining its stdout), which anyio's
+cancellation respects and a native one breaks into. A native cancel landing
+there left the server running and its stdout reader draining forever, and
+the task, waiting in a task group that shields itself from further
+cancellation, could never end: asyncio.run's exit hung on it. Native
+cancels remain the last resort, repeated, and a task that outlives them is
+logged with its stack, not left behind silently.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import io
+import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import anyio
 import httpx2
 import mcp_types
 from mcp import Client
@@ -30,7 +42,14 @@ MAX_TOOLS = 500
 _MAX_PAGES = 50
 # Beyond a call's own timeout, for the write to a server that reads nothing.
 _CALL_SLACK = 5.0
-_CLOSE_TIMEOUT = 10.0
+# For a server to end on its own once asked to (the SDK's stdio shutdown takes
+# at most about 7 s: a flush, stdin's end, SIGTERM, SIGKILL, each waited for).
+CLOSE_TIMEOUT = 10.0
+# For the task to end after each cancellation, and how many native ones it gets.
+_CANCEL_WAIT = 5.0
+_NATIVE_CANCELS = 3
+
+log = logging.getLogger("neo.mcp")
 
 Opener = Callable[[bytearray], AbstractAsyncContextManager[Client]]
 
@@ -50,16 +69,20 @@ class ServerLink:
         startup_timeout: float,
         call_timeout: float,
         secrets: Mapping[str, str] | None = None,
+        close_timeout: float = CLOSE_TIMEOUT,
     ) -> None:
         self.name = name
         self._opener = opener
         self._startup_timeout = startup_timeout
+        self._close_timeout = close_timeout
         self.call_timeout = call_timeout
         self.secrets = dict(secrets or {})
         self._stderr = bytearray()
         self._closing = asyncio.Event()
         self._listed: asyncio.Future[list[mcp_types.Tool]] | None = None
         self._task: asyncio.Task[None] | None = None
+        # Cancelled to stop the task: it may be, before the task enters it.
+        self._scope = anyio.CancelScope()
         self._client: Client | None = None
         self._gone: str | None = None
 
@@ -76,9 +99,10 @@ class ServerLink:
             async with asyncio.timeout(self._startup_timeout):
                 return await asyncio.shield(self._listed)
         except TimeoutError:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+            self._listed.cancel()  # what the task may set later, nobody reads
+            # It ends in the background (the SDK may take seconds to stop a server
+            # that will not), so the run goes on; `close` waits for that end.
+            self._scope.cancel()
             raise Failed(self._why(f"it did not start within {self._startup_timeout:g}s")) from None
         except Exception as error:
             raise Failed(self._why(_reason(error))) from None
@@ -102,24 +126,55 @@ class ServerLink:
             raise ToolError(self._shown(f"MCP server {self.name!r}: {_reason(error)}")) from None
 
     async def close(self) -> None:
+        """Ask the server to end, then make it (`_stop`); bounded."""
         self._closing.set()
+        await self._stop(grace=self._close_timeout)
+
+    @property
+    def running(self) -> asyncio.Task[None] | None:
+        """The server's task while it has not ended (after `close`: one that would not)."""
+        task = self._task
+        return task if task is not None and not task.done() else None
+
+    async def _stop(self, *, grace: float) -> None:
+        """End the task: on its own within `grace`, else by cancelling its scope (the
+        SDK's shielded exits run to their bounded end), else by cancelling the task
+        itself, a few times (a task may swallow one). What outlives all is logged."""
         task = self._task
         if task is None:
             return
-        # asyncio.wait: a task cancelled at its start-up timeout raises nothing here.
-        await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+        # asyncio.wait: the task's own end raises nothing here, and a cancel of
+        # the caller still reaches the caller.
+        if grace > 0:
+            await asyncio.wait({task}, timeout=grace)
         if not task.done():
+            self._scope.cancel()
+            await asyncio.wait({task}, timeout=_CANCEL_WAIT)
+        for _ in range(_NATIVE_CANCELS):
+            if task.done():
+                return
             task.cancel()
-            await asyncio.wait({task}, timeout=_CLOSE_TIMEOUT)
+            await asyncio.wait({task}, timeout=_CANCEL_WAIT)
+        if not task.done():
+            stack = io.StringIO()
+            task.print_stack(file=stack)
+            log.error(
+                "MCP server %r: its task did not end when cancelled %d times; left running:\n%s",
+                self.name,
+                _NATIVE_CANCELS + 1,
+                stack.getvalue(),
+            )
 
     async def _serve(self) -> None:
         assert self._listed is not None
         try:
-            async with self._opener(self._stderr) as client:
-                listed = await _listed(client)
-                self._client = client
-                self._listed.set_result(listed)
-                await self._closing.wait()
+            with self._scope:
+                async with self._opener(self._stderr) as client:
+                    listed = await _listed(client)
+                    self._client = client
+                    if not self._listed.done():
+                        self._listed.set_result(listed)
+                    await self._closing.wait()
         except asyncio.CancelledError:
             raise
         except BaseException as error:

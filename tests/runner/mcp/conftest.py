@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import hashlib
 import importlib.metadata
+import io
 import os
 import shutil
 import socket
@@ -41,6 +42,7 @@ __all__ = [
     "docker_client",
     "http_probe",
     "probe_image",
+    "tasks_left",
     "time_server",
 ]
 
@@ -163,3 +165,15 @@ def time_server() -> str:
     if found is None:
         pytest.fail("mcp-server-time is missing: uv sync installs it (a dev dependency)")
     return os.path.dirname(found)
+
+
+def tasks_left() -> list[str]:
+    """The stacks of the running loop's tasks other than the current one."""
+    found: list[str] = []
+    for task in asyncio.all_tasks():
+        if task is asyncio.current_task() or task.done():
+            continue
+        stack = io.StringIO()
+        task.print_stack(file=stack)
+        found.append(stack.getvalue())
+    return found
