@@ -26,7 +26,7 @@ from runner.mcp.tool import LeftOut
 from runner.network import NetworkPolicy
 from runner.tools.base import DEFAULT_OUTPUT_CAP, Tool, ToolContext, ToolError
 from tests.fakes.scripted import ScriptedProvider, calls, says
-from tests.runner.mcp.conftest import PROBE, SILENT, HttpProbe
+from tests.runner.mcp.conftest import PROBE, SILENT, HttpProbe, tasks_left
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -97,6 +97,10 @@ async def gateway(
     async with Gateway(settings, where, github=github_server(Reads())) as opened:
         await opened.ready()
         yield opened
+    # A task left here would hang the module loop's close (issue 29): say which.
+    assert opened.left_running() == []
+    left = tasks_left()
+    assert left == [], "tasks left after the gateway's end:\n" + "\n".join(left)
 
 
 async def tools_of(gateway: Gateway) -> dict[str, Tool]:
