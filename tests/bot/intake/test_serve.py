@@ -1,4 +1,9 @@
-"""`neo serve` as a real process: a signed mention queues exactly one job."""
+"""`neo serve` as a real process: a signed mention queues exactly one job.
+
+The deliveries it refuses or ignores go to one `neo serve` of the module
+(`quiet`): none of them may queue a job, so each test sees the queue empty
+before and after it, whatever ran before it on that server.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.cli.main import main
+from bot.queue.url import sqlite_url
 from tests.bot.serving import NEO, SECRET, Server, corpus, headers, neo_serve, serve_env, sign
 from tests.fakes import FakeGitHub
 
@@ -25,6 +32,17 @@ def github() -> Iterator[FakeGitHub]:
 @pytest.fixture
 def server(github: FakeGitHub, tmp_path: Path) -> Iterator[Server]:
     with neo_serve(serve_env(github, tmp_path / "data"), tmp_path / "serve.log") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One `neo serve` for the module's deliveries that must queue nothing."""
+    root = tmp_path_factory.mktemp("quiet")
+    with (
+        FakeGitHub(slug="neo") as github,
+        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
+    ):
         yield running
 
 
@@ -55,6 +73,20 @@ def jobs(server: Server) -> list[dict[str, Any]]:
     return listed
 
 
+def listed_in_process(server: Server, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """`neo jobs list --format json` on `server`'s queue, run in this process.
+
+    The console script is `jobs` above; this is the same `main`, without a
+    process start per check.
+    """
+    url = sqlite_url(Path(server.env["NEO_DATA_DIR"]).absolute() / "neo.db")
+    capsys.readouterr()
+    assert main(["jobs", "list", "--format", "json", "--queue-url", url]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert isinstance(listed, list)
+    return listed
+
+
 def test_a_signed_mention_queues_exactly_one_job(server: Server) -> None:
     body = json.dumps(mention()).encode()
     delivery = headers("issue_comment", body, delivery="d-accept-1")
@@ -74,7 +106,8 @@ def test_a_signed_mention_queues_exactly_one_job(server: Server) -> None:
     assert job["request"]["delivery_id"] == "d-accept-1"
 
 
-def test_ping_health_and_metrics(server: Server) -> None:
+def test_ping_health_and_metrics(quiet: Server) -> None:
+    server = quiet
     body = json.dumps({"zen": "Keep it logically awesome.", "hook_id": 1}).encode()
 
     ping = httpx.post(
@@ -84,6 +117,7 @@ def test_ping_health_and_metrics(server: Server) -> None:
 
     assert ping.status_code == 200
     assert httpx.get(f"{server.url}/healthz").json() == {"ok": True}
+    # The only ping the module's server is sent.
     assert 'neo_webhook_deliveries_total{decision="ping",event="ping"} 1.0' in metrics.text
     assert 'neo_queue_jobs{state="queued"} 0.0' in metrics.text
     assert "neo_webhook_ack_seconds_bucket" in metrics.text
@@ -100,8 +134,9 @@ def test_ping_health_and_metrics(server: Server) -> None:
     ],
 )
 def test_bad_headers_are_refused_and_nothing_is_echoed(
-    server: Server, change: dict[str, str | None], status: int
+    quiet: Server, capsys: pytest.CaptureFixture[str], change: dict[str, str | None], status: int
 ) -> None:
+    server = quiet
     body = json.dumps(mention()).encode()
     sent = {**headers("issue_comment", body)}
     for name, value in change.items():
@@ -115,10 +150,13 @@ def test_bad_headers_are_refused_and_nothing_is_echoed(
     assert answer.status_code == status
     assert "flaky date test" not in answer.text
     assert (change.get("x-hub-signature-256") or "sha256=x")[7:20] not in answer.text
-    assert jobs(server) == []
+    assert listed_in_process(server, capsys) == []
 
 
-def test_malformed_bodies_and_unknown_events(server: Server) -> None:
+def test_malformed_bodies_and_unknown_events(
+    quiet: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = quiet
     bad_json = b"{not json"
     form = b"payload=" + b"%7Bbroken"
     unknown = json.dumps({"action": "created"}).encode()
@@ -133,10 +171,13 @@ def test_malformed_bodies_and_unknown_events(server: Server) -> None:
     answer = httpx.post(url, content=unknown, headers=headers("sponsorship", unknown))
     assert answer.status_code == 202
     assert answer.json()["decision"] == "ignored"
-    assert jobs(server) == []
+    assert listed_in_process(server, capsys) == []
 
 
-def test_an_oversized_body_is_refused_without_reading_it(server: Server) -> None:
+def test_an_oversized_body_is_refused_without_reading_it(
+    quiet: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = quiet
     size = 26 * 1024 * 1024
 
     def chunks() -> Iterator[bytes]:
@@ -160,6 +201,7 @@ def test_an_oversized_body_is_refused_without_reading_it(server: Server) -> None
         status = 413
     assert status == 413
     assert httpx.get(f"{server.url}/healthz").status_code == 200
+    assert listed_in_process(server, capsys) == []
 
 
 def test_a_form_encoded_delivery_is_accepted(server: Server) -> None:
