@@ -5,7 +5,8 @@ For each backend, one writer queue appends batches of 10 records (a worker's
 100 ms flush of a busy run) to one job; a reader on another queue object (its
 own connections: what another process is) waits with `wait_events`. Printed:
 the append's latency p50/p99, and append-returned to reader-has-it p50/p99;
-then appends/s of 8 jobs written at once.
+then appends/s of 8 jobs written at once, and this process's CPU per append
+there (the client's share: what round trips cost a worker).
 
     uv run python -m bench.run_log [--rounds 300] [--url URL]
 """
@@ -63,20 +64,23 @@ async def latency(
     return appends, visible
 
 
-async def throughput(writer: JobQueue, jobs: int = 8, per_job: int = 100) -> float:
+async def throughput(writer: JobQueue, jobs: int = 8, per_job: int = 100) -> tuple[float, float]:
+    """Appends/s of `jobs` written at once, and this process's CPU seconds per append."""
+
     async def one(job: int) -> None:
         for n in range(per_job):
             await writer.append_events(100 + job, _batch(n))
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(job) for job in range(jobs)))
-    return jobs * per_job / (time.perf_counter() - started)
+    appends = jobs * per_job
+    return appends / (time.perf_counter() - started), (time.process_time() - cpu) / appends
 
 
 async def run(name: str, writer: JobQueue, reader: JobQueue, rounds: int) -> None:
     try:
         appends, visible = await latency(writer, reader, rounds)
-        rate = await throughput(writer)
+        rate, cpu = await throughput(writer)
     finally:
         await reader.close()
         await writer.close()
@@ -85,7 +89,7 @@ async def run(name: str, writer: JobQueue, reader: JobQueue, rounds: int) -> Non
         f" p99 {_pct(appends, 0.99):.2f} ms;"
         f" to a waiting reader elsewhere: p50 {_pct(visible, 0.5):.2f} ms,"
         f" p99 {_pct(visible, 0.99):.2f} ms (mean {statistics.mean(visible) * 1000:.2f});"
-        f" {rate:,.0f} appends/s (8 jobs at once)"
+        f" {rate:,.0f} appends/s (8 jobs at once), {cpu * 1000:.2f} ms client CPU each"
     )
 
 

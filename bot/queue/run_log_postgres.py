@@ -3,7 +3,10 @@
 An append locks its job's head row (an upsert), so concurrent appends to one job,
 from any host, take their numbers one after the other: no gap, and a number is
 visible only once every lower one is. It notifies `CHANNEL` with the job's id in
-the same transaction, so the notification leaves at the commit. Readers that wait
+the same transaction, so the notification leaves at the commit. An append is
+four round trips (a fifth once the log is truncated): BEGIN, the head's lock,
+one statement writing everything else, COMMIT. Its arrays go in binary: the
+text form escapes every quote of every event in Python. Readers that wait
 share one LISTEN connection per queue, opened on the first wait: the queue's own
 listener wakes workers, and has no business with every event of every job.
 """
@@ -66,10 +69,25 @@ _LOCK_HEAD = (
     " ON CONFLICT (job_id) DO UPDATE SET last_seq = neo_run_logs.last_seq"
     " RETURNING last_seq, kept, truncated_seq"
 )
-_INSERT = (
-    "INSERT INTO neo_run_events (job_id, seq, at, kind, data)"
-    " SELECT %s, * FROM unnest(%s::bigint[], %s::float8[], %s::text[], %s::text[])"
+# What an append writes, once its plan is made: the new events, the truncated
+# event's counts (if they changed), the head; and the notification, which
+# leaves at the commit, so a reader it wakes finds what was written.
+_WRITE = """
+WITH added AS (
+    INSERT INTO neo_run_events (job_id, seq, at, kind, data)
+    SELECT %(job)s::bigint, * FROM unnest(
+        %(seqs)b::bigint[], %(ats)b::float8[], %(kinds)b::text[], %(datas)b::text[]
+    )
+), counted AS (
+    UPDATE neo_run_events SET data = %(truncated)s::text
+    WHERE %(truncated)s::text IS NOT NULL AND job_id = %(job)s AND seq = %(truncated_seq)s
+), head AS (
+    UPDATE neo_run_logs SET last_seq = %(last_seq)s, kept = %(kept)s,
+        truncated_seq = %(truncated_seq)s, last_at = greatest(last_at, %(last_at)s)
+    WHERE job_id = %(job)s
 )
+SELECT pg_notify(%(channel)s, %(payload)s)
+"""
 _EVENTS_AFTER = (
     "SELECT job_id, seq, at, kind, data FROM neo_run_events"
     " WHERE job_id = %s AND seq > %s ORDER BY seq LIMIT %s"
@@ -117,6 +135,9 @@ class PostgresRunLog:
             last_seq, kept, truncated_seq = found
             truncated = None
             if truncated_seq is not None:
+                # A statement of its own, after the lock: its snapshot holds what
+                # the append this one waited for wrote (one statement with the
+                # lock would read the counts as they were before that wait).
                 cursor = await conn.execute(
                     "SELECT data FROM neo_run_events WHERE job_id = %s AND seq = %s",
                     (job_id, truncated_seq),
@@ -126,21 +147,28 @@ class PostgresRunLog:
             plan = plan_append(
                 LogHead(int(last_seq), int(kept), truncated_seq, truncated), events, self._limit
             )
-            if plan.rows:
-                seqs, ats, kinds, datas = (list(column) for column in zip(*plan.rows, strict=True))
-                await conn.execute(_INSERT, (job_id, seqs, ats, kinds, datas))
-            if plan.truncated_update is not None:
-                await conn.execute(
-                    "UPDATE neo_run_events SET data = %s WHERE job_id = %s AND seq = %s",
-                    (plan.truncated_update, job_id, plan.head.truncated_seq),
-                )
+            # The rest is one statement (each part runs, referenced or not; the
+            # new rows and the truncated event's update touch different rows).
+            columns = [list(column) for column in zip(*plan.rows, strict=True)] or [[]] * 4
+            seqs, ats, kinds, datas = columns
+            head = plan.head
             await conn.execute(
-                "UPDATE neo_run_logs SET last_seq = %s, kept = %s, truncated_seq = %s,"
-                " last_at = greatest(last_at, %s) WHERE job_id = %s",
-                (plan.head.last_seq, plan.head.kept, plan.head.truncated_seq, plan.last_at, job_id),
+                _WRITE,
+                {
+                    "job": job_id,
+                    "seqs": seqs,
+                    "ats": ats,
+                    "kinds": kinds,
+                    "datas": datas,
+                    "truncated": plan.truncated_update,
+                    "truncated_seq": head.truncated_seq,
+                    "last_seq": head.last_seq,
+                    "kept": head.kept,
+                    "last_at": plan.last_at,
+                    "channel": CHANNEL,
+                    "payload": str(job_id),
+                },
             )
-            # Sent at the commit, so a reader it wakes finds what was written.
-            await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, str(job_id)))
         return plan.head.last_seq
 
     async def events_after(self, job_id: int, after: int, *, limit: int = 1000) -> list[RunEvent]:

@@ -198,6 +198,28 @@ async def test_past_the_bound_events_are_dropped_and_one_truncated_event_counts_
         assert (await log.events_after(1, 5, limit=1))[0].data["dropped"] == 5
 
 
+async def test_concurrent_appends_past_the_bound_count_every_dropped_event(
+    open_backend: OpenBackend,
+) -> None:
+    # Each append reads the truncated event's counts after taking the job's
+    # lock: one that read them before would lose what the append it waited
+    # for had just counted.
+    async with open_backend(max_run_events=3) as first, open_backend(max_run_events=3) as second:
+        logs = [_log(first), _log(second)]
+        await logs[0].append_events(1, _events(4))
+
+        async def writer(n: int) -> None:
+            for _ in range(10):
+                await logs[n % 2].append_events(1, _events(2, kind=f"w{n}"))
+
+        await asyncio.gather(*(writer(n) for n in range(6)))
+
+        events = await logs[1].events_after(1, 0)
+        assert [e.kind for e in events] == ["text", "text", "truncated"]
+        assert events[2].data["dropped"] == 2 + 6 * 10 * 2
+        assert events[2].data["kinds"] == {"text": 2, **{f"w{n}": 20 for n in range(6)}}
+
+
 async def test_prune_removes_whole_logs_whose_last_event_is_older_than_the_cut(
     open_backend: OpenBackend,
 ) -> None:
