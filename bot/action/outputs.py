@@ -2,6 +2,7 @@
 
     write_outputs(path, outcome.outputs())     # GITHUB_OUTPUT
     append_summary(path, outcome.summary())    # GITHUB_STEP_SUMMARY
+    finish_step(context, outcome)              # both, where the runner gave their files
 
 Rendering is pure; the two writers append (docs/architecture.md, "The Action").
 """
@@ -9,16 +10,21 @@ Rendering is pure; the two writers append (docs/architecture.md, "The Action").
 from __future__ import annotations
 
 import secrets
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
+
+if TYPE_CHECKING:
+    from bot.action.inputs import ActionContext
 
 __all__ = [
     "OUTPUTS",
     "ActionConclusion",
     "ActionOutcome",
     "append_summary",
+    "finish_step",
     "render_outputs",
     "write_outputs",
 ]
@@ -114,3 +120,16 @@ def write_outputs(path: Path, values: Mapping[str, str]) -> None:
 def append_summary(path: Path, markdown: str) -> None:
     with path.open("a", encoding="utf-8") as out:
         out.write(markdown if markdown.endswith("\n") else markdown + "\n")
+
+
+def finish_step(context: ActionContext | None, outcome: ActionOutcome) -> None:
+    """Outputs and summary, when the runner gave their files."""
+    if context is None:
+        return
+    try:
+        if context.output_path is not None:
+            write_outputs(context.output_path, outcome.outputs())
+        if context.summary_path is not None:
+            append_summary(context.summary_path, outcome.summary())
+    except OSError as error:
+        print(f"neo: warning: cannot write the step's outputs: {error.strerror}", file=sys.stderr)

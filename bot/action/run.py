@@ -1,15 +1,15 @@
 """`neo action`: one workflow run's event through the App's own worker.
 
-What `action.yml` runs: plan the job, queue it in a temporary SQLite queue, run the real
-`Worker` on it with the workflow's token, then set the step's outputs and summary. Job ids,
-settings and exit statuses: docs/architecture.md, "The Action".
+What `action.yml` runs once `bot.action.main` has checked the inputs: plan the job,
+queue it in a temporary SQLite queue, run the real `Worker` on it with the workflow's
+token, then set the step's outputs and summary. Job ids, settings and exit statuses:
+docs/architecture.md, "The Action".
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from bot.action.inputs import ActionContext, ActionInputs, InputError, read_context, read_inputs
-from bot.action.outputs import ActionConclusion, ActionOutcome, append_summary, write_outputs
+from bot.action.inputs import ActionContext, ActionInputs, InputError
+from bot.action.outputs import ActionConclusion, ActionOutcome, finish_step
 from bot.action.plan import Run, Skip, plan
 from bot.config.docs import DEFAULT_DOCS_URL, action_docs_url
 from bot.config.prices import prices_from_environment
@@ -30,7 +30,6 @@ from bot.config.settings import Settings
 from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from bot.github.token_auth import TokenAuth, TokenRefused
 from bot.jobs import FINAL_STATES, Conclusion, Job, JobOutcome, JobRequest
-from bot.logs import log_to_stderr
 from bot.queue import SqliteQueue
 from bot.worker.config import ConfigSource
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
@@ -39,10 +38,9 @@ from runner.llm.price_book import Price
 from runner.mcp import Operator
 from runner.network import BadEntry, NetworkPolicy, parse_list
 from runner.sandbox.requests import Bounds
-from runner.setting_file import read_setting_file
 from runner.text import one_line
 
-__all__ = ["main", "run_action"]
+__all__ = ["act", "run_action"]
 
 log = logging.getLogger("neo.action")
 
@@ -70,26 +68,15 @@ _CONCLUSIONS: Final[Mapping[Conclusion, ActionConclusion]] = {
 }
 
 
-def main(env: Mapping[str, str]) -> int:
-    """`neo action` on the workflow run `env` describes; its exit status."""
-    if env.get("RUNNER_DEBUG") == "1":
-        log_to_stderr("neo", fmt="%(name)s %(levelname)s %(message)s")
-    context: ActionContext | None = None
-    try:
-        context = read_context(env)
-        inputs = read_inputs(env)
-        payload = read_event(context.event_path)
-    except InputError as error:
-        _finish(context, ActionOutcome(conclusion="failed", reason=str(error)))
-        print(f"neo: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+def act(context: ActionContext, inputs: ActionInputs, payload: Mapping[str, Any]) -> int:
+    """The job `payload` asks for, run to its end; `neo action`'s exit status."""
     # The providers read their keys from their SDK's variables, as `neo run` does.
     os.environ.update(inputs.api_keys)
     interrupted = asyncio.Event()
     try:
         outcome = asyncio.run(_main(context, inputs, payload, interrupted))
     except (InputError, TokenRefused) as error:
-        _finish(context, ActionOutcome(conclusion="failed", reason=str(error)))
+        finish_step(context, ActionOutcome(conclusion="failed", reason=str(error)))
         print(f"neo: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (NeoError, ConfigError) as error:
@@ -98,7 +85,7 @@ def main(env: Mapping[str, str]) -> int:
         log.exception("neo action failed")
         reason = f"internal error ({type(error).__name__}); rerun with debug logging for details"
         outcome = ActionOutcome(conclusion="failed", reason=reason)
-    _finish(context, outcome)
+    finish_step(context, outcome)
     if outcome.conclusion == "failed":
         print(f"neo: error: {outcome.reason or 'the job failed'}", file=sys.stderr)
         return EXIT_FAILED
@@ -115,24 +102,6 @@ def main(env: Mapping[str, str]) -> int:
         link = outcome.pr_url or outcome.review_url
         print(f"neo: {outcome.conclusion}" + (f": {link}" if link else ""))
     return EXIT_OK
-
-
-# GitHub delivers webhook payloads of at most 25 MB; an event file is one.
-MAX_EVENT_FILE = 25 * 1024 * 1024
-
-
-def read_event(path: Path) -> dict[str, Any]:
-    """The event payload at GITHUB_EVENT_PATH: a JSON object."""
-    try:
-        data = json.loads(read_setting_file(path, MAX_EVENT_FILE))
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise InputError(f"GITHUB_EVENT_PATH: cannot read {path}: {reason}") from None
-    except ValueError:
-        raise InputError(f"GITHUB_EVENT_PATH: {path} is not JSON") from None
-    if not isinstance(data, dict):
-        raise InputError(f"GITHUB_EVENT_PATH: {path} does not hold a JSON object")
-    return data
 
 
 async def _main(
@@ -336,16 +305,3 @@ async def _first_of(first: asyncio.Event, second: asyncio.Event, timeout: float)
         for wait in waits:
             wait.cancel()
         await asyncio.gather(*waits, return_exceptions=True)
-
-
-def _finish(context: ActionContext | None, outcome: ActionOutcome) -> None:
-    """Outputs and summary, when the runner gave their files."""
-    if context is None:
-        return
-    try:
-        if context.output_path is not None:
-            write_outputs(context.output_path, outcome.outputs())
-        if context.summary_path is not None:
-            append_summary(context.summary_path, outcome.summary())
-    except OSError as error:
-        print(f"neo: warning: cannot write the step's outputs: {error.strerror}", file=sys.stderr)

@@ -1,12 +1,10 @@
-"""`neo action`: the arguments of the Action's step (`bot.action.run` does the work)."""
+"""`neo action`: the arguments of the Action's step (`bot.action.main` does the work)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from typing import Any
-
-from bot.action.run import main
 
 __all__ = ["action_command", "add_action_parser"]
 
@@ -24,5 +22,8 @@ def add_action_parser(commands: Any) -> None:
 
 
 def action_command(args: argparse.Namespace) -> int:
+    # Loaded here, not to declare the (absent) flags: `neo --help` needs none of it.
+    from bot.action.main import main
+
     # Everything comes from the environment the workflow's runner sets.
     return main(os.environ)
