@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 
-from runner.sandbox.image import image_problem
-
 
 def _shown(text: str, limit: int = 40) -> str:
     """`text` quoted for an error line, shortened: a flag's value may be any length."""
@@ -70,6 +68,9 @@ def session_id(text: str) -> str:
 
 def image_reference(text: str) -> str:
     """A Docker image reference, e.g. `neo-sandbox:local`."""
+    # Only for a command line that names one: runner.sandbox loads the sandboxes' code.
+    from runner.sandbox.image import image_problem
+
     problem = image_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)

@@ -1,38 +1,30 @@
-"""`neo run`: the agent headless on a working tree, its events on the terminal."""
+"""`neo run`: the agent headless on a working tree, its events on the terminal.
+
+This module declares the flags and checks what needs no runner: a mistake in a
+flag, the prompt, a network list or NEO_HOME is refused before `bot.cli.run_agent`
+loads the runner, the model SDKs and the output renderers, which cost every
+refused start most of a second of CPU. So the choices below are written out
+rather than imported from the runner's packages (tests/bot/cli/test_run.py holds
+them equal to the runner's).
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import signal
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot.cli.argtypes import dollars, image_reference, positive_float, positive_int, session_id
-from bot.cli.mcp import read_mcp_config
-from bot.cli.run_output import OUTPUT_FORMATS, Output, make_output
-from bot.config.prices import prices_from_environment
-from bot.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from runner.agent import Event, ToolNotice
-from runner.assembly import RunSettings
+from bot.exits import EXIT_USAGE
 from runner.errors import ConfigError
-from runner.headless import RunRequest, RunResult, failed, run_headless
 from runner.home import check_home, neo_home
-from runner.llm.price_book import PriceBook
-from runner.llm.registry import OPENAI_AUTHS, PROVIDERS
-from runner.llm.types import EFFORTS
-from runner.mcp import Operator
-from runner.mcp.report import McpSkipped
-from runner.mcp.run import NO_MCP, McpRun
 from runner.network import METHODS, BadEntry, NetworkPolicy, parse_list
-from runner.subagent import SubagentSettings
-from runner.text import one_line
 
-__all__ = ["add_run_parser", "run_command"]
+__all__ = ["Checked", "add_run_parser", "run_command"]
 
 # The operator's bound on every run's network, as the service reads it.
 NETWORK_VARIABLE = "NEO_NETWORK"
@@ -40,6 +32,14 @@ LOCAL_NETWORK = (
     "neo: the local sandbox cannot enforce a network policy: its commands have this"
     " machine's network (--sandbox docker can)"
 )
+# runner.llm.registry's PROVIDERS and OPENAI_AUTHS, runner.llm.types' EFFORTS,
+# bot.cli.run_output's OUTPUT_FORMATS, and runner.subagent's SubagentSettings defaults.
+PROVIDERS = ("anthropic", "openai", "chat-completions", "openrouter", "google")
+OPENAI_AUTHS = ("api_key", "subscription")
+EFFORTS = ("low", "medium", "high")
+OUTPUT_FORMATS = ("text", "json", "stream-json")
+SUBAGENTS_AT_MOST = 16
+SUBAGENT_MAX_TURNS = 20
 
 
 def add_run_parser(commands: Any) -> None:
@@ -113,14 +113,14 @@ def add_run_parser(commands: Any) -> None:
         "--max-subagents",
         type=positive_int,
         metavar="N",
-        help=f"subagents the run may start (default: {SubagentSettings().max_children})",
+        help=f"subagents the run may start (default: {SUBAGENTS_AT_MOST})",
     )
     run.add_argument(
         "--subagent-max-turns",
         type=positive_int,
         metavar="N",
         help="model calls each subagent may make before it reports what it found"
-        f" (default: {SubagentSettings().max_turns})",
+        f" (default: {SUBAGENT_MAX_TURNS})",
     )
     run.add_argument(
         "--mcp-config",
@@ -142,57 +142,54 @@ def add_run_parser(commands: Any) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What `run_command` read and checked before loading the runner."""
+
+    prompt: str
+    network: NetworkPolicy | None
+    network_ceiling: NetworkPolicy | None
+    started: float  # time.monotonic() as the command began
+
+
 def run_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    output = make_output(args.output_format)
     try:
-        prompt = _stdin_prompt() if args.prompt == "-" else args.prompt
-        if not prompt.strip():
-            raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
-        if args.fallback_model and not args.fallback:
-            raise ConfigError("--fallback-model needs --fallback PROVIDER")
-        if args.setup is not None and args.sandbox != "docker":
-            raise ConfigError("--setup applies to --sandbox docker only")
-        request = RunRequest(
-            prompt=prompt,
-            repo=args.repo,
-            sandbox=args.sandbox,
-            image=args.image,
-            setup=args.setup or "auto",
-            resume=args.resume,
-            network=_network(args),
-            network_methods=args.network_methods,
-            network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE)),
-            mcp=_mcp(args.mcp_config),
-            settings=RunSettings(
-                provider=args.provider,
-                model=args.model,
-                fallback=(args.fallback, args.fallback_model) if args.fallback else None,
-                openai_auth=args.openai_auth,
-                max_turns=args.max_turns,
-                time_limit=args.timeout,
-                effort=None if args.effort == "none" else args.effort,
-                max_cost_usd=args.max_cost,
-                prices=PriceBook(operator=prices_from_environment(os.environ)),
-                disabled_skills=tuple(args.no_skill),
-                subagents=_subagents(args),
-            ),
-        )
-        check_home(neo_home())
-        result = asyncio.run(_run(request, output))
+        checked = _check(args, started)
     except ConfigError as error:
-        result = failed(error, started)
-        if args.output_format != "text":
-            output.finish(result)
-        print(f"neo: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    output.finish(result)
-    if not result.is_error:
-        return EXIT_OK
-    if result.error_type == "config_error":
-        # A setting found wrong only once the run began: still the user's to fix.
-        return EXIT_USAGE
-    return EXIT_INTERRUPTED if result.error_type == "interrupted" else EXIT_FAILED
+        if args.output_format == "text":
+            print(f"neo: error: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        from bot.cli.run_agent import refuse  # the result object, for a program to read
+
+        return refuse(args, error, started)
+    from bot.cli.run_agent import run_agent
+
+    return run_agent(args, checked)
+
+
+def _check(args: argparse.Namespace, started: float) -> Checked:
+    """What the command line and the environment say, checked; ConfigError otherwise."""
+    prompt = _stdin_prompt() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise ConfigError("the prompt is empty (pass PROMPT, or '-' to read it from stdin)")
+    if args.fallback_model and not args.fallback:
+        raise ConfigError("--fallback-model needs --fallback PROVIDER")
+    if args.setup is not None and args.sandbox != "docker":
+        raise ConfigError("--setup applies to --sandbox docker only")
+    if args.no_subagents and (args.subagent_model or args.max_subagents or args.subagent_max_turns):
+        raise ConfigError(
+            "--subagent-model, --max-subagents and --subagent-max-turns need subagents"
+            " (no --no-subagents)"
+        )
+    checked = Checked(
+        prompt=prompt,
+        network=_network(args),
+        network_ceiling=_ceiling(os.environ.get(NETWORK_VARIABLE)),
+        started=started,
+    )
+    check_home(neo_home())
+    return checked
 
 
 def _network(args: argparse.Namespace) -> NetworkPolicy | None:
@@ -225,52 +222,3 @@ def _stdin_prompt() -> str:
         raise ConfigError(
             f"the prompt on stdin is not valid UTF-8 (byte {error.start + 1} of {len(data)})"
         ) from None
-
-
-def _mcp(path: Path | None) -> McpRun:
-    """`--mcp-config`'s servers, and what this environment's operator allows them."""
-    if path is None:
-        return NO_MCP
-    operator = Operator.from_environ()
-    return McpRun(read_mcp_config(path, operator), operator)
-
-
-def _subagents(args: argparse.Namespace) -> SubagentSettings:
-    if args.no_subagents and (args.subagent_model or args.max_subagents or args.subagent_max_turns):
-        raise ConfigError(
-            "--subagent-model, --max-subagents and --subagent-max-turns need subagents"
-            " (no --no-subagents)"
-        )
-    settings = SubagentSettings(enabled=not args.no_subagents, model=args.subagent_model)
-    if args.max_subagents is not None:
-        settings = replace(settings, max_children=args.max_subagents)
-    if args.subagent_max_turns is not None:
-        settings = replace(settings, max_turns=args.subagent_max_turns)
-    return settings
-
-
-async def _run(request: RunRequest, output: Output) -> RunResult:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def interrupt() -> None:
-        if stop.is_set():
-            # A second Ctrl-C: the person wants out now.
-            os._exit(EXIT_INTERRUPTED)
-        stop.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, interrupt)
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, ToolNotice) and isinstance(event.payload, McpSkipped):
-            for left in event.payload.skipped:
-                reason = one_line(left.reason, 300)
-                print(f"neo: MCP server {left.server!r} left out: {reason}", file=sys.stderr)
-        output.event(event)
-
-    try:
-        return await run_headless(request, home=neo_home(), on_event=on_event, stop=stop)
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
