@@ -3,7 +3,8 @@
 Every case is a row of a table below; the tests around them stay as they are.
 The rows of a table are the calls of one `neo run` (one per sandbox), made in
 turn: a `neo run` costs seconds of CPU, a call next to nothing. Each row is
-still a test of its own, checking its own call's result (and peak memory).
+still a test of its own, checking its own call's result (and the peak memory
+up to it).
 
 - `ENVIRON_READS`: a bash command that hunts for the run's secrets (the API
   key, the App's private key, the webhook secret, all in `neo run`'s own
@@ -19,8 +20,9 @@ still a test of its own, checking its own call's result (and peak memory).
   itself in the local sandbox) and of the sandbox's exec agent (which reads
   them in the docker sandbox; the command runner in the local one) stays
   under `MAX_RSS_KIB` through the row's call, and that the model got an
-  answer, not a crash. Both peaks are reset after each row (`clear_refs`),
-  so a row's are its own.
+  answer, not a crash. Both peaks are read after each row: a row's are those
+  of the run up to its end (no less than its own), so the first row whose
+  peak passes the bound is the one that did it.
 """
 
 from __future__ import annotations
@@ -287,16 +289,15 @@ HUGE_READS = [
 ]
 
 # The bash command, run after each huge read, that prints the peak memory of
-# its parent (the docker sandbox's agent, or the local sandbox's command
-# runner), then resets it for the next row.
-PARENT_PEAK = "awk '/^VmHWM:/ {print $2}' /proc/$PPID/status && echo 5 > /proc/$PPID/clear_refs"
+# its parent: the docker sandbox's agent, or the local sandbox's command runner.
+PARENT_PEAK = "awk '/^VmHWM:/ {print $2}' /proc/$PPID/status"
 
 
 @dataclass(frozen=True)
 class HugeRead:
     answer: str  # the tool's result
     peak: str  # PARENT_PEAK's output after it
-    rss: int  # `neo run`'s peak RSS in KiB through the call and PARENT_PEAK
+    rss: int  # `neo run`'s peak RSS in KiB, from its start through the call and PARENT_PEAK
 
 
 Row = tuple[str, Maker, str, dict[str, Any]]
@@ -332,12 +333,11 @@ class HugeReads:
         rss: dict[int, int] = {}
 
         def measure(turn: int, pid: int) -> None:
-            # Turn 2k + 2 follows row k's two calls: its peak, reset for the next.
-            # Row 0's includes `neo run`'s start.
+            # Turn 2k + 2 follows row k's two calls. (Resetting the peak through
+            # /proc/PID/clear_refs would need root: `neo run` is not dumpable.)
             if turn >= 2 and turn % 2 == 0:
                 status = Path(f"/proc/{pid}/status").read_text()
                 rss[turn // 2 - 1] = int(status.split("VmHWM:")[1].split()[0])
-                Path(f"/proc/{pid}/clear_refs").write_text("5")
 
         held = hostile_secrets()
         with FakeAnthropicAPI(api_key=held["ANTHROPIC_API_KEY"]) as fake:
