@@ -750,9 +750,7 @@ async def test_a_fork_bomb_ends_as_a_tool_result_and_the_sandbox_goes_on(
         limits=Limits(pids=128),
         client=docker_client,
     ) as sandbox:
-        # The limit is reached in well under a second (bash reports its first
-        # refused fork at once); the timeout only ends the bomb, burning CPU.
-        bomb = await BashTool(sandbox)({"command": ":(){ :|:& };:", "timeout": 3}, CTX)
+        bomb = await BashTool(sandbox)({"command": ":(){ :|:& };:", "timeout": 10}, CTX)
         after = await bash(sandbox, "echo ok")
 
     assert isinstance(bomb.content, str)
