@@ -584,6 +584,26 @@ class Agent:
                 found[command.process.pid] = command.ident
         return found
 
+    def owner(self, pid: int) -> Any:
+        """The request id of the command process `pid` belongs to (see owning_command).
+
+        A command is recorded just after its process starts, and on a loaded
+        host the command may run, and connect, first: a process found unowned
+        while commands are starting is looked up again once they are recorded
+        (for OWNER_WAIT at most), not taken for one that escaped its command."""
+        deadline = time.monotonic() + OWNER_WAIT
+        while True:
+            # Read before the owners: a start that ended by then is in them.
+            with self.groups_lock:
+                starting = self.starting_now
+            found = owning_command(pid, self.owners())
+            left = deadline - time.monotonic()
+            if found is not None or not starting or left <= 0:
+                return found
+            with self.groups_lock:
+                if self.starting_now:
+                    self.recorded.wait(left)
+
     def cancel(self, target: Any) -> None:
         with self.groups_lock:
             pgid = self.groups.get(target)
@@ -775,6 +795,8 @@ RELAY_CHUNK = 1024 * 1024
 # 10.0.0.0 + request id + 1; 10.0.0.0 when no command owns the connection.
 RELAY_BASE = 10 << 24
 RELAY_SPAN = 1 << 24
+# How long the relay waits for commands being started to be recorded (Agent.owner).
+OWNER_WAIT = 10.0
 
 
 def command_address(ident: Any) -> str:
@@ -892,7 +914,7 @@ class Relay:
     def identify(self, peer_port: int) -> Any:
         inode = socket_inode(peer_port, self.port)
         pid = socket_owner(inode) if inode is not None else None
-        return owning_command(pid, self.agent.owners()) if pid is not None else None
+        return self.agent.owner(pid) if pid is not None else None
 
     def connection(self, client: socket.socket, port: int) -> None:
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
