@@ -126,3 +126,38 @@ def test_a_session_whose_end_swallows_a_cancel_is_cancelled_again_and_nothing_is
     assert ended == ["swallowed one"]
     assert running == []
     assert left == [], "\n".join(left)
+
+
+def test_a_gateway_cancelled_while_its_servers_end_lets_them_end_first(tmp_path: Path) -> None:
+    # The stubborn server is skipped at 1 s and takes seconds more to end;
+    # the block is cancelled meanwhile, as neo run's is on Ctrl-C.
+    pid_file = tmp_path / "pid"
+    stubborn = (sys.executable, str(SERVERS / "stubborn.py"), str(pid_file))
+    settings = McpSettings(
+        servers=(ServerSpec("stubborn", Command(stubborn), ("*",), startup_timeout=1.0),),
+        github=False,
+    )
+    where = Where(Operator(commands=(sys.executable,)), NetworkPolicy(), job_id="cancel-test")
+    opened: list[Gateway] = []
+
+    async def body() -> None:
+        async with Gateway(settings, where) as gateway:
+            await gateway.ready()
+            opened.append(gateway)
+
+    async def main() -> tuple[bool, list[str], list[str]]:
+        task = asyncio.create_task(body())
+        while not opened and not task.done():
+            await asyncio.sleep(0.01)
+        task.cancel()  # the block is in __aexit__ by now
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        running = [repr(t) for t in opened[0].left_running()]
+        return task.cancelled(), running, tasks_left()
+
+    cancelled, running, left = run_to_end(main)
+
+    assert cancelled  # the cancel still reaches the caller, after the servers' end
+    assert running == []
+    assert left == [], "\n".join(left)
+    assert process_gone(int(pid_file.read_text()))
