@@ -196,8 +196,6 @@ async def _engine(image: str, image_setting: str) -> DockerClient:
     """The Docker engine, reachable and holding `image`, swept of what crashed runs left."""
     from docker.errors import DockerException, ImageNotFound
 
-    from runner.mcp.container import sweep_mcp
-    from runner.network.proxy import sweep_egress
     from runner.sandbox import docker as engine
 
     try:
@@ -217,6 +215,11 @@ async def _engine(image: str, image_setting: str) -> DockerClient:
         ) from None
     except DockerException as error:
         raise SandboxError(f"cannot inspect sandbox image {image}: {one_line(error)}") from None
+    # Loaded once the engine and the image are there: the MCP SDK alone costs a
+    # refused start (no engine, no image) most of a second of CPU.
+    from runner.mcp.container import sweep_mcp
+    from runner.network.proxy import sweep_egress
+
     await asyncio.to_thread(engine.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
     await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
     await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
