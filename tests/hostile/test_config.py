@@ -16,15 +16,17 @@ Three tables, each a list of `pytest.param(..., id="readable-id")` rows:
   alike; `tests/hostile/test_service.py` starts `neo serve` and `neo worker`
   with each bad one.
 
-The `neo` rows run the installed console script as a real process.
+The `neo` rows of a table run the installed console script as a real process
+where `REAL` names them (a few per command and layer: what only a process
+shows), and the others through the same `bot.cli.main.main` in this process
+(`tests/hostile/neo_cli.py`); both are checked alike.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -34,8 +36,12 @@ from bot.config.settings import load_settings
 from bot.intake.triggers import Rules
 from runner.errors import ConfigError
 from runner.sandbox.factory import SandboxChoice, open_sandbox
+from tests.hostile.neo_cli import Done, neo_in_process, neo_process
 
-NEO = Path(sys.executable).with_name("neo")
+# The rows, by test id, run as a real `neo` process.
+REAL = frozenset(
+    {"spaces-and-bang", "timeout-overflows", "max-turns-5000-digits", "no-at", "not-ascii"}
+)
 
 _BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]\n"
@@ -129,37 +135,49 @@ BAD_IMAGES = [
 ]
 
 
-def _neo(*argv: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    values = {**os.environ, **env}
-    values.pop("PYTHONDONTWRITEBYTECODE", None)  # importing the SDKs is slow without it
-    return subprocess.run(
-        [str(NEO), *argv],
-        env=values,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+class Neo(Protocol):
+    def __call__(self, *argv: str, env: dict[str, str]) -> Done: ...
 
 
-def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
+@pytest.fixture
+def neo(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> Neo:
+    """`neo` on this process's environment and `env`: a real process for the rows of REAL."""
+    row = getattr(request.node, "callspec", None)
+    real = row is not None and row.id in REAL
+
+    def run(*argv: str, env: dict[str, str]) -> Done:
+        values = {**os.environ, **env}
+        if real:
+            return neo_process(argv, values, cwd=tmp_path)
+        return neo_in_process(argv, values, cwd=tmp_path, monkeypatch=monkeypatch, capfd=capfd)
+
+    return run
+
+
+def _one_error_line(done: Done) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr
+    assert done.stdout == ""
     return lines[0]
 
 
 @pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
-def test_a_bad_image_flag_exits_2_naming_it(image: str, problem: str, tmp_path: Path) -> None:
-    done = _neo(
+def test_a_bad_image_flag_exits_2_naming_it(
+    image: str, problem: str, tmp_path: Path, neo: Neo
+) -> None:
+    done = neo(
         "run",
         "--sandbox",
         "docker",
         f"--image={image}",
         "go",
         env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
-        cwd=tmp_path,
     )
 
     assert done.returncode == 2, done.stderr
@@ -169,8 +187,13 @@ def test_a_bad_image_flag_exits_2_naming_it(image: str, problem: str, tmp_path: 
     assert problem in line
 
 
-def test_a_valid_image_missing_on_the_host_exits_2_naming_the_flag(tmp_path: Path) -> None:
-    done = _neo(
+def test_a_valid_image_missing_on_the_host_exits_2_naming_the_flag(
+    tmp_path: Path, neo: Neo
+) -> None:
+    # In this process: a refusal found once the run began ends a real process
+    # alike (test_cli.py's run-chatgpt-credentials-a-directory), and loading
+    # the runner and the SDKs again in one cost this test most of its time.
+    done = neo(
         "run",
         "--sandbox",
         "docker",
@@ -178,7 +201,6 @@ def test_a_valid_image_missing_on_the_host_exits_2_naming_the_flag(tmp_path: Pat
         "neo-no-such-image:never",
         "go",
         env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
-        cwd=tmp_path,
     )
 
     assert done.returncode == 2, done.stderr
@@ -204,7 +226,7 @@ def test_a_bad_sandbox_image_in_the_file_names_the_setting(image: str, problem: 
 
 @pytest.mark.parametrize(("image", "problem"), BAD_IMAGES)
 def test_a_bad_neo_sandbox_image_stops_the_worker_naming_it(
-    image: str, problem: str, tmp_path: Path
+    image: str, problem: str, tmp_path: Path, neo: Neo
 ) -> None:
     env = {
         "NEO_GITHUB_APP_ID": "1",
@@ -219,7 +241,7 @@ def test_a_bad_neo_sandbox_image_stops_the_worker_naming_it(
         load_settings(settings)
     assert problem in str(raised.value)
 
-    done = _neo("worker", env=env, cwd=tmp_path)
+    done = neo("worker", env=env)
     assert done.returncode == 2, done.stderr
     line = _one_error_line(done)
     assert line.startswith("neo: error: NEO_SANDBOX_IMAGE: ")
@@ -263,14 +285,13 @@ BAD_FLAGS = [
 
 @pytest.mark.parametrize(("argv", "flag", "problem"), BAD_FLAGS)
 def test_a_bad_numeric_flag_exits_2_with_one_short_line(
-    argv: list[str], flag: str, problem: str, tmp_path: Path
+    argv: list[str], flag: str, problem: str, tmp_path: Path, neo: Neo
 ) -> None:
-    done = _neo(
+    done = neo(
         "run",
         *argv,
         "go",
         env={"NEO_HOME": str(tmp_path / "home"), "ANTHROPIC_API_KEY": "sk-unused"},
-        cwd=tmp_path,
     )
 
     assert done.returncode == 2, done.stderr
@@ -328,11 +349,11 @@ def test_a_good_handle_is_accepted_alike_wherever_it_is_set(handle: str) -> None
     "handle", [handle for _, handle in BAD_HANDLES], ids=[i for i, _ in BAD_HANDLES]
 )
 def test_neo_action_with_a_bad_trigger_phrase_exits_2_with_one_line(
-    handle: str, tmp_path: Path
+    handle: str, tmp_path: Path, neo: Neo
 ) -> None:
     event = tmp_path / "event.json"
     event.write_text("{}")
-    done = _neo(
+    done = neo(
         "action",
         env={
             "GITHUB_EVENT_NAME": "issue_comment",
@@ -344,7 +365,6 @@ def test_neo_action_with_a_bad_trigger_phrase_exits_2_with_one_line(
             input_variable("trigger_phrase"): handle,
             input_variable("github_token"): "ghs_unused",
         },
-        cwd=tmp_path,
     )
 
     assert done.returncode == 2, done.stderr
