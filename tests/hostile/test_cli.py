@@ -1,6 +1,9 @@
 """Hostile inputs to `neo` commands: each ends in one line and exit 2, never a
-traceback, a hang or minutes of retries. The installed console script runs
-as a real process.
+traceback, a hang or minutes of retries. The rows marked `real` run the
+installed console script as a real process (at least one per command, and
+those whose proof is a process's: stdin, a read that must not hang); the
+others run `bot.cli.main.main` in the test's process, checked alike
+(tests/hostile/neo_cli.py).
 
 Every case is a row of `BAD_INPUTS`: the command's arguments, its
 environment and stdin, and a word the one line must hold (`names`). In
@@ -18,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +29,8 @@ import pytest
 
 from bot.action.inputs import input_variable
 from bot.queue import SqliteQueue
+from tests.hostile.neo_cli import neo_in_process, neo_process
 
-NEO = Path(sys.executable).with_name("neo")
 TIMEOUT = 60
 SECRET = "sk-ant-hostile-cli-0123456789"
 
@@ -41,9 +43,11 @@ class Bad:
     env: dict[str, str] = field(default_factory=dict)
     stdin: bytes = b""
     setup: str = ""
+    # As a real process; otherwise through bot.cli.main.main in this one.
+    real: bool = False
 
 
-def _action(id: str, names: str, **env: str) -> Bad:
+def _action(id: str, names: str, real: bool = False, **env: str) -> Bad:
     """`neo action` in a workflow run whose environment `env` spoils."""
     base = {
         "GITHUB_EVENT_NAME": "workflow_dispatch",
@@ -55,7 +59,7 @@ def _action(id: str, names: str, **env: str) -> Bad:
         input_variable("github_token"): "ghs_unused",
         input_variable("prompt"): "go",
     }
-    return Bad(f"action-{id}", ("action",), names, env={**base, **env})
+    return Bad(f"action-{id}", ("action",), names, env={**base, **env}, real=real)
 
 
 def _jobs(verb: str) -> Bad:
@@ -63,7 +67,13 @@ def _jobs(verb: str) -> Bad:
 
 
 BAD_INPUTS = [
-    Bad("run-stdin-not-utf8", ("run", "--repo", "{tree}", "-"), "UTF-8", stdin=b"fix \xff\xfe it"),
+    Bad(
+        "run-stdin-not-utf8",
+        ("run", "--repo", "{tree}", "-"),
+        "UTF-8",
+        stdin=b"fix \xff\xfe it",
+        real=True,
+    ),
     Bad(
         "run-neo-home-dev-null",
         ("run", "--repo", "{tree}", "go"),
@@ -81,6 +91,7 @@ BAD_INPUTS = [
         ("run", "--repo", "{tree}", "--provider", "openai", "--openai-auth", "subscription", "go"),
         "chatgpt.json",
         setup="credentials-directory",
+        real=True,  # refused once the run began: what bot.cli.run_agent reports
     ),
     Bad(
         "logout-chatgpt-credentials-a-directory",
@@ -93,6 +104,7 @@ BAD_INPUTS = [
         ("login", "chatgpt"),
         "chatgpt.json",
         setup="credentials-directory",
+        real=True,
     ),
     Bad("run-resume-empty", ("run", "--repo", "{tree}", "--resume", "", "go"), "--resume"),
     Bad("run-resume-blank", ("run", "--repo", "{tree}", "--resume", " ", "go"), "--resume"),
@@ -102,9 +114,11 @@ BAD_INPUTS = [
         ("jobs", "list"),
         "NEO_QUEUE_URL",
         {"NEO_QUEUE_URL": "postgresql://neo:hunter2@[db/neo"},
+        real=True,
     ),
-    _action("event-dev-zero", "GITHUB_EVENT_PATH", GITHUB_EVENT_PATH="/dev/zero"),
-    _action("event-fifo", "GITHUB_EVENT_PATH", GITHUB_EVENT_PATH="{fifo}"),
+    # Real: a read that does not stop at its bound hangs the process, not the test's.
+    _action("event-dev-zero", "GITHUB_EVENT_PATH", real=True, GITHUB_EVENT_PATH="/dev/zero"),
+    _action("event-fifo", "GITHUB_EVENT_PATH", real=True, GITHUB_EVENT_PATH="{fifo}"),
     _action("max-turns-5001-digits", "max_turns", INPUT_MAX_TURNS="1" * 5001),
     _action("max-turns-superscript", "max_turns", INPUT_MAX_TURNS="²"),
     _action("run-id-5001-digits", "GITHUB_RUN_ID", GITHUB_RUN_ID="7" * 5001),
@@ -119,7 +133,9 @@ SETUPS: dict[str, Callable[[Path], None]] = {"credentials-directory": _credentia
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=[case.id for case in BAD_INPUTS])
-def test_a_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: Bad) -> None:
+def test_a_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, case: Bad, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     places = {
         "tree": tmp_path / "tree",
         "home": tmp_path / "home",
@@ -150,20 +166,19 @@ def test_a_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: Bad) -> None:
         # A model call would fail at once: a case that reaches one fails fast.
         ANTHROPIC_BASE_URL="http://127.0.0.1:9",
     )
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # importing the SDKs is slow without it
     env.update({key: value.format(**places) for key, value in case.env.items()})
+    argv = [arg.format(**places) for arg in case.argv]
 
-    done = subprocess.run(
-        [str(NEO), *(arg.format(**places) for arg in case.argv)],
-        env=env,
-        input=case.stdin,
-        capture_output=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
+    if case.real:
+        done = neo_process(argv, env, cwd=tmp_path, stdin=case.stdin, timeout=TIMEOUT)
+    else:
+        done = neo_in_process(
+            argv, env, cwd=tmp_path, monkeypatch=monkeypatch, capfd=capfd, stdin=case.stdin
+        )
 
-    stderr = done.stderr.decode(errors="replace")
+    stderr = done.stderr
     assert done.returncode == 2, stderr
+    assert done.stdout == ""
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
     assert lines[0].startswith("neo"), stderr
