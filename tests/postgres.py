@@ -134,6 +134,16 @@ class Cluster:
             self.log,
         )
 
+    def running(self) -> bool:
+        """Whether the server is up (`pg_ctl status`: 0 running, 3 not)."""
+        done = subprocess.run(
+            _as_server_user([self.pg_ctl, "status", "--pgdata", str(self.data)]),
+            capture_output=True,
+            timeout=_START_TIMEOUT,
+            check=False,
+        )
+        return done.returncode == 0
+
     def start(self) -> None:
         """Start it again on the same port."""
         _run(

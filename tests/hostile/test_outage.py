@@ -1,8 +1,9 @@
 """PostgreSQL stopped while a job finishes: one model run, one push, the spend once.
 
-Real `neo worker` processes on a PostgreSQL cluster of the test's own, which
-it stops when the model gives its last answer (so the job's finish finds no
-database) and starts again once the job's lease has run out. The job's work
+Real `neo worker` processes on a PostgreSQL cluster of the module's own (each
+test a database of its own on it), which a test stops when the model gives its
+last answer (so the job's finish finds no database) and starts again once the
+job's lease has run out. The job's work
 is published meanwhile (pushed, its pull request and report on GitHub).
 Whether the worker lives through the outage (it writes the outcome it kept)
 or dies in it (the next attempt finds the report and writes what it says),
@@ -18,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +87,24 @@ class Setup:
         return self.model(body)
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Cluster]:
+    """The module's cluster: each test stops it, and leaves it started again."""
+    with own_cluster() as made:
+        yield made
+
+
+_databases = count()
+
+
 @pytest.fixture
-def setup(tmp_path: Path) -> Iterator[Setup]:
+def setup(postgres: Cluster, tmp_path: Path) -> Iterator[Setup]:
     with ExitStack() as stack:
-        postgres = stack.enter_context(own_cluster())
+        # The next test finds the server up, whatever this one left.
+        stack.callback(_started, postgres)
         # Libpq's own parameter, which the queue's pool waits by too: an
         # operation while the server is down fails after 2 s, not 10.
-        url = postgres.database("neo") + "?connect_timeout=2"
+        url = postgres.database(f"neo_{next(_databases)}") + "?connect_timeout=2"
         github = stack.enter_context(FakeGitHub())
         anthropic = stack.enter_context(FakeAnthropicAPI())
         served = tmp_path / "served"
@@ -127,6 +140,11 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
         made = Setup(postgres, url, github, git, anthropic, Model(postgres), env, job_id)
         anthropic.script(*[made.answer] * 10)
         yield made
+
+
+def _started(postgres: Cluster) -> None:
+    if not postgres.running():
+        postgres.start()
 
 
 async def _enqueue(url: str, request: JobRequest) -> int:
