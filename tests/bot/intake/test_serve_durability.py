@@ -17,9 +17,8 @@ import copy
 import itertools
 import json
 import random
-import subprocess
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,18 @@ from typing import Any
 import httpx
 import pytest
 
+from bot.cli.main import main
 from bot.intake.server import WEBHOOK_PATH
-from tests.bot.serving import NEO, Server, corpus, headers, neo_serve, serve_env
+from bot.queue.url import sqlite_url
+from tests.bot.serving import Server, corpus, headers, neo_serve, serve_env
 from tests.fakes import FakeGitHub
 
 CLIENTS = 24
 ROUNDS = 3
+# A server is killed after this many 2xx (at random in the range): past the
+# first answers to every client, so requests are in flight at the kill, as
+# many as at any later point (more deliveries make the run longer, not harder).
+KILL_AFTER = (30, 151)
 SEED = random.randrange(2**32)
 
 
@@ -126,16 +131,22 @@ async def post_until_killed(
     return seen
 
 
-def queued(server: Server) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [str(NEO), "jobs", "list", "--format", "json", "--limit", "1000000"],
-        env=dict(server.env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    listed: list[dict[str, Any]] = json.loads(done.stdout)
+@pytest.fixture
+def queued(capsys: pytest.CaptureFixture[str]) -> Callable[[Server], list[dict[str, Any]]]:
+    """`neo jobs list --format json` of a server's queue, run in this process: the
+    same `main` as the console script, without a process start per look."""
+
+    def listed(server: Server) -> list[dict[str, Any]]:
+        url = server.env.get("NEO_QUEUE_URL") or sqlite_url(
+            Path(server.env["NEO_DATA_DIR"]).absolute() / "neo.db"
+        )
+        capsys.readouterr()
+        argv = ["jobs", "list", "--format", "json", "--limit", "1000000", "--queue-url", url]
+        assert main(argv) == 0
+        jobs = json.loads(capsys.readouterr().out)
+        assert isinstance(jobs, list)
+        return jobs
+
     return listed
 
 
@@ -166,7 +177,11 @@ def github() -> Iterator[FakeGitHub]:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_kill_9_mid_stream_loses_and_doubles_nothing(
-    github: FakeGitHub, tmp_path: Path, backend: str, request: pytest.FixtureRequest
+    github: FakeGitHub,
+    tmp_path: Path,
+    backend: str,
+    request: pytest.FixtureRequest,
+    queued: Callable[[Server], list[dict[str, Any]]],
 ) -> None:
     env = serve_env(github, tmp_path / "data")
     if backend == "postgres":
@@ -182,7 +197,7 @@ def test_kill_9_mid_stream_loses_and_doubles_nothing(
         with neo_serve(env, log) as server:
             # What the previous server acknowledged survived its kill -9.
             assert_each_queued_once(queued(server), acknowledged, attempted)
-            kill_after, delay = chance.randrange(50, 401), chance.uniform(0, 0.02)
+            kill_after, delay = chance.randrange(*KILL_AFTER), chance.uniform(0, 0.02)
             seen = asyncio.run(post_until_killed(server, stream, kill_after, delay))
             assert server.process.returncode == -9, f"round {round_number} (seed {SEED})"
         assert seen.refused == [], seen.refused[:5]
