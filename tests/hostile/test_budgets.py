@@ -55,6 +55,7 @@ from tests.bot.worker.test_loop import (  # noqa: F401 (fixtures)
 from tests.fakes import FakeAnthropicAPI, FakeGitHub, FakeGitServer, Reply, text, tool_use
 from tests.fakes.anthropic_api import ErrorReply
 from tests.fakes.anthropic_api import Usage as WireUsage
+from tests.hostile.neo_cli import neo_in_process
 
 DAY_START = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
 OWNER_FILE = f"{ORG_CONFIG}:.github/neo.yml"
@@ -177,11 +178,39 @@ def asks_then_answers(body: dict[str, Any]) -> Reply:
     return Reply([text("It says 42.")], usage=usage)
 
 
-def run_on(fake: FakeAnthropicAPI, tmp_path: Path, *argv: str, prices: str | None = None) -> Any:
+def run_on(
+    fake: FakeAnthropicAPI,
+    tmp_path: Path,
+    *argv: str,
+    prices: str | None = None,
+    here: tuple[pytest.MonkeyPatch, pytest.CaptureFixture[str]] | None = None,
+) -> Any:
+    """`neo run` on an empty tree against `fake`, a real process unless `here` says
+    in which test's process (monkeypatch and capfd) to run it through bot.cli.main.main."""
     env = console_env(tmp_path / "home", fake.env, {"NEO_PRICES": prices or ""})
     tree = tmp_path / "tree"
     tree.mkdir(exist_ok=True)
-    return neo(env, "run", "--repo", str(tree), "--output-format", "json", *argv, "look")
+    argv = ("run", "--repo", str(tree), "--output-format", "json", *argv, "look")
+    if here is None:
+        return neo(env, *argv)
+    monkeypatch, capfd = here
+    return neo_in_process(argv, env, cwd=tmp_path, monkeypatch=monkeypatch, capfd=capfd)
+
+
+# The rows of the tables below (test ids) run as a real `neo` process; the
+# others through bot.cli.main.main.
+REAL = frozenset({"the-runs", "not-json"})
+
+
+@pytest.fixture
+def here(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> tuple[pytest.MonkeyPatch, pytest.CaptureFixture[str]] | None:
+    """None for the rows of REAL, else where `run_on` runs `neo` in this process."""
+    row = getattr(request.node, "callspec", None)
+    return None if row is not None and row.id in REAL else (monkeypatch, capfd)
 
 
 @pytest.mark.parametrize(
@@ -194,11 +223,11 @@ def run_on(fake: FakeAnthropicAPI, tmp_path: Path, *argv: str, prices: str | Non
     ids=["the-runs", "the-subagents", "the-fallbacks"],
 )
 def test_with_a_limit_a_model_without_a_price_is_refused_in_one_line(
-    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, flags: tuple[str, ...]
+    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, flags: tuple[str, ...], here: Any
 ) -> None:
     fake_anthropic.script(*([asks_then_answers] * 4))
 
-    done = run_on(fake_anthropic, tmp_path, *flags, "--max-cost", "1")
+    done = run_on(fake_anthropic, tmp_path, *flags, "--max-cost", "1", here=here)
 
     assert done.returncode == 2, done.stdout
     assert done.stderr.strip() == (
@@ -239,11 +268,20 @@ def test_a_subagent_model_given_a_price_runs_and_is_charged(
 
 @pytest.mark.parametrize("parent", [UNPRICED, SONNET], ids=["the-runs", "the-subagents"])
 def test_without_a_limit_a_model_without_a_price_runs_at_no_cost_and_is_named(
-    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, parent: str
+    fake_anthropic: FakeAnthropicAPI,
+    tmp_path: Path,
+    parent: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
+    # In this process: what a process shows of a run is proved by the real runs
+    # above and below.
     fake_anthropic.script(*([asks_then_answers] * 4))
+    here = (monkeypatch, capfd)
 
-    done = run_on(fake_anthropic, tmp_path, "--model", parent, "--subagent-model", UNPRICED)
+    done = run_on(
+        fake_anthropic, tmp_path, "--model", parent, "--subagent-model", UNPRICED, here=here
+    )
 
     assert done.returncode == 0, done.stderr
     assert len(fake_anthropic.requests) == 3
@@ -269,12 +307,13 @@ def test_without_a_limit_a_model_without_a_price_runs_at_no_cost_and_is_named(
     ids=["not-json", "no-output-price", "not-a-number", "infinite"],
 )
 def test_bad_prices_stop_neo_run_in_one_line(
-    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, prices: str, said: str
+    fake_anthropic: FakeAnthropicAPI, tmp_path: Path, prices: str, said: str, here: Any
 ) -> None:
-    done = run_on(fake_anthropic, tmp_path, "--max-cost", "1", prices=prices)
+    done = run_on(fake_anthropic, tmp_path, "--max-cost", "1", prices=prices, here=here)
 
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
+    assert "Traceback" not in done.stderr
     assert line.startswith(f"neo: error: {said}"), line
     assert fake_anthropic.requests == []
 
