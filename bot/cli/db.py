@@ -14,10 +14,7 @@ import sys
 from pathlib import Path
 from typing import TypeVar
 
-from bot.cli.db_copy import copy_queue
 from bot.exits import EXIT_OK, EXIT_USAGE
-from bot.queue import data_dir, is_postgres_url, sqlite_path
-from bot.queue.pg_schema import migrate
 from runner.errors import ConfigError
 
 __all__ = ["add_db_parser", "db_command"]
@@ -66,6 +63,10 @@ def add_db_parser(commands: argparse._SubParsersAction[Parser]) -> None:
 
 
 def db_command(args: argparse.Namespace) -> int:
+    # The queue's modules and psycopg load for the command, not to declare its flags.
+    from bot.queue import is_postgres_url
+    from bot.queue.pg_schema import migrate
+
     if args.db_command == "copy":
         return _copy(args)
     if args.queue_url:
@@ -96,6 +97,9 @@ def db_command(args: argparse.Namespace) -> int:
 
 
 def _copy(args: argparse.Namespace) -> int:
+    from bot.cli.db_copy import copy_queue
+    from bot.queue import data_dir, is_postgres_url, sqlite_path
+
     if not args.source.lower().startswith("sqlite:"):
         return _fail("neo: error: `neo db copy` copies from a sqlite:///PATH queue (SOURCE)")
     dest_url, dest = args.dest, "DEST"
