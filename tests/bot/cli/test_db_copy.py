@@ -1,5 +1,6 @@
 """`neo db copy` as a real process: a real SQLite queue and session files into a real
-PostgreSQL database."""
+PostgreSQL database. The refusals' tables run most rows through bot.cli.main.main in
+the test's process, checked alike (tests/hostile/neo_cli.py), and a few as processes."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import PostgresQueue, SessionFiles, SpendRecord, SqliteQueue, sqlite_url
 from bot.worker.sessions import write_session_files
 from tests.bot.queue.factories import FakeClock, make_request
+from tests.hostile.neo_cli import neo_in_process
 
 NEO = Path(sys.executable).with_name("neo")
 PASSWORD = "hunter2-secret"
@@ -26,15 +28,39 @@ FILES = SessionFiles(b'{"type":"session"}\n', ((1, b"child one\n"), (2, b"child 
 
 
 def neo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("NEO_DATA_DIR", "NEO_QUEUE_URL")}
     return subprocess.run(
         [str(NEO), "db", "copy", *args],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
-        env=environ | (env or {}),
+        env=_environ(env),
     )
+
+
+def _environ(env: dict[str, str] | None) -> dict[str, str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("NEO_DATA_DIR", "NEO_QUEUE_URL")}
+    return environ | (env or {})
+
+
+class Here:
+    """`neo db copy` and `neo jobs list` through bot.cli.main.main in the test's process."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]):
+        self.monkeypatch, self.capfd = monkeypatch, capfd
+
+    def __call__(self, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        done = neo_in_process(
+            argv, _environ(None), cwd=cwd, monkeypatch=self.monkeypatch, capfd=self.capfd
+        )
+        return subprocess.CompletedProcess(
+            ["neo", *argv], done.returncode, done.stdout, done.stderr
+        )
+
+
+@pytest.fixture
+def here(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> Here:
+    return Here(monkeypatch, capfd)
 
 
 async def old_service(data: Path) -> dict[str, int]:
@@ -147,27 +173,45 @@ def test_sessions_come_from_neo_data_dir_when_the_queue_file_is_elsewhere(
     asyncio.run(check())
 
 
+# Real (a process): the first refusal, and libpq's error about a URL, password and all.
 @pytest.mark.parametrize(
-    ("source", "dest", "message"),
+    ("source", "dest", "message", "real"),
     [
-        (UNREACHABLE, "postgres", "`neo db copy` copies from a sqlite:///PATH queue (SOURCE)"),
-        ("sqlite", UNREACHABLE.replace("postgresql", "mysql"), "copies into a postgresql://"),
-        ("sqlite", UNREACHABLE, "cannot reach the queue database: "),
+        (
+            UNREACHABLE,
+            "postgres",
+            "`neo db copy` copies from a sqlite:///PATH queue (SOURCE)",
+            True,
+        ),
+        (
+            "sqlite",
+            UNREACHABLE.replace("postgresql", "mysql"),
+            "copies into a postgresql://",
+            False,
+        ),
+        ("sqlite", UNREACHABLE, "cannot reach the queue database: ", False),
         # libpq quotes a URL it cannot parse, password and all.
-        ("sqlite", f"postgresql://neo:{PASSWORD}@[db/neo", "cannot reach the queue database: "),
+        (
+            "sqlite",
+            f"postgresql://neo:{PASSWORD}@[db/neo",
+            "cannot reach the queue database: ",
+            True,
+        ),
         # No DEST, and no NEO_QUEUE_URL to stand in for it.
-        ("sqlite", "omitted", "no destination: set NEO_QUEUE_URL or pass DEST"),
-        ("sqlite", "empty", "the destination has schema version 0; this Neo needs"),
-        ("missing", "postgres", "no queue database at "),
-        ("not-a-queue", "postgres", "is not a Neo queue database (SOURCE)"),
+        ("sqlite", "omitted", "no destination: set NEO_QUEUE_URL or pass DEST", False),
+        ("sqlite", "empty", "the destination has schema version 0; this Neo needs", False),
+        ("missing", "postgres", "no queue database at ", False),
+        ("not-a-queue", "postgres", "is not a Neo queue database (SOURCE)", False),
     ],
 )
 def test_refusals_are_one_line_without_a_url_or_a_password(
     source: str,
     dest: str,
     message: str,
+    real: bool,
     tmp_path: Path,
     request: pytest.FixtureRequest,
+    here: Here,
 ) -> None:
     data = tmp_path / "data"
     if source == "sqlite":
@@ -182,7 +226,8 @@ def test_refusals_are_one_line_without_a_url_or_a_password(
     elif dest == "empty":
         dest = request.getfixturevalue("postgres_empty_url")
 
-    done = neo(source_url) if dest == "omitted" else neo(source_url, dest)
+    args = (source_url,) if dest == "omitted" else (source_url, dest)
+    done = neo(*args) if real else here("db", "copy", *args, cwd=tmp_path)
 
     assert done.returncode == 2
     assert done.stdout == ""
@@ -210,27 +255,36 @@ UNREADABLE_JOBS = [
 
 @pytest.mark.parametrize(("change", "message"), UNREADABLE_JOBS)
 def test_a_job_the_destination_could_not_read_stops_the_copy_before_any_write(
-    change: str, message: str, tmp_path: Path, postgres_url: str
+    change: str, message: str, tmp_path: Path, postgres_url: str, here: Here
 ) -> None:
+    # The first row as processes, the others in the test's process.
+    real = change == UNREADABLE_JOBS[0].values[0]
     data = tmp_path / "data"
     ids = asyncio.run(old_service(data))
     with sqlite3.connect(data / "neo.db") as conn:
         conn.execute(f"UPDATE jobs SET {change} WHERE id = ?", (ids["done"],))
 
-    done = neo(sqlite_url(data / "neo.db"), postgres_url)
+    source = sqlite_url(data / "neo.db")
+    done = (
+        neo(source, postgres_url)
+        if real
+        else here("db", "copy", source, postgres_url, cwd=tmp_path)
+    )
 
     assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
     assert done.stderr == (
         f"neo: error: job {ids['done']} in {data / 'neo.db'} {message};"
         " nothing was copied (SOURCE)\n"
     )
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT count(*) FROM neo_jobs").fetchone() == (0,)
-    listed = subprocess.run(
-        [str(NEO), "jobs", "list", "--queue-url", postgres_url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    argv = ("jobs", "list", "--queue-url", postgres_url)
+    if real:
+        listed = subprocess.run(
+            [str(NEO), *argv], capture_output=True, text=True, timeout=60, check=False
+        )
+    else:
+        listed = here(*argv, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout == "no jobs\n"
