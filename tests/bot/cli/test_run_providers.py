@@ -1,10 +1,13 @@
 """`neo run` on each provider that has its own wire: the installed console
 script and the real SDK against that provider's fake, held to the same
 promises (a bad key is one line, a rate limit is waited out, a missing key
-names its variable). A table row says how each one words them."""
+names its variable). A table row says how each one words them. The bad-key
+rows run the console script; the others call the same `main` in-process
+(`in_process`: the same exit status and output, no process start each)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -12,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.bot.cli.console import console_env, last_json, neo
+from tests.bot.cli.console import console_env, in_process, last_json, neo
 from tests.fakes import gemini_api as gem
 from tests.fakes import openai_responses as oai
 
@@ -70,12 +73,28 @@ def fake(case: Case, request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue(case.fixture)
 
 
-def run(case: Case, fake: Any, tree: Path, key: str | None = None) -> CompletedProcess[str]:
+# How a test runs `neo`: the console script, or `main` in this process.
+Neo = Callable[..., CompletedProcess[str]]
+
+
+@pytest.fixture
+def neo_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Neo:
+    """`neo(env, *argv)` through `main` in this process."""
+
+    def run(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
+        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
+
+    return run
+
+
+def run(
+    case: Case, fake: Any, tree: Path, key: str | None = None, *, runner: Neo = neo
+) -> CompletedProcess[str]:
     env = console_env(tree / "home", fake.env, unset=("ANTHROPIC_API_KEY", "GOOGLE_API_KEY"))
     if key is not None:
         env[case.key_variable] = key
     argv = ["--provider", case.provider, "--output-format", "json", "--repo", str(tree)]
-    return neo(env, "run", *argv, "go")
+    return runner(env, "run", *argv, "go")
 
 
 def test_a_bad_key_is_one_line_and_exit_1(case: Case, fake: Any, tmp_path: Path) -> None:
@@ -91,18 +110,20 @@ def test_a_bad_key_is_one_line_and_exit_1(case: Case, fake: Any, tmp_path: Path)
     assert len(fake.requests) == 1
 
 
-def test_a_rate_limit_is_waited_out(case: Case, fake: Any, tmp_path: Path) -> None:
+def test_a_rate_limit_is_waited_out(case: Case, fake: Any, tmp_path: Path, neo_main: Neo) -> None:
     fake.script(case.rate_limit, case.reply)
 
-    done = run(case, fake, tmp_path)
+    done = run(case, fake, tmp_path, runner=neo_main)
 
     assert done.returncode == 0, done.stderr
     assert last_json(done)["result"] == "after the wait"
     assert len(fake.requests) == 2
 
 
-def test_a_missing_key_names_the_variable(case: Case, fake: Any, tmp_path: Path) -> None:
-    done = run(case, fake, tmp_path, key="")
+def test_a_missing_key_names_the_variable(
+    case: Case, fake: Any, tmp_path: Path, neo_main: Neo
+) -> None:
+    done = run(case, fake, tmp_path, key="", runner=neo_main)
 
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
