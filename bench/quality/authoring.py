@@ -24,16 +24,16 @@ from pathlib import Path
 
 from bench.quality.gitops import IDENTITY, apply_patch, checkout_bundle, git
 from bench.quality.taskset import Language, Provenance, Task, TaskFile, load_task
-from bench.quality.testrun import TestRun, run_hidden_tests
+from bench.quality.testrun import TestRun, run_hidden_tests_side_by_side
 
 __all__ = [
     "AuthoringError",
     "Draft",
+    "base_and_fixed",
     "build_task",
     "detect_language",
     "is_test_path",
     "render_toml",
-    "tests_on",
 ]
 
 _TEST_PATH = re.compile(
@@ -205,20 +205,25 @@ async def _bundle(repo: Path, base: str, out: Path) -> str:
 async def _both(task: Task, image: str | None) -> tuple[TestRun, TestRun]:
     """The hidden tests on the base, and on the base with the fix."""
     with tempfile.TemporaryDirectory(prefix=f"neo-author-{task.id}-") as scratch:
-        before, after = await asyncio.gather(
-            tests_on(task, Path(scratch) / "base", fixed=False, image=image),
-            tests_on(task, Path(scratch) / "fixed", fixed=True, image=image),
-        )
+        return await base_and_fixed(task, Path(scratch), image=image)
+
+
+async def base_and_fixed(
+    task: Task, scratch: Path, *, image: str | None
+) -> tuple[TestRun, TestRun]:
+    """The hidden tests on a checkout of the base and on one with the fix, both
+    under `scratch` (empty), in one sandbox: one start and stop instead of two.
+
+    Raises BenchGitError when the fix or the tests do not apply, SandboxError
+    or ConfigError when the sandbox cannot start.
+    """
+    trees = scratch / "base", scratch / "fixed"
+    base, _ = await asyncio.gather(*(checkout_bundle(task.bundle, tree) for tree in trees))
+    await apply_patch(trees[1], task.fix, what=f"task {task.id}: fix.patch")
+    before, after = await run_hidden_tests_side_by_side(
+        task, scratch, [(tree, base) for tree in trees], image=image, name=f"bench-{task.id}"
+    )
     return before, after
-
-
-async def tests_on(task: Task, tree: Path, *, fixed: bool, image: str | None) -> TestRun:
-    """The hidden tests on a new checkout of the base at `tree`, with the fix when `fixed`."""
-    base = await checkout_bundle(task.bundle, tree)
-    if fixed:
-        await apply_patch(tree, task.fix, what=f"task {task.id}: fix.patch")
-    label = "fixed" if fixed else "base"
-    return await run_hidden_tests(task, tree, base, image=image, name=f"bench-{label}-{task.id}")
 
 
 def render_toml(spec: TaskFile) -> str:

@@ -2,8 +2,9 @@
 
 Sound means, by SWE-bench's rule: on the base commit with the hidden tests,
 every FAIL_TO_PASS test fails and every PASS_TO_PASS test passes; with the
-task's real fix applied too, every one of them passes. Both runs are made in
-fresh sandboxes, as grading makes them.
+task's real fix applied too, every one of them passes. Each run has a fresh
+checkout of its own, as grading does; the two share one sandbox, started for
+the task (authoring.base_and_fixed).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.quality.authoring import tests_on
+from bench.quality.authoring import base_and_fixed
 from bench.quality.gitops import BenchGitError
 from bench.quality.results import grade
 from bench.quality.taskset import Task
@@ -63,10 +64,7 @@ async def check_tasks(
 async def _problem(task: Task, image: str | None) -> str | None:
     spec = task.spec
     with tempfile.TemporaryDirectory(prefix=f"neo-check-{task.id}-") as scratch:
-        before, after = await asyncio.gather(
-            tests_on(task, Path(scratch) / "base", fixed=False, image=image),
-            tests_on(task, Path(scratch) / "fixed", fixed=True, image=image),
-        )
+        before, after = await base_and_fixed(task, Path(scratch), image=image)
     if before.timed_out or after.timed_out:
         which = "on the base" if before.timed_out else "with the fix"
         return f"the hidden tests timed out {which} (test_timeout {spec.test_timeout:g}s)"

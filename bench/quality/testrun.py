@@ -5,22 +5,24 @@ the agent or the task's fix changed. Its test files are put back as the base
 has them, the hidden tests applied, and the language's runner started in a
 new container (no network), its report written to a file in the tree and
 read on the host whole (a command's output in the sandbox keeps only its head
-and tail).
+and tail). Trees side by side under one directory (a task's base and its fix,
+when a task is checked) share one sandbox, run one after the other.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.quality.gitops import apply_patch, patch_paths, restore_paths
 from bench.quality.results import Outcome, parse
 from bench.quality.taskset import Task
+from runner.sandbox.base import Sandbox
 from runner.sandbox.factory import SandboxChoice, open_sandbox
 
-__all__ = ["TEST_COMMANDS", "TestRun", "run_hidden_tests"]
+__all__ = ["TEST_COMMANDS", "TestRun", "run_hidden_tests", "run_hidden_tests_side_by_side"]
 
 # How each runner is started, its report to stdout.
 TEST_COMMANDS = {
@@ -57,22 +59,47 @@ async def run_hidden_tests(
     Raises BenchGitError when the hidden tests do not apply, SandboxError or
     ConfigError when the sandbox cannot start.
     """
+    await _with_hidden_tests(task, tree, base)
+    async with open_sandbox(SandboxChoice("docker", image), tree, job_id=name) as box:
+        return await _run(box, task, tree, cwd=None)
+
+
+async def run_hidden_tests_side_by_side(
+    task: Task, root: Path, trees: Sequence[tuple[Path, str]], *, image: str | None, name: str
+) -> list[TestRun]:
+    """The hidden tests of `task` on each of `trees` (checkouts directly under
+    `root`, each with its base commit), in order, in one sandbox on `root`.
+
+    Each run has its tree to itself, as `run_hidden_tests` gives it; the
+    sandbox (its home, its caches) is shared, and started once. Raises as
+    `run_hidden_tests` does.
+    """
+    for tree, base in trees:
+        if tree.parent != root:
+            raise ValueError(f"{tree} is not directly under {root}")
+        await _with_hidden_tests(task, tree, base)
+    async with open_sandbox(SandboxChoice("docker", image), root, job_id=name) as box:
+        return [await _run(box, task, tree, cwd=tree.name) for tree, _ in trees]
+
+
+async def _with_hidden_tests(task: Task, tree: Path, base: str) -> None:
+    """`tree`'s test files as the base has them, then the hidden tests applied."""
     await restore_paths(tree, base, patch_paths(task.tests))
     await apply_patch(tree, task.tests, what=f"task {task.id}: tests.patch")
-    return await _run(task, tree, image=image, name=name)
 
 
-async def _run(task: Task, tree: Path, *, image: str | None, name: str) -> TestRun:
+async def _run(box: Sandbox, task: Task, tree: Path, *, cwd: str | None) -> TestRun:
+    """The language's runner in `box` on `tree` (`cwd` in the sandbox's tree)."""
     command = TEST_COMMANDS[task.runner]
     log = tree / _LOG
-    async with open_sandbox(SandboxChoice("docker", image), tree, job_id=name) as box:
-        started = time.monotonic()
-        done = await box.run(
-            ["bash", "-c", f"{command} >{_LOG} 2>&1"],
-            timeout=task.spec.test_timeout,
-            env=_ENV.get(task.runner, {}),
-        )
-        seconds = time.monotonic() - started
+    started = time.monotonic()
+    done = await box.run(
+        ["bash", "-c", f"{command} >{_LOG} 2>&1"],
+        timeout=task.spec.test_timeout,
+        cwd=cwd,
+        env=_ENV.get(task.runner, {}),
+    )
+    seconds = time.monotonic() - started
     try:
         report = log.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
