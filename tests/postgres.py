@@ -34,6 +34,7 @@ __all__ = [
     "ClusterError",
     "PostgresServer",
     "cluster",
+    "fresh_database",
     "own_cluster",
     "postgres_empty_url",
     "postgres_server",
@@ -267,6 +268,12 @@ def _database(server: PostgresServer, template: str) -> Iterator[str]:
         # FORCE: a connection the test left open must not keep it.
         with psycopg.connect(server.url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+def fresh_database(server: PostgresServer) -> contextlib.AbstractContextManager[str]:
+    """A database of its own on Neo's current schema while in the block, for a
+    fixture of wider scope than `postgres_url`'s."""
+    return _database(server, TEMPLATE)
 
 
 @pytest.fixture

@@ -3,6 +3,10 @@
 Both read the queue when asked: /metrics shows the jobs as the scrape finds
 them, and /healthz answers 503 with one line once the database stops
 answering (and 200 again once it is back).
+
+The first two tests share one `neo serve` per backend (module scope): the
+database's outage ends with the test that makes it, and only the metrics test
+queues anything, so each finds the server as it expects in either order.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 from tests.bot.intake.test_serve import jobs, mention
 from tests.bot.serving import Server, headers, neo_serve, serve_env
 from tests.fakes import FakeGitHub
-from tests.postgres import PostgresServer, own_cluster
+from tests.postgres import PostgresServer, fresh_database, own_cluster
 
 
 @dataclass(frozen=True)
@@ -33,20 +37,28 @@ class Backend:
     where: str
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("health")
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, root: Path) -> Iterator[Backend]:
     if request.param == "postgres":
-        url = str(request.getfixturevalue("postgres_url"))
-        return Backend("postgres", {"NEO_QUEUE_URL": url}, str(conninfo_to_dict(url)["dbname"]))
-    return Backend("sqlite", {}, str(tmp_path / "data" / "neo.db"))
+        with fresh_database(request.getfixturevalue("postgres_server")) as url:
+            name = str(conninfo_to_dict(url)["dbname"])
+            yield Backend("postgres", {"NEO_QUEUE_URL": url}, name)
+        return
+    yield Backend("sqlite", {}, str(root / "data" / "neo.db"))
 
 
-@pytest.fixture
-def server(backend: Backend, tmp_path: Path) -> Iterator[Server]:
+@pytest.fixture(scope="module")
+def server(backend: Backend, root: Path) -> Iterator[Server]:
+    data = root / "data" if backend.kind == "sqlite" else root / "data-postgres"
     with (
         FakeGitHub(slug="neo") as github,
         neo_serve(
-            {**serve_env(github, tmp_path / "data"), **backend.env}, tmp_path / "serve.log"
+            {**serve_env(github, data), **backend.env}, root / f"serve-{backend.kind}.log"
         ) as running,
     ):
         yield running
