@@ -8,15 +8,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
+from bot.cli.main import main
 from bot.queue.pg_schema import SCHEMA_VERSION
-from tests.bot.intake.test_serve import jobs, mention
+from tests.bot.intake.test_serve import mention
 from tests.bot.serving import NEO, headers, neo_serve, serve_env
 from tests.fakes import FakeGitHub
 
 
 def test_replicas_sharing_a_database_queue_each_delivery_once(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with FakeGitHub(slug="neo") as github:
         env = {**serve_env(github, tmp_path / "data"), "NEO_QUEUE_URL": postgres_url}
@@ -42,7 +44,10 @@ def test_replicas_sharing_a_database_queue_each_delivery_once(
                 decisions = list(
                     pool.map(post, [one.url, two.url] * 10, [n for n in range(10) for _ in "ab"])
                 )
-            listed = jobs(one)
+            # `neo jobs list`'s main, in this process: the queue both replicas wrote.
+            capsys.readouterr()
+            assert main(["jobs", "list", "--format", "json", "--queue-url", postgres_url]) == 0
+            listed = json.loads(capsys.readouterr().out)
     assert sorted(decisions) == ["duplicate"] * 10 + ["queued"] * 10
     for n in range(10):
         assert sorted(decisions[2 * n : 2 * n + 2]) == ["duplicate", "queued"], n
