@@ -309,6 +309,7 @@ async def test_each_provider_turns_a_mention_into_a_draft_pr(case: Case, for_cas
     assert pull["draft"] is True
     assert pull["head"]["ref"] == f"neo/issue-{number}"
     assert pull["base"]["ref"] == DEFAULT_BRANCH
+    assert f"Fixes #{number}" in pull["body"]
     assert SUMMARY in pull["body"]
     branch = f"refs/heads/neo/issue-{number}"
     assert git(running.origins[case.provider], "show", f"{branch}:README.md") == EDITED.strip()

@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
-import httpx
 import pytest
 from githubkit import GitHub, TokenAuthStrategy
 
@@ -44,8 +43,6 @@ from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from bot.worker.progress import job_marker
 from bot.worker.reported import reported_outcome
 from runner.git import MirrorCache
-from tests.bot.intake.test_serve import mention
-from tests.bot.serving import headers, neo_serve, serve_env
 from tests.fakes import (
     FakeAnthropicAPI,
     FakeGitHub,
@@ -920,55 +917,6 @@ async def test_a_stop_request_is_decided_while_every_run_slot_is_taken(
 
 
 # --- in-process workers of `neo serve`
-
-
-def test_neo_serve_with_workers_turns_a_signed_mention_into_a_draft_pr(
-    github: FakeGitHub,
-    git_server: FakeGitServer,
-    origin: Path,
-    fake_anthropic: FakeAnthropicAPI,
-    tmp_path: Path,
-) -> None:
-    number = github.add_issue(REPO, "Say hello in the README", user="mona")
-    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
-    script_edit(fake_anthropic)
-    payload = mention()
-    payload["repository"]["full_name"] = REPO
-    payload["repository"]["name"] = "hello"
-    payload["repository"]["owner"]["login"] = "octo"
-    payload["installation"]["id"] = INSTALLATION
-    payload["issue"]["number"] = number
-    payload["issue"].pop("pull_request", None)
-    payload["comment"].update(id=comment, body="@neo add a line to the README")
-    payload["comment"]["user"]["login"] = "mona"
-    payload["comment"]["author_association"] = "COLLABORATOR"
-    payload["sender"]["login"] = "mona"
-    env = {
-        **serve_env(github, tmp_path / "data"),
-        **fake_anthropic.env,
-        "NEO_WORKERS": "1",
-        "NEO_GITHUB_GIT_URL": git_server.base_url,
-    }
-    body = json.dumps(payload).encode()
-
-    with neo_serve(env, tmp_path / "serve.log") as server:
-        answer = httpx.post(
-            f"{server.url}/api/github/webhooks",
-            content=body,
-            headers=headers("issue_comment", body),
-        )
-        assert answer.status_code == 202, answer.text
-        assert answer.json()["decision"] == "queued", answer.text
-        deadline = time.monotonic() + 60
-        while not ("**Done**" in str(bot_comments(github, number)) and github.pulls(REPO)):
-            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()
-            time.sleep(0.1)
-
-    pulls = github.pulls(REPO)
-    assert len(pulls) == 1
-    assert pulls[0]["head"]["ref"] == f"neo/issue-{number}"
-    assert f"Fixes #{number}" in pulls[0]["body"]
-    assert len(bot_comments(github, number)) == 1
 
 
 @pytest.mark.parametrize(
