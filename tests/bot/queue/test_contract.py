@@ -508,7 +508,8 @@ def test_kill_9_loses_no_acknowledged_delivery(open_backend: OpenBackend) -> Non
         watchdog.start()
         try:
             assert producer.stdout is not None
-            wanted = rng.randrange(50, 1500)
+            # Kills fall between commits wherever the count lands: more adds length, not cases.
+            wanted = rng.randrange(50, 500)
             for _ in range(wanted):
                 line = producer.stdout.readline()
                 assert line.endswith(b"\n"), "the producer stopped early"
