@@ -1,24 +1,36 @@
 """`neo run --provider google` end to end: the installed console script, the
-real google-genai SDK, the fake Gemini API."""
+real google-genai SDK, the fake Gemini API.
+The resumed run calls the same `main` in-process: the session still comes
+from disk, without a second process start."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
+import pytest
+
 from runner.session import SessionStore
-from tests.bot.cli.console import console_env, last_json, neo, read_and_wrote
+from tests.bot.cli.console import console_env, in_process, last_json, neo, read_and_wrote
 from tests.fakes.gemini_api import FakeGemini, Reply, Usage, call, text, thought
 
 
-def neo_run(fake: FakeGemini, home: Path, *argv: str) -> CompletedProcess[str]:
+def neo_run(
+    fake: FakeGemini, home: Path, *argv: str, runner: Callable[..., CompletedProcess[str]] = neo
+) -> CompletedProcess[str]:
+    """`neo run` with the fake's variables: the console script unless `runner` says."""
     env = console_env(home, fake.env, unset=("ANTHROPIC_API_KEY", "GOOGLE_API_KEY"))
-    return neo(env, "run", "--provider", "google", "--output-format", "json", *argv)
+    return runner(env, "run", "--provider", "google", "--output-format", "json", *argv)
 
 
 def test_a_run_drives_tools_and_resumes_with_its_signatures(
-    fake_gemini: FakeGemini, repo: Path, home: Path
+    fake_gemini: FakeGemini,
+    repo: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
 
     def answer(body: dict[str, Any]) -> Reply:
@@ -48,7 +60,13 @@ def test_a_run_drives_tools_and_resumes_with_its_signatures(
     assert "read_file" in names
 
     # The resumed run replays the saved signatures; the fake would refuse it otherwise.
-    again = neo_run(fake_gemini, home, "--resume", result["session_id"], "what did I ask?")
+    # In this process, through the same main: the session comes from disk.
+    def main(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
+        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
+
+    again = neo_run(
+        fake_gemini, home, "--resume", result["session_id"], "what did I ask?", runner=main
+    )
 
     assert again.returncode == 0, again.stderr
     second = last_json(again)

@@ -1,14 +1,19 @@
 """`neo run --provider openai` end to end: the installed console script, the
-real SDK, the fake Responses API."""
+real SDK, the fake Responses API.
+The resumed run calls the same `main` in-process: the session still comes
+from disk, without a second process start."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
+import pytest
+
 from runner.session import SessionStore
-from tests.bot.cli.console import console_env, last_json, neo, read_and_wrote
+from tests.bot.cli.console import console_env, in_process, last_json, neo, read_and_wrote
 from tests.fakes.openai_responses import (
     FakeOpenAIResponses,
     Reply,
@@ -20,13 +25,23 @@ from tests.fakes.openai_responses import (
 )
 
 
-def neo_run(fake: FakeOpenAIResponses, home: Path, *argv: str) -> CompletedProcess[str]:
+def neo_run(
+    fake: FakeOpenAIResponses,
+    home: Path,
+    *argv: str,
+    runner: Callable[..., CompletedProcess[str]] = neo,
+) -> CompletedProcess[str]:
+    """`neo run` with the fake's variables: the console script unless `runner` says."""
     env = console_env(home, fake.env, unset=("ANTHROPIC_API_KEY",))
-    return neo(env, "run", "--provider", "openai", "--output-format", "json", *argv)
+    return runner(env, "run", "--provider", "openai", "--output-format", "json", *argv)
 
 
 def test_a_run_drives_tools_and_resumes_with_its_reasoning(
-    fake_openai: FakeOpenAIResponses, repo: Path, home: Path
+    fake_openai: FakeOpenAIResponses,
+    repo: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
 
     def answer(body: dict[str, Any]) -> Reply:
@@ -64,7 +79,13 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
     assert "edit_file" not in first["instructions"]
 
     # The resumed run replays the saved encrypted reasoning; the fake would refuse it otherwise.
-    again = neo_run(fake_openai, home, "--resume", result["session_id"], "what did I ask?")
+    # In this process, through the same main: the session comes from disk.
+    def main(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
+        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
+
+    again = neo_run(
+        fake_openai, home, "--resume", result["session_id"], "what did I ask?", runner=main
+    )
 
     assert again.returncode == 0, again.stderr
     second = last_json(again)
