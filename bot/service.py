@@ -16,7 +16,7 @@ import uvicorn
 
 from bot.config.settings import Settings
 from bot.github.app import GitHubApp
-from bot.intake.http_limits import BoundedHttpToolsProtocol
+from bot.intake.http_limits import with_head_deadline
 from bot.intake.listen import listening_socket
 from bot.intake.scheduler import run_scheduler
 from bot.intake.server import Intake, create_app, serve_intake
@@ -33,16 +33,17 @@ log = logging.getLogger("neo.server")
 
 _GC_YOUNG = 50_000
 
-__all__ = ["serve"]
+__all__ = ["serve", "serve_on"]
 
 
 async def serve(settings: Settings, host: str, port: int) -> None:
     """Serve webhooks on `host`:`port` with the scheduler and workers until told to stop."""
     with listening_socket(host, port) as sock:
-        await _serve(settings, sock)
+        await serve_on(settings, sock)
 
 
-async def _serve(settings: Settings, sock: socket.socket) -> None:
+async def serve_on(settings: Settings, sock: socket.socket) -> None:
+    """Serve webhooks on `sock`, bound by bot.intake.listen.listening_socket, until told to stop."""
     if settings.sandbox == "docker":
         await asyncio.to_thread(sweep_sandbox_orphans)
     elif settings.workers:
@@ -75,7 +76,7 @@ async def _serve(settings: Settings, sock: socket.socket) -> None:
             server_header=False,
             # httptools parses HTTP in C (uvicorn's default, h11, is pure
             # Python); this protocol bounds a request head's time and size.
-            http=BoundedHttpToolsProtocol,
+            http=with_head_deadline(settings.head_timeout),
             # No limit_concurrency: over it uvicorn answers every request 503,
             # so a client holding connections open would turn real deliveries
             # away. The deadlines on heads and bodies bound how long any

@@ -7,13 +7,11 @@ import asyncio
 import sys
 from typing import Any
 
-import uvloop
-
 from bot.cli.argtypes import port
 from bot.config.settings import ensure_data_dir, load_settings
 from bot.exits import EXIT_OK, EXIT_USAGE
+from bot.intake.listen import listening_socket
 from bot.logs import log_to_stderr
-from bot.service import serve
 from runner.errors import ConfigError
 
 
@@ -35,10 +33,18 @@ def serve_command(args: argparse.Namespace) -> int:
     try:
         settings = load_settings()
         ensure_data_dir(settings)
-        # uvloop: the event loop's own work (socket reads and writes, wake-ups
-        # from the queue's writer thread) costs a fraction of asyncio's.
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(serve(settings, args.host, args.port))
+        with listening_socket(args.host, args.port) as sock:
+            # The service (uvicorn, the queue's drivers, the workers, the run
+            # pages) loads only now: a bad setting or flag is reported before
+            # it, at a fraction of its second or more of CPU.
+            import uvloop
+
+            from bot.service import serve_on
+
+            # uvloop: the event loop's own work (socket reads and writes, wake-ups
+            # from the queue's writer thread) costs a fraction of asyncio's.
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(serve_on(settings, sock))
     except ConfigError as error:
         print(f"neo: error: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -12,10 +12,7 @@ from bot.cli.argtypes import positive_int, seconds
 from bot.config.settings import Settings, ensure_data_dir, load_settings
 from bot.exits import EXIT_OK, EXIT_USAGE
 from bot.logs import log_to_stderr
-from bot.queue import open_queue, wakeup_of
-from bot.worker.pool import run_workers, sweep_sandbox_orphans
 from runner.errors import ConfigError
-from runner.sandbox.factory import check_local_sandbox
 
 __all__ = ["DEFAULT_CONCURRENCY", "add_worker_parser", "worker_command"]
 
@@ -64,6 +61,12 @@ def worker_command(args: argparse.Namespace) -> int:
 
 
 async def _main(settings: Settings, concurrency: int, grace: float) -> None:
+    # The workers, the queue's drivers and the sandboxes load only once the
+    # settings are good: a bad one is reported before their second or more of CPU.
+    from bot.queue import open_queue, wakeup_of
+    from bot.worker.pool import run_workers, sweep_sandbox_orphans
+    from runner.sandbox.factory import check_local_sandbox
+
     if settings.sandbox == "docker":
         await asyncio.to_thread(sweep_sandbox_orphans)
     else:
