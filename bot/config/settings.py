@@ -36,6 +36,8 @@ from runner.sandbox.image import image_problem
 from runner.text import one_line
 
 DEFAULT_JOB_TIMEOUT = 5 * 3600
+# NEO_HEAD_TIMEOUT's and NEO_BODY_TIMEOUT's default: GitHub's own deadline.
+DEFAULT_REQUEST_SECONDS = 10.0
 
 # Why NEO_SANDBOX=local needs NEO_ALLOW_LOCAL_SANDBOX=1 in the service.
 LOCAL_SANDBOX_RISK = (
@@ -100,6 +102,12 @@ class Settings(PreparedSettings, WebSettings, BaseSettings):
     # Events one job's log keeps at most (a 200-turn job writes about 2,000);
     # past it, one `truncated` event counts what was dropped.
     run_max_events: int = Field(default=MAX_RUN_EVENTS, ge=100, le=10_000_000)
+    # Seconds a request's line and headers (from the connection, or from the
+    # previous answer on a kept-alive one) and then a delivery's body may take
+    # to arrive: a slower one is answered 408 and its connection closed.
+    # GitHub itself gives up on a delivery not answered within 10 s.
+    head_timeout: float = Field(default=DEFAULT_REQUEST_SECONDS, gt=0, le=600, allow_inf_nan=False)
+    body_timeout: float = Field(default=DEFAULT_REQUEST_SECONDS, gt=0, le=600, allow_inf_nan=False)
     # Bot logins (e.g. "renovate[bot]") whose comments may trigger a run.
     # NoDecode: the environment's comma-separated form reaches `_bots` as it
     # is, instead of pydantic-settings decoding it as JSON first.

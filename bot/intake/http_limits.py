@@ -1,7 +1,7 @@
 """HTTP/1.1 for `neo serve`: uvicorn's httptools protocol, with bounded request heads.
 
-A head must arrive within HEAD_SECONDS (else 408) and be at most
-MAX_HEAD_BYTES (else 431): docs/architecture.md, "Intake".
+A head must arrive within NEO_HEAD_TIMEOUT seconds (else 408) and be at
+most MAX_HEAD_BYTES (else 431): docs/architecture.md, "Intake".
 """
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from asyncio import TimerHandle
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from bot.config.settings import DEFAULT_REQUEST_SECONDS
+
 log = logging.getLogger("neo.server")
 
-# The same bound as a delivery's body: GitHub gives up on an answer after 10 s.
-HEAD_SECONDS = 10.0
 # A delivery's headers are about 1 KiB; 64 KiB is generous and bounds what a
 # head that never completes may hold.
 MAX_HEAD_BYTES = 64 * 1024
@@ -35,6 +35,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     chunk read, and only while a head is being read.
     """
 
+    # Seconds a head may take (NEO_HEAD_TIMEOUT): set by `with_head_deadline`.
+    head_seconds: ClassVar[float] = DEFAULT_REQUEST_SECONDS
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: TimerHandle | None = None
@@ -48,7 +51,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._head_since = self.loop.time()
-        self._head_timer = self.loop.call_later(HEAD_SECONDS, self._check_head)
+        self._head_timer = self.loop.call_later(self.head_seconds, self._check_head)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._head_timer is not None:
@@ -117,10 +120,11 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         since, now = self._head_since, self.loop.time()
-        if since is not None and now - since >= HEAD_SECONDS:
-            self._refuse(408, f"the request's headers took longer than {HEAD_SECONDS:g} s")
+        deadline = self.head_seconds
+        if since is not None and now - since >= deadline:
+            self._refuse(408, f"the request's headers took longer than {deadline:g} s")
             return
-        later = HEAD_SECONDS if since is None else since + HEAD_SECONDS - now
+        later = deadline if since is None else since + deadline - now
         self._head_timer = self.loop.call_later(later, self._check_head)
 
     def _head_size(self) -> int:
@@ -145,6 +149,19 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             )
         )
         self.transport.close()
+
+
+def with_head_deadline(seconds: float) -> type[BoundedHttpToolsProtocol]:
+    """The protocol for uvicorn's `Config(http=...)`, whose heads are due within `seconds`.
+
+    A class, not an instance's argument: uvicorn makes each connection's
+    protocol itself, with arguments of its own.
+    """
+
+    class Bounded(BoundedHttpToolsProtocol):
+        head_seconds = seconds
+
+    return Bounded
 
 
 async def _head_too_large(

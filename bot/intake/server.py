@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from bot.config.settings import Settings
+from bot.config.settings import DEFAULT_REQUEST_SECONDS, Settings
 from bot.github.app import GitHubApp, signed_in_app
 from bot.intake.queue_metrics import queue_exposition
 from bot.intake.triggers import Ignore, Rules, triage
@@ -42,12 +42,6 @@ from bot.runs.web import routes as run_routes
 log = logging.getLogger("neo.server")
 
 WEBHOOK_PATH = "/api/github/webhooks"
-
-# Seconds a delivery's body may take to arrive. GitHub itself gives up on a
-# delivery not answered within 10 s, so a slower body is not GitHub's: without
-# a bound, a client that sends headers and then nothing holds its connection
-# (and a task) for ever.
-BODY_SECONDS = 10.0
 
 # Seconds /healthz and /metrics wait for the queue: a load balancer's probe
 # gives up within a few seconds, and a database that slow is as good as down.
@@ -91,6 +85,11 @@ class Intake:
     queue: JobQueue
     # The run pages' parts (bot/runs); None: the server has no run pages.
     runs: RunSite | None = None
+    # Seconds a delivery's body may take to arrive (NEO_BODY_TIMEOUT). GitHub
+    # itself gives up on a delivery not answered within 10 s, so a slower body
+    # is not GitHub's: without a bound, a client that sends headers and then
+    # nothing holds its connection (and a task) for ever.
+    body_seconds: float = DEFAULT_REQUEST_SECONDS
 
 
 # Opens the run site for the App and queue the intake opened (neo serve's wiring).
@@ -219,10 +218,12 @@ async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str,
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise BodyTooLarge(f"the body is larger than {MAX_BODY} bytes")
     try:
-        async with asyncio.timeout(BODY_SECONDS):
+        async with asyncio.timeout(intake.body_seconds):
             body = await read_limited(request.stream(), MAX_BODY)
     except TimeoutError:
-        raise BodyTimeout(f"the body took longer than {BODY_SECONDS:g} s to arrive") from None
+        raise BodyTimeout(
+            f"the body took longer than {intake.body_seconds:g} s to arrive"
+        ) from None
     verify(body, request.headers.get("x-hub-signature-256"), intake.secret)
     delivery = parse(request.headers, body)
     fields: dict[str, object] = {"action": delivery.action, "repository": _repository(delivery)}
@@ -290,7 +291,7 @@ def serve_intake(
                 log.info(json.dumps({"event": "started", "app": login, "queue": _scheme(settings)}))
                 secret = settings.webhook_secret.get_secret_value().encode()
                 async with open_runs(app, queue) if open_runs else nullcontext() as runs:
-                    yield Intake(secret, rules, queue, runs)
+                    yield Intake(secret, rules, queue, runs, settings.body_timeout)
             finally:
                 await queue.close()
 
