@@ -1,17 +1,23 @@
 """Hostile start-up settings and hostile clients of `neo serve` and `neo worker`.
 
-Every case is a row of one of the tables below, run against real `neo`
-processes (a fake GitHub behind them) and raw sockets on loopback. To add a
-case, append a row to the table it belongs to; its `id` names it in pytest's
-output:
+Every case is a row of one of the tables below, run against `neo` (a fake
+GitHub behind it) and raw sockets on loopback. To add a case, append a row to
+the table it belongs to; its `id` names it in pytest's output:
 
 - BAD_START: a bad environment or flag. The command must exit 2 with exactly
   one line on stderr that names `names`, and no traceback, no secret and no
   path of the data directory. In `env`, `{file}` is a regular file, `{fifo}`
   a FIFO no one writes to and `{data}` the data directory; None removes the
-  variable.
+  variable. A few rows per command (`process=True`: one per layer that
+  refuses, the settings' parsing, the data directory, the sandbox's
+  acknowledgement, the handle's rules, the socket) run a real `neo` process,
+  which proves the entry point itself; the others run the same command line
+  through `bot.cli.main.main` in this process, with the same checks, at a
+  fraction of a process's start.
 - ALLOWED_BOTS: a value of NEO_ALLOWED_BOTS, the bot whose mention is posted
-  to `neo serve`, and the decision the server must answer with.
+  to `neo serve`, and the decision the server must answer with. Rows with
+  `process=True` post to a real `neo serve`; the others to the same app and
+  intake (`create_app(serve_intake(settings))`) in this process.
 - SLOW_BODIES: what a client sends after a delivery's headers (`prelude`,
   then one byte a second if `trickle`), on many connections at once. The
   server must close every one of them (a 408 answer or not) on its own.
@@ -33,20 +39,26 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import selectors
+import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
+from bot.cli.main import main
+from bot.config.settings import DEFAULT_REQUEST_SECONDS, load_settings
+from bot.intake.server import create_app, serve_intake
 from tests.bot.intake.test_serve import mention
 from tests.bot.serving import (
     NEO,
@@ -71,21 +83,26 @@ class Bad:
     names: str  # what the one line must name
     env: dict[str, str | None] = field(default_factory=dict)
     args: tuple[str, ...] = ()
+    # A real `neo` process rather than bot.cli.main.main in this one.
+    process: bool = False
 
 
-def both(id: str, names: str, env: dict[str, str | None]) -> list[Bad]:
+def both(id: str, names: str, env: dict[str, str | None], *, process: bool = False) -> list[Bad]:
     """The same bad environment for `neo serve` and for `neo worker`."""
-    return [Bad(f"{command}-{id}", command, names, env) for command in ("serve", "worker")]
+    return [
+        Bad(f"{command}-{id}", command, names, env, process=process)
+        for command in ("serve", "worker")
+    ]
 
 
 SANDBOX_ACK = "NEO_ALLOW_LOCAL_SANDBOX"
 KEY_PATH = "NEO_GITHUB_PRIVATE_KEY_PATH"
 BAD_START = [
-    *both("bots-broken-json", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[oops"}),
+    *both("bots-broken-json", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[oops"}, process=True),
     *both("bots-json-numbers", "NEO_ALLOWED_BOTS", {"NEO_ALLOWED_BOTS": "[1, 2]"}),
-    *both("data-dir-is-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}"}),
+    *both("data-dir-is-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}"}, process=True),
     *both("data-dir-under-a-file", "NEO_DATA_DIR", {"NEO_DATA_DIR": "{file}/neo"}),
-    *both("local-sandbox-unacknowledged", SANDBOX_ACK, {SANDBOX_ACK: None}),
+    *both("local-sandbox-unacknowledged", SANDBOX_ACK, {SANDBOX_ACK: None}, process=True),
     *both("local-sandbox-acknowledgement-refused", SANDBOX_ACK, {SANDBOX_ACK: "0"}),
     *both("local-sandbox-acknowledgement-garbled", SANDBOX_ACK, {SANDBOX_ACK: "sure"}),
     # No unshare to hide the host's processes from the jobs' commands with.
@@ -96,8 +113,8 @@ BAD_START = [
     ),
     *(
         row
-        for id, handle in BAD_HANDLES
-        for row in both(f"handle-{id}", "NEO_HANDLE", {"NEO_HANDLE": handle})
+        for n, (id, handle) in enumerate(BAD_HANDLES)
+        for row in both(f"handle-{id}", "NEO_HANDLE", {"NEO_HANDLE": handle}, process=n == 0)
     ),
     *both("queue-under-a-file", "NEO_QUEUE_URL", {"NEO_QUEUE_URL": "sqlite:///{file}/neo.db"}),
     *both(
@@ -112,13 +129,17 @@ BAD_START = [
     *both("key-file-dev-zero", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "/dev/zero"}),
     *both("key-file-fifo", KEY_PATH, {"NEO_GITHUB_PRIVATE_KEY": None, KEY_PATH: "{fifo}"}),
     *both("trigger-label-empty", "NEO_TRIGGER_LABEL", {"NEO_TRIGGER_LABEL": ""}),
+    *both("head-timeout-zero", "NEO_HEAD_TIMEOUT", {"NEO_HEAD_TIMEOUT": "0"}),
+    *both("head-timeout-nan", "NEO_HEAD_TIMEOUT", {"NEO_HEAD_TIMEOUT": "nan"}),
+    *both("body-timeout-an-hour", "NEO_BODY_TIMEOUT", {"NEO_BODY_TIMEOUT": "3600"}),
+    *both("body-timeout-not-a-number", "NEO_BODY_TIMEOUT", {"NEO_BODY_TIMEOUT": "10s"}),
     # libpq quotes a URL it cannot parse, password and all.
     *both(
         "queue-postgres-unparsable-with-password",
         "NEO_QUEUE_URL",
         {"NEO_QUEUE_URL": "postgresql://neo:hunter2@[db/neo"},
     ),
-    Bad("serve-host-not-an-address", "serve", "--host", args=("--host", "999.1.1.1")),
+    Bad("serve-host-not-an-address", "serve", "--host", args=("--host", "999.1.1.1"), process=True),
     Bad("worker-grace-negative", "worker", "--grace", args=("--grace", "-1")),
     Bad("worker-grace-nan", "worker", "--grace", args=("--grace", "nan")),
     Bad("worker-grace-inf", "worker", "--grace", args=("--grace", "inf")),
@@ -134,8 +155,72 @@ def github() -> Iterator[FakeGitHub]:
         yield fake
 
 
+# A start that wrongly goes on serves for ever: an in-process row stops it
+# after this long, where a process's row would have timed out.
+IN_PROCESS_LIMIT = 60
+
+
+@contextlib.contextmanager
+def _stopped_after(seconds: float) -> Iterator[None]:
+    # SIGINT, as Ctrl-C stops `neo serve` or `neo worker`: the command's own
+    # handling ends it and the row fails on its exit status. (A Python-level
+    # alarm would not run while uvloop waits for sockets, and uvicorn raises
+    # a SIGTERM again once it has stopped, which would end pytest.)
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
+
+
+@contextlib.contextmanager
+def _loggers_kept() -> Iterator[None]:
+    # A command adds its stderr handler to process-wide loggers (bot.logs);
+    # a process ends with it, this one must not keep writing to an old capture.
+    loggers = [logging.getLogger(name) for name in ("neo", "uvicorn.error", "psycopg.pool")]
+    saved = [(logger, logger.handlers[:], logger.level) for logger in loggers]
+    try:
+        yield
+    finally:
+        for logger, handlers, level in saved:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+
+
+def neo_in_process(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> tuple[int, str]:
+    """`neo ARGV` run by bot.cli.main.main with `env` as its whole environment:
+    its exit status and what it wrote on stderr (file descriptor 2, as a
+    process's, children's included)."""
+    for name in set(os.environ) - set(env):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    capfd.readouterr()
+    with _loggers_kept(), _stopped_after(IN_PROCESS_LIMIT):
+        try:
+            status = main(list(argv))
+        except SystemExit as ended:  # argparse's usage error
+            # As the interpreter ends on it: None is 0, a message 1.
+            code = ended.code
+            status = code if isinstance(code, int) else int(code is not None)
+    return status, capfd.readouterr().err
+
+
 @pytest.mark.parametrize("case", BAD_START, ids=[case.id for case in BAD_START])
-def test_a_bad_start_is_one_line_naming_it(github: FakeGitHub, tmp_path: Path, case: Bad) -> None:
+def test_a_bad_start_is_one_line_naming_it(
+    github: FakeGitHub,
+    tmp_path: Path,
+    case: Bad,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
     data = tmp_path / "data"
     data.mkdir()
     a_file = tmp_path / "a-file"
@@ -152,20 +237,47 @@ def test_a_bad_start_is_one_line_naming_it(github: FakeGitHub, tmp_path: Path, c
     # A free port, so that a `neo serve` that wrongly starts binds nothing in use.
     args = case.args or (("--port", str(free_port())) if case.command == "serve" else ())
 
-    done = subprocess.run(
-        [str(NEO), case.command, *args], env=env, capture_output=True, text=True, timeout=60
-    )
+    if case.process:
+        done = subprocess.run(
+            [str(NEO), case.command, *args], env=env, capture_output=True, text=True, timeout=60
+        )
+        status, stderr = done.returncode, done.stderr
+    else:
+        status, stderr = neo_in_process([case.command, *args], env, monkeypatch, capfd)
 
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
+    assert status == 2, stderr
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
     assert lines[0].startswith(("neo: error: ", f"neo {case.command}: error: "))
     assert case.names in lines[0]
-    assert "Traceback" not in done.stderr
-    assert SECRET not in done.stderr
-    assert "PRIVATE KEY" not in done.stderr
-    assert "hunter2" not in done.stderr
-    assert str(data) not in done.stderr
+    assert "Traceback" not in stderr
+    assert SECRET not in stderr
+    assert "PRIVATE KEY" not in stderr
+    assert "hunter2" not in stderr
+    assert str(data) not in stderr
+
+
+def test_a_bad_start_loads_nothing_of_the_service() -> None:
+    # `neo serve` and `neo worker` imported the whole service (about 2.5 s of
+    # CPU) before they said a setting was wrong.
+    heavy = ("bot.service", "bot.worker.pool", "bot.intake.server", "uvicorn", "uvloop")
+    script = (
+        "import sys\n"
+        "from bot.cli.main import main\n"
+        "statuses = [main(['serve']), main(['worker'])]\n"
+        f"print(statuses, [m for m in {heavy!r} if m in sys.modules])\n"
+    )
+    env = {name: value for name, value in os.environ.items() if not name.startswith("NEO_")}
+    env["NEO_ALLOWED_BOTS"] = "[oops"
+    done = subprocess.run(
+        [str(NEO.with_name("python")), "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.stdout.strip() == "[2, 2] []", done.stderr
 
 
 # --- NEO_ALLOWED_BOTS as the README documents it -------------------------------
@@ -177,22 +289,35 @@ class Bots:
     value: str
     sender: str
     decision: str
+    # Posted to a real `neo serve` rather than its app and intake in this process.
+    process: bool = False
 
 
 ALLOWED_BOTS = [
-    Bots("comma-separated", "a[bot],b[bot]", "b[bot]", "queued"),
+    Bots("comma-separated", "a[bot],b[bot]", "b[bot]", "queued", process=True),
     Bots("comma-separated-with-spaces", " a[bot] , b[bot] ", "a[bot]", "queued"),
     Bots("one-name", "renovate[bot]", "renovate[bot]", "queued"),
-    Bots("comma-separated-not-listed", "a[bot],b[bot]", "c[bot]", "ignored"),
+    Bots("comma-separated-not-listed", "a[bot],b[bot]", "c[bot]", "ignored", process=True),
     Bots("not-split-on-anything-else", "a[bot] b[bot]", "b[bot]", "ignored"),
     Bots("empty", "", "renovate[bot]", "ignored"),
     Bots("json-list", '["a[bot]"]', "a[bot]", "queued"),
 ]
 
 
+async def _post_in_process(body: bytes) -> httpx.Response:
+    """`body` posted to `neo serve`'s app and intake, set up from the process's environment."""
+    app = create_app(serve_intake(load_settings()))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://neo") as client:
+            return await client.post(
+                "/api/github/webhooks", content=body, headers=headers("issue_comment", body)
+            )
+
+
 @pytest.mark.parametrize("case", ALLOWED_BOTS, ids=[case.id for case in ALLOWED_BOTS])
-def test_neo_serve_reads_allowed_bots_as_documented(
-    github: FakeGitHub, tmp_path: Path, case: Bots
+async def test_neo_serve_reads_allowed_bots_as_documented(
+    github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: Bots
 ) -> None:
     env = {**serve_env(github, tmp_path / "data"), "NEO_ALLOWED_BOTS": case.value}
     payload = mention()
@@ -200,42 +325,87 @@ def test_neo_serve_reads_allowed_bots_as_documented(
         user["login"], user["type"] = case.sender, "Bot"
     body = json.dumps(payload).encode()
 
-    with neo_serve(env, tmp_path / "serve.log") as server:
-        answer = httpx.post(
-            f"{server.url}/api/github/webhooks",
-            content=body,
-            headers=headers("issue_comment", body),
-        )
+    if case.process:
+        with neo_serve(env, tmp_path / "serve.log") as server:
+            answer = httpx.post(
+                f"{server.url}/api/github/webhooks",
+                content=body,
+                headers=headers("issue_comment", body),
+            )
+    else:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        answer = await _post_in_process(body)
 
     assert answer.status_code == 202, answer.text
     assert answer.json()["decision"] == case.decision
 
 
-@pytest.mark.parametrize(
-    "value", ["a[bot],b[bot]", "renovate[bot]", ""], ids=["two", "one", "empty"]
-)
-def test_neo_worker_reads_allowed_bots_as_documented(
-    github: FakeGitHub, tmp_path: Path, value: str
-) -> None:
-    env = {**serve_env(github, tmp_path / "data"), "NEO_ALLOWED_BOTS": value}
+def test_neo_worker_reads_allowed_bots_as_documented(github: FakeGitHub, tmp_path: Path) -> None:
+    # The worker reads its settings as `neo serve` does (load_settings): one
+    # real process proves it starts with a comma-separated list; the parsed
+    # values are in the settings' rows above and below.
+    env = {**serve_env(github, tmp_path / "data"), "NEO_ALLOWED_BOTS": "a[bot],b[bot]"}
 
     with neo_worker(env, tmp_path / "worker.log") as worker:
         assert worker.process.poll() is None
     assert "Traceback" not in (tmp_path / "worker.log").read_text()
 
 
+@pytest.mark.parametrize(
+    ("value", "bots"),
+    [
+        ("a[bot],b[bot]", {"a[bot]", "b[bot]"}),
+        ("renovate[bot]", {"renovate[bot]"}),
+        ("", set()),
+    ],
+    ids=["two", "one", "empty"],
+)
+def test_the_settings_read_allowed_bots_as_documented(
+    github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, bots: set[str]
+) -> None:
+    # From the process's environment, as `neo worker` reads it.
+    for name, setting in {
+        **serve_env(github, tmp_path / "data"),
+        "NEO_ALLOWED_BOTS": value,
+    }.items():
+        monkeypatch.setenv(name, setting)
+
+    assert load_settings().allowed_bots == bots
+
+
+def test_the_request_deadlines_are_githubs_own_by_default(
+    github: FakeGitHub, tmp_path: Path
+) -> None:
+    settings = load_settings(serve_env(github, tmp_path / "data"))
+
+    assert settings.head_timeout == settings.body_timeout == DEFAULT_REQUEST_SECONDS == 10
+
+
 # --- hostile clients of the webhook endpoint -----------------------------------
 
 CONNECTIONS = 50
+# The server's deadlines on a request's head and a delivery's body
+# (NEO_HEAD_TIMEOUT, NEO_BODY_TIMEOUT): short, so that no row waits out
+# GitHub's 10 s, yet long enough for 50 connections' heads to arrive on a
+# busy machine before it.
+DEADLINE = 3
 # How long the test waits for the server before it fails: far beyond the
 # server's own bound, so a pass never depends on the machine's speed.
 GIVE_UP = 90.0
+# What a 408 answer says, naming the deadline the server was given.
+_LATE = b"longer than %d s" % DEADLINE
 
 
 @pytest.fixture(scope="module")
 def server(github: FakeGitHub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("hostile-serve")
-    with neo_serve(serve_env(github, tmp / "data"), tmp / "serve.log") as running:
+    env = {
+        **serve_env(github, tmp / "data"),
+        "NEO_HEAD_TIMEOUT": str(DEADLINE),
+        "NEO_BODY_TIMEOUT": str(DEADLINE),
+    }
+    with neo_serve(env, tmp / "serve.log") as running:
         yield running
 
 
@@ -315,6 +485,8 @@ def test_slow_bodies_are_cut_off(server: Server, case: Slow) -> None:
 
     for answer in answers.values():
         assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
+    # Cut off on NEO_BODY_TIMEOUT's deadline, not a default of the server's.
+    assert any(_LATE in answer for answer in answers.values()), "no 408 answer read"
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
@@ -427,6 +599,9 @@ def test_slow_or_huge_request_heads_are_cut_off(server: Server, case: Head) -> N
     for sock, seen in statuses.items():
         assert seen in allowed, answers[sock][:300]
     assert any(seen[-1:] == [case.status] for seen in statuses.values()), "never refused"
+    if case.status == 408:
+        # Cut off on NEO_HEAD_TIMEOUT's deadline, not a default of the server's.
+        assert any(_LATE in answer for answer in answers.values())
     assert httpx.get(f"{server.url}/healthz").status_code == 200
     new = server.log.read_bytes()[start:].decode()
     assert "Traceback" not in new
@@ -457,9 +632,9 @@ def _deliver(sock: socket.socket) -> int:
 
 
 # Requests on one kept-alive connection, this far apart: under uvicorn's
-# keep-alive timeout (5 s), and together well over the head's deadline (10 s),
-# which is therefore restarted for each request.
-ROUNDS, APART = 5, 3.0
+# keep-alive timeout (5 s) and the head's deadline, and together well over
+# that deadline, which is therefore restarted for each request.
+ROUNDS, APART = 7, 1.0
 
 
 @dataclass(frozen=True)
