@@ -55,7 +55,7 @@ from tests.bot.worker.test_loop import (  # noqa: F401 (fixtures)
 from tests.fakes import FakeAnthropicAPI, FakeGitHub, FakeGitServer, Reply, text, tool_use
 from tests.fakes.anthropic_api import ErrorReply
 from tests.fakes.anthropic_api import Usage as WireUsage
-from tests.hostile.neo_cli import neo_in_process
+from tests.neo_cli import neo_in_process
 
 DAY_START = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
 OWNER_FILE = f"{ORG_CONFIG}:.github/neo.yml"

@@ -29,7 +29,7 @@ import pytest
 
 from bot.action.inputs import input_variable
 from bot.queue import SqliteQueue
-from tests.hostile.neo_cli import neo_in_process, neo_process
+from tests.neo_cli import neo_in_process, neo_process
 
 TIMEOUT = 60
 SECRET = "sk-ant-hostile-cli-0123456789"

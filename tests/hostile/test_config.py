@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Protocol
 
 import pytest
@@ -36,7 +37,7 @@ from bot.config.settings import load_settings
 from bot.intake.triggers import Rules
 from runner.errors import ConfigError
 from runner.sandbox.factory import SandboxChoice, open_sandbox
-from tests.hostile.neo_cli import Done, neo_in_process, neo_process
+from tests.neo_cli import neo_in_process, neo_process
 
 # The rows, by test id, run as a real `neo` process.
 REAL = frozenset(
@@ -136,7 +137,7 @@ BAD_IMAGES = [
 
 
 class Neo(Protocol):
-    def __call__(self, *argv: str, env: dict[str, str]) -> Done: ...
+    def __call__(self, *argv: str, env: dict[str, str]) -> CompletedProcess[str]: ...
 
 
 @pytest.fixture
@@ -150,7 +151,7 @@ def neo(
     row = getattr(request.node, "callspec", None)
     real = row is not None and row.id in REAL
 
-    def run(*argv: str, env: dict[str, str]) -> Done:
+    def run(*argv: str, env: dict[str, str]) -> CompletedProcess[str]:
         values = {**os.environ, **env}
         if real:
             return neo_process(argv, values, cwd=tmp_path)
@@ -159,7 +160,7 @@ def neo(
     return run
 
 
-def _one_error_line(done: Done) -> str:
+def _one_error_line(done: CompletedProcess[str]) -> str:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -39,24 +39,20 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import re
 import selectors
-import signal
 import socket
 import struct
 import subprocess
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
-from bot.cli.main import main
 from bot.config.settings import DEFAULT_REQUEST_SECONDS, load_settings
 from bot.intake.server import create_app, serve_intake
 from tests.bot.intake.test_serve import mention
@@ -72,6 +68,7 @@ from tests.bot.serving import (
 )
 from tests.fakes import FakeGitHub
 from tests.hostile.test_config import BAD_HANDLES
+from tests.neo_cli import neo_in_process
 
 # --- start-up ----------------------------------------------------------------
 
@@ -160,59 +157,6 @@ def github() -> Iterator[FakeGitHub]:
 IN_PROCESS_LIMIT = 60
 
 
-@contextlib.contextmanager
-def _stopped_after(seconds: float) -> Iterator[None]:
-    # SIGINT, as Ctrl-C stops `neo serve` or `neo worker`: the command's own
-    # handling ends it and the row fails on its exit status. (A Python-level
-    # alarm would not run while uvloop waits for sockets, and uvicorn raises
-    # a SIGTERM again once it has stopped, which would end pytest.)
-    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-        timer.join()
-
-
-@contextlib.contextmanager
-def _loggers_kept() -> Iterator[None]:
-    # A command adds its stderr handler to process-wide loggers (bot.logs);
-    # a process ends with it, this one must not keep writing to an old capture.
-    loggers = [logging.getLogger(name) for name in ("neo", "uvicorn.error", "psycopg.pool")]
-    saved = [(logger, logger.handlers[:], logger.level) for logger in loggers]
-    try:
-        yield
-    finally:
-        for logger, handlers, level in saved:
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-
-
-def neo_in_process(
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-    capfd: pytest.CaptureFixture[str],
-) -> tuple[int, str]:
-    """`neo ARGV` run by bot.cli.main.main with `env` as its whole environment:
-    its exit status and what it wrote on stderr (file descriptor 2, as a
-    process's, children's included)."""
-    for name in set(os.environ) - set(env):
-        monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    capfd.readouterr()
-    with _loggers_kept(), _stopped_after(IN_PROCESS_LIMIT):
-        try:
-            status = main(list(argv))
-        except SystemExit as ended:  # argparse's usage error
-            # As the interpreter ends on it: None is 0, a message 1.
-            code = ended.code
-            status = code if isinstance(code, int) else int(code is not None)
-    return status, capfd.readouterr().err
-
-
 @pytest.mark.parametrize("case", BAD_START, ids=[case.id for case in BAD_START])
 def test_a_bad_start_is_one_line_naming_it(
     github: FakeGitHub,
@@ -243,7 +187,14 @@ def test_a_bad_start_is_one_line_naming_it(
         )
         status, stderr = done.returncode, done.stderr
     else:
-        status, stderr = neo_in_process([case.command, *args], env, monkeypatch, capfd)
+        ran = neo_in_process(
+            [case.command, *args],
+            env,
+            monkeypatch=monkeypatch,
+            capfd=capfd,
+            stop_after=IN_PROCESS_LIMIT,
+        )
+        status, stderr = ran.returncode, ran.stderr
 
     assert status == 2, stderr
     lines = stderr.splitlines()

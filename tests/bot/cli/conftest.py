@@ -1,10 +1,13 @@
-"""The working tree and Neo home the CLI tests run in."""
+"""The working tree and Neo home the CLI tests run in, and `neo` in this process."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
+
+from tests.neo_cli import Neo, neo_in_process
 
 
 @pytest.fixture
@@ -20,3 +23,14 @@ def repo(tmp_path: Path) -> Path:
 def home(tmp_path: Path) -> Path:
     """NEO_HOME, not made yet."""
     return tmp_path / "neo-home"
+
+
+@pytest.fixture
+def neo_main(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> Neo:
+    """`neo(env, *argv)` through `main` in this process: for the runs that need no
+    process start of their own (each command keeps one that runs the console script)."""
+
+    def run(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
+        return neo_in_process(argv, env, monkeypatch=monkeypatch, capfd=capfd)
+
+    return run

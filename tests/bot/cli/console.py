@@ -10,9 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-__all__ = ["NEO", "console_env", "in_process", "last_json", "neo", "read_and_wrote"]
+__all__ = ["NEO", "console_env", "last_json", "neo", "read_and_wrote"]
 
 NEO = Path(sys.executable).with_name("neo")
 
@@ -44,32 +42,6 @@ def neo(
         timeout=timeout,
         check=False,
     )
-
-
-def in_process(
-    env: Mapping[str, str],
-    *argv: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> subprocess.CompletedProcess[str]:
-    """`neo ARGV...` as `neo` above runs it, but through `bot.cli.main.main` in this
-    process: `env` becomes the environment (and is undone after the test), the
-    exit status and output come back the same way. For the rows that need no
-    process start of their own; each command keeps one that runs the console
-    script."""
-    from bot.cli.main import main
-
-    for name in set(os.environ) - set(env):
-        monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    capsys.readouterr()
-    try:
-        code = main(list(argv))
-    except SystemExit as exited:  # argparse's usage errors
-        code = exited.code if isinstance(exited.code, int) else 1
-    captured = capsys.readouterr()
-    return subprocess.CompletedProcess(["neo", *argv], code, captured.out, captured.err)
 
 
 def last_json(done: subprocess.CompletedProcess[str]) -> Any:

@@ -18,7 +18,7 @@ from bot.jobs import Conclusion, JobOutcome, JobState
 from bot.queue import PostgresQueue, SessionFiles, SpendRecord, SqliteQueue, sqlite_url
 from bot.worker.sessions import write_session_files
 from tests.bot.queue.factories import FakeClock, make_request
-from tests.hostile.neo_cli import neo_in_process
+from tests.neo_cli import neo_in_process
 
 NEO = Path(sys.executable).with_name("neo")
 PASSWORD = "hunter2-secret"

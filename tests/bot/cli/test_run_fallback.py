@@ -1,39 +1,24 @@
 """`neo run --fallback`: both real SDKs, both fakes.
 
 The first test runs the installed console script; the others call the same
-`main` in-process (`in_process`), which checks the same exit status and output
+`main` in-process (the `neo_main` fixture), which checks the same exit status and output
 without a process start each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from subprocess import CompletedProcess
 
-import pytest
-
-from tests.bot.cli.console import console_env, in_process, last_json, neo
+from tests.bot.cli.console import console_env, last_json, neo
 from tests.fakes.anthropic_api import ErrorReply as AnthropicError
 from tests.fakes.anthropic_api import FakeAnthropicAPI, text
 from tests.fakes.anthropic_api import Reply as AnthropicReply
 from tests.fakes.openai_responses import FakeOpenAIResponses, Reply, message
+from tests.neo_cli import Neo
 
 # The first attempt and the eight retries of the default policy.
 ATTEMPTS = 9
-
-# How a test runs `neo`: the console script, or `main` in this process.
-Neo = Callable[..., CompletedProcess[str]]
-
-
-@pytest.fixture
-def neo_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Neo:
-    """`neo(env, *argv)` through `main` in this process."""
-
-    def run(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
-        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
-
-    return run
 
 
 def run_with_fallback(

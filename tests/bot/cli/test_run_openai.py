@@ -10,10 +10,8 @@ from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
-import pytest
-
 from runner.session import SessionStore
-from tests.bot.cli.console import console_env, in_process, last_json, neo, read_and_wrote
+from tests.bot.cli.console import console_env, last_json, neo, read_and_wrote
 from tests.fakes.openai_responses import (
     FakeOpenAIResponses,
     Reply,
@@ -23,6 +21,7 @@ from tests.fakes.openai_responses import (
     message,
     reasoning,
 )
+from tests.neo_cli import Neo
 
 
 def neo_run(
@@ -40,8 +39,7 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
     fake_openai: FakeOpenAIResponses,
     repo: Path,
     home: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    neo_main: Neo,
 ) -> None:
 
     def answer(body: dict[str, Any]) -> Reply:
@@ -80,11 +78,8 @@ def test_a_run_drives_tools_and_resumes_with_its_reasoning(
 
     # The resumed run replays the saved encrypted reasoning; the fake would refuse it otherwise.
     # In this process, through the same main: the session comes from disk.
-    def main(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
-        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
-
     again = neo_run(
-        fake_openai, home, "--resume", result["session_id"], "what did I ask?", runner=main
+        fake_openai, home, "--resume", result["session_id"], "what did I ask?", runner=neo_main
     )
 
     assert again.returncode == 0, again.stderr

@@ -3,11 +3,10 @@ script and the real SDK against that provider's fake, held to the same
 promises (a bad key is one line, a rate limit is waited out, a missing key
 names its variable). A table row says how each one words them. The bad-key
 rows run the console script; the others call the same `main` in-process
-(`in_process`: the same exit status and output, no process start each)."""
+(the `neo_main` fixture: the same exit status and output, no process start each)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import CompletedProcess
@@ -15,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.bot.cli.console import console_env, in_process, last_json, neo
+from tests.bot.cli.console import console_env, last_json, neo
 from tests.fakes import gemini_api as gem
 from tests.fakes import openai_responses as oai
+from tests.neo_cli import Neo
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,20 +71,6 @@ def case(request: pytest.FixtureRequest) -> Case:
 @pytest.fixture
 def fake(case: Case, request: pytest.FixtureRequest) -> Any:
     return request.getfixturevalue(case.fixture)
-
-
-# How a test runs `neo`: the console script, or `main` in this process.
-Neo = Callable[..., CompletedProcess[str]]
-
-
-@pytest.fixture
-def neo_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Neo:
-    """`neo(env, *argv)` through `main` in this process."""
-
-    def run(env: dict[str, str], *argv: str) -> CompletedProcess[str]:
-        return in_process(env, *argv, monkeypatch=monkeypatch, capsys=capsys)
-
-    return run
 
 
 def run(

@@ -98,6 +98,14 @@ async def test_a_writer_watches_steers_and_stops_a_run_of_neo_serve(
 
                 await wait_until(running, "the job runs", [log])
                 job = (await only_job(queue)).id
+
+                # The job's start (checkout, sandbox, the SDK's first import in
+                # this neo serve) is not the page's to wait out: the page's
+                # waits begin once the model has been asked.
+                async def asked() -> bool:
+                    return bool(anthropic.requests)
+
+                await wait_until(asked, "the job asks the model", [log])
                 # Anonymous first: GitHub's sign-in, which sends mona back to the run.
                 await page.goto(f"{public}/runs/{job}")
                 assert page.url == f"{public}/runs/{job}"
