@@ -17,16 +17,16 @@ pytest_plugins = ["tests.postgres"]
 # keep one worker busy while the others sit idle. A file missing here costs
 # only that; keep the list to the few that take longest.
 LONGEST_FIRST = (
-    "tests/hostile/test_outage.py",
     "tests/bot/test_multihost.py",
-    "tests/hostile/test_sandbox.py",
-    "tests/bot/worker/test_loop.py",
-    "tests/bot/test_e2e_providers.py",
+    "tests/hostile/test_outage.py",
     "tests/bot/intake/test_serve_durability.py",
-    "tests/runner/sandbox/test_preparing.py",
+    "tests/hostile/test_service.py",
+    "tests/bot/worker/test_loop.py",
     "tests/runner/test_job.py",
-    "tests/bench/quality/test_check.py",
+    "tests/runner/sandbox/test_preparing.py",
+    "tests/bot/test_e2e.py",
     "tests/bot/action/test_run.py",
+    "tests/bench/quality/test_check.py",
 )
 
 
