@@ -15,6 +15,7 @@ same things. Both return a `CompletedProcess` with text output.
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import signal
@@ -27,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["NEO", "Neo", "neo_in_process", "neo_process"]
+__all__ = ["NEO", "Neo", "loaded_by", "neo_in_process", "neo_process"]
 
 NEO = Path(sys.executable).with_name("neo")
 # How a test runs `neo` when it may do either: `runner(env, *argv)`.
@@ -99,6 +100,29 @@ def neo_in_process(
             status = code if isinstance(code, int) else int(code is not None)
     out, err = capfd.readouterr()
     return subprocess.CompletedProcess(["neo", *argv], status, out, err)
+
+
+def loaded_by(
+    statements: str, modules: Sequence[str], env: Mapping[str, str] | None = None
+) -> list[str]:
+    """Which of `modules` a fresh interpreter has loaded once it ran `statements`
+    (which fail it with an assert when a command ends otherwise than they expect):
+    what a command costs before it does anything is mostly what it imports."""
+    script = (
+        f"import json, sys\n{statements}\n"
+        f"print(json.dumps([m for m in {list(modules)!r} if m in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=None if env is None else dict(env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
 
 
 @contextmanager

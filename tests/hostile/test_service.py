@@ -68,7 +68,7 @@ from tests.bot.serving import (
 )
 from tests.fakes import FakeGitHub
 from tests.hostile.test_config import BAD_HANDLES
-from tests.neo_cli import neo_in_process
+from tests.neo_cli import loaded_by, neo_in_process
 
 # --- start-up ----------------------------------------------------------------
 
@@ -212,23 +212,11 @@ def test_a_bad_start_loads_nothing_of_the_service() -> None:
     # `neo serve` and `neo worker` imported the whole service (about 2.5 s of
     # CPU) before they said a setting was wrong.
     heavy = ("bot.service", "bot.worker.pool", "bot.intake.server", "uvicorn", "uvloop")
-    script = (
-        "import sys\n"
-        "from bot.cli.main import main\n"
-        "statuses = [main(['serve']), main(['worker'])]\n"
-        f"print(statuses, [m for m in {heavy!r} if m in sys.modules])\n"
-    )
+    refuse = "from bot.cli.main import main\nassert [main(['serve']), main(['worker'])] == [2, 2]"
     env = {name: value for name, value in os.environ.items() if not name.startswith("NEO_")}
     env["NEO_ALLOWED_BOTS"] = "[oops"
-    done = subprocess.run(
-        [str(NEO.with_name("python")), "-c", script],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
-    assert done.stdout.strip() == "[2, 2] []", done.stderr
+    assert loaded_by(refuse, heavy, env) == []
 
 
 # --- NEO_ALLOWED_BOTS as the README documents it -------------------------------

@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.fakes.chat_completions import FakeChatCompletions, ModelInfo, OllamaM
 from tests.fakes.chat_completions import Reply as ChatReply
 from tests.fakes.openai_responses import FakeOpenAIResponses, custom_tool_call, message
 from tests.fakes.openai_responses import Reply as OpenAIReply
+from tests.neo_cli import loaded_by
 from tests.small_disk import fill, small_disk
 
 
@@ -829,16 +829,9 @@ def test_a_subcommand_loads_only_its_own_module() -> None:
     # `neo run` used to import the webhook server, the Action and the
     # PostgreSQL queue's driver with every other command's module.
     heavy = ("bot.service", "bot.action", "bot.cli.serve", "bot.cli.worker", "psycopg")
-    script = (
-        "import sys\n"
-        "from bot.cli.main import build_parser\n"
-        "build_parser('run').parse_args(['run', 'hello'])\n"
-        f"print([m for m in {heavy!r} if m in sys.modules])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert done.stdout.strip() == "[]"
+    parse = "from bot.cli.main import build_parser\nbuild_parser('run').parse_args(['run', 'hi'])"
+
+    assert loaded_by(parse, heavy) == []
 
 
 def test_every_subcommand_is_listed_and_parses() -> None:

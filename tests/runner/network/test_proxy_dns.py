@@ -131,24 +131,42 @@ def resolver(docker_client: DockerClient, egress_image: str) -> Iterator[Resolve
 CURL = 'curl -s -o /dev/null -w "%{http_code} %{http_connect}" --max-time 20'
 
 
+async def outputs(
+    resolver: Resolver,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    allowed: list[str],
+    commands: list[str],
+) -> tuple[list[str], EgressReport]:
+    """What each of `commands` printed in a docker sandbox allowed `allowed`, its
+    proxy resolving through `resolver`; and what the proxy refused."""
+    monkeypatch.setenv(EGRESS_NETWORKS_VARIABLE, resolver.network)
+    monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
+    report = EgressReport()
+    job = plan(policy_of(allowed), None)
+    printed = []
+    async with open_sandbox(
+        SandboxChoice("docker"), tmp_path, job_id="test-egress-dns", network=job, report=report
+    ) as box:
+        for command in commands:
+            done = await box.run(["bash", "-c", command], timeout=60)
+            printed.append(done.output.decode().strip())
+    return printed, report
+
+
 async def test_a_listed_name_is_looked_up_and_a_name_nobody_allowed_never_is(
     resolver: Resolver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(EGRESS_NETWORKS_VARIABLE, resolver.network)
-    monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
     secret = f"leak-{secrets.token_hex(4)}.example"
-    job = plan(policy_of([LISTED]), None)
-    async with open_sandbox(
-        SandboxChoice("docker"), tmp_path, job_id="test-egress-dns", network=job
-    ) as box:
+    commands = [
+        f"curl -sS --max-time 20 http://{LISTED}/page",
+        f"{CURL} http://{secret}/data",
+        f"{CURL} -p http://{secret}:443/data",
+    ]
 
-        async def sh(command: str) -> str:
-            done = await box.run(["bash", "-c", command], timeout=60)
-            return done.output.decode().strip()
-
-        reached = await sh(f"curl -sS --max-time 20 http://{LISTED}/page")
-        refused = await sh(f"{CURL} http://{secret}/data")
-        tunnel = await sh(f"{CURL} -p http://{secret}:443/data")
+    (reached, refused, tunnel), _ = await outputs(
+        resolver, tmp_path, monkeypatch, [LISTED], commands
+    )
 
     assert reached == "resolved /page"
     assert refused == "403 000"
@@ -165,25 +183,15 @@ async def test_a_listed_name_whose_answer_is_loopback_reaches_nothing_of_the_pro
 ) -> None:
     # A repository lists a name it controls, then points it at 127.0.0.1: the
     # proxy's own loopback, where the proxy itself listens (3128).
-    monkeypatch.setenv(EGRESS_NETWORKS_VARIABLE, resolver.network)
-    monkeypatch.setenv(EGRESS_DNS_VARIABLE, resolver.address)
-    job = plan(policy_of([LOOPING, f"{LOOPING}:3128"]), None)
-    report = EgressReport()
-    async with open_sandbox(
-        SandboxChoice("docker"),
-        tmp_path,
-        job_id="test-egress-dns-loop",
-        network=job,
-        report=report,
-    ) as box:
+    commands = [
+        f"{CURL} http://{LOOPING}/",
+        f"{CURL} http://{LOOPING}:3128/",
+        f"{CURL} -p http://{LOOPING}:443/",
+    ]
 
-        async def sh(command: str) -> str:
-            done = await box.run(["bash", "-c", command], timeout=60)
-            return done.output.decode().strip()
-
-        plain = await sh(f"{CURL} http://{LOOPING}/")
-        own_port = await sh(f"{CURL} http://{LOOPING}:3128/")
-        tunnel = await sh(f"{CURL} -p http://{LOOPING}:443/")
+    (plain, own_port, tunnel), report = await outputs(
+        resolver, tmp_path, monkeypatch, [LOOPING, f"{LOOPING}:3128"], commands
+    )
 
     assert plain == "403 000"
     assert own_port == "403 000"
