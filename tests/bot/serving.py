@@ -122,6 +122,18 @@ def neo_serve(env: Mapping[str, str], log: Path, port: int | None = None) -> Ite
                 process.wait(timeout=15)
 
 
+@contextmanager
+def neo_serve_alone(root: Path) -> Iterator[Server]:
+    """`neo serve` with its data and log under `root`, on a fake GitHub of its own whose
+    App is "neo" (its bot user neo[bot]): a module's server for deliveries that
+    need nothing else of GitHub."""
+    with (
+        FakeGitHub(slug="neo") as github,
+        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
+    ):
+        yield running
+
+
 class AppGitServer(FakeGitServer):
     """The fake git server, taking the installation tokens the fake GitHub issued.
 

@@ -41,8 +41,14 @@ from bot.intake.server import WEBHOOK_PATH
 from bot.intake.triggers import Ignore, Reason, Rules, triage
 from bot.intake.webhooks import Delivery
 from bot.jobs import JobRequest
-from tests.bot.serving import NEO, Server, corpus, headers, make_it_act, neo_serve, serve_env
-from tests.fakes import FakeGitHub
+from tests.bot.serving import (
+    NEO,
+    Server,
+    corpus,
+    headers,
+    make_it_act,
+    neo_serve_alone,
+)
 
 Payload = dict[str, Any]
 
@@ -265,11 +271,7 @@ def test_mentions_github_shows_make_a_job(body: str, where: tuple[str, str, str]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("hostile-deliveries")
-    with (
-        FakeGitHub(slug="neo") as github,
-        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
-    ):
+    with neo_serve_alone(tmp_path_factory.mktemp("hostile-deliveries")) as running:
         yield running
 
 

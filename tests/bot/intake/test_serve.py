@@ -19,7 +19,17 @@ import pytest
 
 from bot.cli.main import main
 from bot.queue.url import sqlite_url
-from tests.bot.serving import NEO, SECRET, Server, corpus, headers, neo_serve, serve_env, sign
+from tests.bot.serving import (
+    NEO,
+    SECRET,
+    Server,
+    corpus,
+    headers,
+    neo_serve,
+    neo_serve_alone,
+    serve_env,
+    sign,
+)
 from tests.fakes import FakeGitHub
 
 
@@ -38,11 +48,7 @@ def server(github: FakeGitHub, tmp_path: Path) -> Iterator[Server]:
 @pytest.fixture(scope="module")
 def quiet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """One `neo serve` for the module's deliveries that must queue nothing."""
-    root = tmp_path_factory.mktemp("quiet")
-    with (
-        FakeGitHub(slug="neo") as github,
-        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
-    ):
+    with neo_serve_alone(tmp_path_factory.mktemp("quiet")) as running:
         yield running
 
 

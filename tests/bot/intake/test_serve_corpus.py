@@ -34,10 +34,8 @@ from tests.bot.serving import (
     corpus,
     headers,
     make_it_act,
-    neo_serve,
-    serve_env,
+    neo_serve_alone,
 )
-from tests.fakes import FakeGitHub
 
 Payload = dict[str, Any]
 
@@ -56,12 +54,8 @@ EXPECTED_REASONS = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    root = tmp_path_factory.mktemp("corpus")
-    # The FakeGitHub's App is "neo": its bot user is neo[bot].
-    with (
-        FakeGitHub(slug="neo") as github,
-        neo_serve(serve_env(github, root / "data"), root / "serve.log") as running,
-    ):
+    # The fake GitHub's App is "neo": its bot user is neo[bot].
+    with neo_serve_alone(tmp_path_factory.mktemp("corpus")) as running:
         yield running
 
 

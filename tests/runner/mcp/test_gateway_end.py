@@ -68,18 +68,24 @@ def process_gone(pid: int) -> bool:
     return False
 
 
+def stubborn_gateway(pid_file: Path, job_id: str) -> tuple[McpSettings, Where]:
+    """A gateway's settings with one server, the stubborn one (it writes its pid to
+    `pid_file`), skipped at a 1 s start-up timeout."""
+    stubborn = (sys.executable, str(SERVERS / "stubborn.py"), str(pid_file))
+    settings = McpSettings(
+        servers=(ServerSpec("stubborn", Command(stubborn), ("*",), startup_timeout=1.0),),
+        github=False,
+    )
+    return settings, Where(Operator(commands=(sys.executable,)), NetworkPolicy(), job_id=job_id)
+
+
 def test_a_server_that_fails_its_start_and_will_not_stop_is_ended_and_nothing_is_left(
     tmp_path: Path,
 ) -> None:
     # It answers with an error at once, so the SDK starts stopping it (a
     # grace, SIGTERM, a grace, SIGKILL); its start-up timeout lands meanwhile.
     pid_file = tmp_path / "pid"
-    stubborn = (sys.executable, str(SERVERS / "stubborn.py"), str(pid_file))
-    settings = McpSettings(
-        servers=(ServerSpec("stubborn", Command(stubborn), ("*",), startup_timeout=1.0),),
-        github=False,
-    )
-    where = Where(Operator(commands=(sys.executable,)), NetworkPolicy(), job_id="stubborn-test")
+    settings, where = stubborn_gateway(pid_file, "stubborn-test")
 
     async def main() -> tuple[tuple[Skipped, ...], list[str], list[str]]:
         async with Gateway(settings, where) as gateway:
@@ -132,12 +138,7 @@ def test_a_gateway_cancelled_while_its_servers_end_lets_them_end_first(tmp_path:
     # The stubborn server is skipped at 1 s and takes seconds more to end;
     # the block is cancelled meanwhile, as neo run's is on Ctrl-C.
     pid_file = tmp_path / "pid"
-    stubborn = (sys.executable, str(SERVERS / "stubborn.py"), str(pid_file))
-    settings = McpSettings(
-        servers=(ServerSpec("stubborn", Command(stubborn), ("*",), startup_timeout=1.0),),
-        github=False,
-    )
-    where = Where(Operator(commands=(sys.executable,)), NetworkPolicy(), job_id="cancel-test")
+    settings, where = stubborn_gateway(pid_file, "cancel-test")
     opened: list[Gateway] = []
 
     async def body() -> None:
