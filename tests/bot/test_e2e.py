@@ -144,8 +144,16 @@ def delivery(number: int, comment: int, body: str) -> bytes:
     return json.dumps(payload).encode()
 
 
-def post_mention(server: Server, number: int, comment: int, body: str) -> None:
+def post_mention(
+    server: Server, number: int, comment: int, body: str, repo: str | None = None
+) -> None:
+    """A real `issue_comment.created` delivery for the issue (of `repo`, else the
+    delivery's own repository), answered 202 and queued."""
     payload = delivery(number, comment, body)
+    if repo is not None:
+        fields = json.loads(payload)
+        fields["repository"].update(full_name=repo, name=repo.split("/")[1])
+        payload = json.dumps(fields).encode()
     answer = httpx.post(
         f"{server.url}/api/github/webhooks",
         content=payload,

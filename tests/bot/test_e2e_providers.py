@@ -17,20 +17,26 @@ OpenAI's variables, so its case gets a service of its own.
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from bot.jobs import Job, JobState
 from bot.queue import SqliteQueue
-from tests.bot.serving import AppGitServer, Server, headers, neo_serve, serve_env
-from tests.bot.test_e2e import DEFAULT_BRANCH, DONE, EDITED, INSTALLATION, delivery, git, wait_until
+from tests.bot.serving import AppGitServer, Server, neo_serve, serve_env
+from tests.bot.test_e2e import (
+    DEFAULT_BRANCH,
+    DONE,
+    EDITED,
+    INSTALLATION,
+    git,
+    post_mention,
+    wait_until,
+)
 from tests.fakes import FakeAnthropicAPI, FakeGitHub, make_repo
 from tests.fakes import Reply as AnthropicReply
 from tests.fakes import chat_completions as chat
@@ -250,27 +256,12 @@ def comment_posts(github: FakeGitHub, repo: str, number: int) -> int:
     )
 
 
-def post_mention(server: Server, repo: str, number: int, comment: int, body: str) -> None:
-    """A real `issue_comment.created` delivery for the issue of `repo`."""
-    payload = json.loads(delivery(number, comment, body))
-    payload["repository"].update(full_name=repo, name=repo.split("/")[1])
-    raw = json.dumps(payload).encode()
-    answer = httpx.post(
-        f"{server.url}/api/github/webhooks",
-        content=raw,
-        headers=headers("issue_comment", raw),
-        timeout=30,
-    )
-    assert answer.status_code == 202, answer.text
-    assert answer.json()["decision"] == "queued", answer.text
-
-
 async def run_mention(running: Service, repo: str, instruction: str) -> tuple[int, Job]:
     """Deliver a mention on a new issue of `repo`; the issue, and its job once it ended."""
     github = running.github
     number = github.add_issue(repo, "Say hello in the README", "Please.", user="mona")
     comment = github.add_comment(repo, number, instruction, user="mona")
-    post_mention(running.server, repo, number, comment, instruction)
+    post_mention(running.server, number, comment, instruction, repo)
     async with SqliteQueue(running.root / "data" / "neo.db") as queue:
 
         async def of_repo() -> list[Job]:
