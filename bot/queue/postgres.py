@@ -17,9 +17,9 @@ import builtins
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import psycopg
@@ -168,6 +168,10 @@ _ENQUEUE = (
 # it is new and the id of the job it made. A job not made for a new delivery
 # has a key stored before, or by an earlier delivery of the batch.
 #
+# Rows are inserted in key order (the first of a batch's deliveries sharing a
+# dedupe key makes its job): two batches inserting the same keys in different
+# orders would each wait for the other, until PostgreSQL broke the deadlock.
+#
 # The batch arrives as one JSON array of [delivery, kind, key, thread,
 # request] rows: orjson writes it in C, where psycopg's text arrays were
 # escaped element by element in Python (a tenth of `neo serve`'s CPU).
@@ -176,11 +180,12 @@ _ENQUEUE_BATCH = (
     " e.v ->> 2 AS dedupe_key, e.v ->> 3 AS thread_key, e.v ->> 4 AS request, e.n"
     " FROM json_array_elements(%(batch)s::json) WITH ORDINALITY AS e (v, n)),"
     " delivery AS (INSERT INTO neo_deliveries (id, received_at)"
-    " SELECT delivery_id, %(now)s FROM input ON CONFLICT (id) DO NOTHING RETURNING id),"
+    " SELECT delivery_id, %(now)s FROM input ORDER BY delivery_id"
+    " ON CONFLICT (id) DO NOTHING RETURNING id),"
     " made AS (INSERT INTO neo_jobs (delivery_id, dedupe_key, kind, thread_key, request,"
     " created_at, updated_at) SELECT i.delivery_id, i.dedupe_key, i.kind, i.thread_key,"
     " i.request, %(now)s, %(now)s FROM input AS i"
-    " WHERE i.delivery_id IN (SELECT id FROM delivery) ORDER BY i.n"
+    " WHERE i.delivery_id IN (SELECT id FROM delivery) ORDER BY i.dedupe_key, i.n"
     " ON CONFLICT (dedupe_key) DO NOTHING RETURNING id, delivery_id, kind, thread_key),"
     " dispatched AS (INSERT INTO procrastinate_jobs (id, queue_name, task_name, lock)"
     " SELECT id, 'neo_' || kind, 'neo.' || kind, CASE WHEN kind = 'run' THEN thread_key END"
@@ -193,6 +198,8 @@ _ENQUEUE_BATCH = (
 # Deliveries gathered into one statement, and statements in flight at once.
 _MAX_BATCH = 256
 _FLUSHES = 4
+# Tries of an enqueue statement that PostgreSQL chose as a deadlock's victim.
+_DEADLOCK_ATTEMPTS = 5
 
 _SPENT_BY_REPOSITORY = (
     "SELECT coalesce(sum(cost_usd), 0) FROM neo_spend WHERE repository = %s AND at >= %s"
@@ -219,6 +226,7 @@ _LOAD_SESSION = (
 )
 
 _Row = tuple[str, str, str, str]  # kind, dedupe key, thread key, request JSON
+_T = TypeVar("_T")
 
 
 @dataclass(slots=True)
@@ -327,12 +335,33 @@ class PostgresQueue(RunLogOf):
             "threads": threads,
             "requests": bodies,
         }
+        written = await self._deadlock_retried(lambda: self._enqueue_many(params, keys))
+        if written is None:
+            return EnqueueResult(duplicate=True)
+        found, late = written
+        job_ids: list[int] = []
+        existing: list[int] = []
+        seen: set[str] = set()
+        for key, (_, made, old) in zip(keys, _ids(found), strict=True):
+            job_id = made if made is not None else old if old is not None else late[key]
+            # A key met earlier in this delivery was made by that earlier request.
+            if made is None or key in seen:
+                existing.append(job_id)
+            seen.add(key)
+            job_ids.append(job_id)
+        return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
+
+    async def _enqueue_many(
+        self, params: dict[str, object], keys: builtins.list[str]
+    ) -> tuple[builtins.list[Any], dict[str, int]] | None:
+        """One delivery's requests in one statement: its rows, and keys made
+        meanwhile; None for a delivery seen before."""
         # One statement, so one round trip, committed (and fsynced) on return.
         async with self._connection() as conn:
             cursor = await conn.execute(_ENQUEUE, params)
             found = await cursor.fetchall()
             if not found[0][0]:
-                return EnqueueResult(duplicate=True)
+                return None
             missing = [
                 key
                 for key, (_, made, old) in zip(keys, _ids(found), strict=True)
@@ -346,17 +375,25 @@ class PostgresQueue(RunLogOf):
                     "SELECT dedupe_key, id FROM neo_jobs WHERE dedupe_key = ANY(%s)", (missing,)
                 )
                 late = {str(key): int(job_id) for key, job_id in await cursor.fetchall()}
-        job_ids: list[int] = []
-        existing: list[int] = []
-        seen: set[str] = set()
-        for key, (_, made, old) in zip(keys, _ids(found), strict=True):
-            job_id = made if made is not None else old if old is not None else late[key]
-            # A key met earlier in this delivery was made by that earlier request.
-            if made is None or key in seen:
-                existing.append(job_id)
-            seen.add(key)
-            job_ids.append(job_id)
-        return EnqueueResult(duplicate=False, job_ids=tuple(job_ids), existing=tuple(existing))
+        return found, late
+
+    async def _deadlock_retried(self, write: Callable[[], Awaitable[_T]]) -> _T:
+        """`write`, sent again when PostgreSQL rolled it back to break a deadlock.
+
+        Two enqueues that insert the same delivery ids or dedupe keys in
+        different orders can each wait for the other; PostgreSQL then aborts
+        one statement whole, and advises sending it again. A caller hears of
+        a deadlock only if it recurs on every try.
+        """
+        for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
+            try:
+                return await write()
+            except QueueError as error:
+                if attempt == _DEADLOCK_ATTEMPTS or not isinstance(
+                    error.__cause__, psycopg.errors.DeadlockDetected
+                ):
+                    raise
+        raise AssertionError("unreachable")
 
     async def _enqueue_one(self, delivery_id: str, row: _Row) -> EnqueueResult:
         """The common delivery, one request: batched with those arriving meanwhile."""
@@ -400,40 +437,16 @@ class PostgresQueue(RunLogOf):
 
     async def _commit(self, batch: builtins.list[_Pending]) -> None:
         try:
-            async with self._connection() as conn:
-                # Once a connection is lent: a caller that gave up meanwhile (a
-                # database away answers no one within the webhook's bound) was
-                # told its delivery is not queued, and it is not.
-                batch = [pending for pending in batch if not pending.future.done()]
-                if not batch:
-                    return
-                params = {
-                    "now": self._clock(),
-                    "batch": orjson.dumps(
-                        [(pending.delivery_id, *pending.row) for pending in batch]
-                    ).decode(),
-                }
-                cursor = await conn.execute(_ENQUEUE_BATCH, params)
-                found = await cursor.fetchall()
-                missing = [
-                    pending.row[1]
-                    for pending, (fresh, made) in zip(batch, found, strict=True)
-                    if fresh and made is None
-                ]
-                late: dict[str, int] = {}
-                if missing:
-                    # Keys stored before, or by an earlier delivery of this batch.
-                    cursor = await conn.execute(
-                        "SELECT dedupe_key, id FROM neo_jobs WHERE dedupe_key = ANY(%s)",
-                        (missing,),
-                    )
-                    late = {str(key): int(job_id) for key, job_id in await cursor.fetchall()}
+            written = await self._deadlock_retried(lambda: self._commit_once(batch))
         except QueueError as error:
             # Nothing in this batch is durable: every caller hears so.
             for pending in batch:
                 if not pending.future.done():
                     pending.future.set_exception(error)
             return
+        if written is None:
+            return
+        batch, found, late = written
         for pending, (fresh, made) in zip(batch, found, strict=True):
             if pending.future.done():  # its caller gave up
                 continue
@@ -445,6 +458,40 @@ class PostgresQueue(RunLogOf):
                 old = late[pending.row[1]]
                 result = EnqueueResult(duplicate=False, job_ids=(old,), existing=(old,))
             pending.future.set_result(result)
+
+    async def _commit_once(
+        self, batch: builtins.list[_Pending]
+    ) -> tuple[builtins.list[_Pending], builtins.list[Any], dict[str, int]] | None:
+        """One batch statement: the deliveries sent, its rows, and keys made earlier."""
+        async with self._connection() as conn:
+            # Once a connection is lent: a caller that gave up meanwhile (a
+            # database away answers no one within the webhook's bound) was
+            # told its delivery is not queued, and it is not.
+            batch = [pending for pending in batch if not pending.future.done()]
+            if not batch:
+                return None
+            params = {
+                "now": self._clock(),
+                "batch": orjson.dumps(
+                    [(pending.delivery_id, *pending.row) for pending in batch]
+                ).decode(),
+            }
+            cursor = await conn.execute(_ENQUEUE_BATCH, params)
+            found = await cursor.fetchall()
+            missing = [
+                pending.row[1]
+                for pending, (fresh, made) in zip(batch, found, strict=True)
+                if fresh and made is None
+            ]
+            late: dict[str, int] = {}
+            if missing:
+                # Keys stored before, or by an earlier delivery of this batch.
+                cursor = await conn.execute(
+                    "SELECT dedupe_key, id FROM neo_jobs WHERE dedupe_key = ANY(%s)",
+                    (missing,),
+                )
+                late = {str(key): int(job_id) for key, job_id in await cursor.fetchall()}
+        return batch, found, late
 
     async def claim(self, worker: str, lease: float, *, only: Lane | None = None) -> Job | None:
         queues = _ALL_QUEUES if only is None else [QUEUES[only]]

@@ -361,3 +361,45 @@ async def test_workers_of_every_process_wake_on_the_listeners_event(
         # A SQLite queue hears only of its own process's jobs: WakingQueue's own event.
         assert wakeup_of(local) is None
         assert isinstance(WakingQueue(local).queued, asyncio.Event)
+
+
+async def _waiting_on_a_lock(url: str, pid: int) -> None:
+    """Until the backend `pid` waits for a row another transaction holds."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as probe:
+        for _ in range(500):
+            cursor = await probe.execute(
+                "SELECT wait_event_type FROM pg_stat_activity WHERE pid <> %s"
+                " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()",
+                (pid,),
+            )
+            if await cursor.fetchone() is not None:
+                return
+            await asyncio.sleep(0.02)
+    raise AssertionError("the queue's statement never waited for the other writer")
+
+
+async def test_an_enqueue_picked_to_break_a_deadlock_is_sent_again(postgres_url: str) -> None:
+    async with PostgresQueue(postgres_url, listen=False) as queue:
+        await queue.ping()
+        async with await psycopg.AsyncConnection.connect(postgres_url) as other:
+            # Another writer holds delivery "z", not yet committed; the queue's
+            # batch inserts "a", then waits for "z".
+            await other.execute("INSERT INTO neo_deliveries (id, received_at) VALUES ('z', 0)")
+            sent = asyncio.gather(
+                queue.enqueue("a", [make_request("a")]), queue.enqueue("z", [make_request("z")])
+            )
+            await _waiting_on_a_lock(postgres_url, other.info.backend_pid)
+            # The other writer now wants "a": each waits for the other, and
+            # PostgreSQL aborts the statement that waited first, the queue's.
+            try:
+                await other.execute("INSERT INTO neo_deliveries (id, received_at) VALUES ('a', 0)")
+            except psycopg.errors.DeadlockDetected:  # the other writer was picked instead
+                await other.rollback()
+                took = False
+            else:
+                await other.commit()
+                took = True
+            first, second = await asyncio.wait_for(sent, 30)
+    # Sent again after the other writer committed, both deliveries are
+    # duplicates; had the other writer been picked, both would be new.
+    assert (first.duplicate, second.duplicate) == (took, took)
