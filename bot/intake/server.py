@@ -90,6 +90,10 @@ class Intake:
     # is not GitHub's: without a bound, a client that sends headers and then
     # nothing holds its connection (and a task) for ever.
     body_seconds: float = DEFAULT_REQUEST_SECONDS
+    # Seconds /healthz and /metrics wait for the queue, and a delivery waits
+    # for its commit (the module's constants, below, say why those values).
+    queue_seconds: float = QUEUE_SECONDS
+    enqueue_seconds: float = ENQUEUE_SECONDS
 
 
 # Opens the run site for the App and queue the intake opened (neo serve's wiring).
@@ -161,18 +165,18 @@ def create_app(
         )
 
     async def healthz(request: Request) -> Response:
-        problem = await _queue_problem(state["intake"].queue)
+        problem = await _queue_problem(state["intake"])
         if problem is not None:
             return JSONResponse({"ok": False, "error": problem}, status_code=503)
         return JSONResponse({"ok": True})
 
     async def prometheus(request: Request) -> Response:
-        queue = state["intake"].queue
+        intake = state["intake"]
         snapshot: QueueSnapshot | None = None
-        if await _queue_problem(queue) is None:
+        if await _queue_problem(intake) is None:
             try:
-                async with asyncio.timeout(QUEUE_SECONDS):
-                    snapshot = await queue.snapshot()
+                async with asyncio.timeout(intake.queue_seconds):
+                    snapshot = await intake.queue.snapshot()
             except (QueueError, TimeoutError) as error:
                 _log_queue_failure(error)
         text = generate_latest(metrics.registry) + queue_exposition(snapshot)
@@ -189,18 +193,18 @@ def create_app(
     )
 
 
-async def _queue_problem(queue: JobQueue) -> str | None:
+async def _queue_problem(intake: Intake) -> str | None:
     """Why the queue is not answering, in one line; None when it is.
 
     The line names no host, path or database error: /healthz is answered to
     anyone who can reach the webhook. The log has the queue's own line.
     """
     try:
-        async with asyncio.timeout(QUEUE_SECONDS):
-            await queue.ping()
+        async with asyncio.timeout(intake.queue_seconds):
+            await intake.queue.ping()
     except TimeoutError as error:
         _log_queue_failure(error)
-        return f"the queue is unreachable: no answer within {QUEUE_SECONDS:g} s"
+        return f"the queue is unreachable: no answer within {intake.queue_seconds:g} s"
     except QueueError as error:
         _log_queue_failure(error)
         return "the queue is unreachable (the service log says why)"
@@ -233,14 +237,14 @@ async def _handle(request: Request, intake: Intake) -> tuple[str, int, dict[str,
     if isinstance(outcome, Ignore):
         return "ignored", 202, {**fields, "reason": outcome.reason}
     try:
-        async with asyncio.timeout(ENQUEUE_SECONDS):
+        async with asyncio.timeout(intake.enqueue_seconds):
             queued = await intake.queue.enqueue(delivery.delivery_id, outcome)
     except (QueueError, TimeoutError) as error:
         # Not queued, so not acknowledged (rule 4): GitHub may deliver it again.
         said = (
             str(error)
             if isinstance(error, QueueError)
-            else f"no answer within {ENQUEUE_SECONDS:g} s"
+            else f"no answer within {intake.enqueue_seconds:g} s"
         )
         return (
             "queue_unavailable",

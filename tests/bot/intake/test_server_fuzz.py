@@ -23,7 +23,7 @@ import hmac
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +38,8 @@ from hypothesis import strategies as st
 from bot.intake.server import WEBHOOK_PATH, Intake, create_app
 from bot.intake.triggers import ACTED_ON, Rules
 from bot.intake.webhooks import MAX_BODY
-from bot.queue import JobQueue, open_queue, sqlite_url
+from bot.jobs import JobRequest
+from bot.queue import EnqueueResult, JobQueue, SqliteQueue, open_queue, sqlite_url
 from tests.bot.serving import corpus
 
 SECRET = b"fuzz-secret"
@@ -55,13 +56,29 @@ def signature(body: bytes, secret: bytes = SECRET) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-def intake_at(path: Path) -> Any:
-    """An `open_intake` for create_app: a real SQLite queue at `path`."""
+class StalledQueue(SqliteQueue):
+    """A queue whose database stopped answering: pings and commits never return."""
+
+    async def ping(self) -> None:
+        await asyncio.Event().wait()
+
+    async def enqueue(self, delivery_id: str, requests: Sequence[JobRequest]) -> EnqueueResult:
+        await asyncio.Event().wait()
+        raise AssertionError("never answers")
+
+
+def intake_at(path: Path, *, seconds: float = 60, stalled: bool = False) -> Any:
+    """An `open_intake` for create_app: a real SQLite queue at `path`.
+
+    What a request holds is fuzzed here, not how soon a loaded machine
+    answers: the queue's deadlines, `seconds`, are ample unless a test is
+    about them.
+    """
 
     async def open_intake() -> AsyncIterator[Intake]:
-        queue: JobQueue = open_queue(sqlite_url(path))
+        queue: JobQueue = StalledQueue(path) if stalled else open_queue(sqlite_url(path))
         try:
-            yield Intake(SECRET, RULES, queue)
+            yield Intake(SECRET, RULES, queue, queue_seconds=seconds, enqueue_seconds=seconds)
         finally:
             await queue.close()
 
@@ -93,9 +110,9 @@ class Served:
 
 
 @contextmanager
-def serve_in_process(db: Path) -> Iterator[Served]:
+def serve_in_process(db: Path, **intake: Any) -> Iterator[Served]:
     """The app with its lifespan run, as uvicorn runs it, on one event loop."""
-    app = create_app(intake_at(db))
+    app = create_app(intake_at(db, **intake))
     with asyncio.Runner() as runner:
         # What a server does with the ASGI lifespan events: open the intake
         # before the first request, close it after the last.
@@ -511,3 +528,45 @@ def test_one_json_log_line_per_delivery(tmp_path: Path, caplog: pytest.LogCaptur
     assert lines[2]["reason"] == "not an event neo acts on"
     # What users wrote stays out of the logs.
     assert "flaky date test" not in caplog.text
+
+
+def test_a_queue_that_stops_answering_is_reported_within_its_deadlines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="neo.server")
+    _, mention = next((name, copy.deepcopy(p)) for name, p in ACTING if name == "issue_comment")
+    mention["comment"]["body"] = "@neo fix the flaky date test"
+    body = json.dumps(mention).encode()
+    with serve_in_process(tmp_path / "neo.db", seconds=0.2, stalled=True) as served:
+        health = served.request("GET", "/healthz")
+        delivered = served.request(
+            "POST",
+            WEBHOOK_PATH,
+            content=body,
+            headers={
+                "content-type": "application/json",
+                "x-github-event": "issue_comment",
+                "x-github-delivery": "d-stalled",
+                "x-hub-signature-256": signature(body),
+            },
+        )
+        metrics = served.request("GET", "/metrics")
+    assert (health.status_code, health.json()) == (
+        503,
+        {"ok": False, "error": "the queue is unreachable: no answer within 0.2 s"},
+    )
+    # Not queued, so not acknowledged: GitHub may deliver it again.
+    assert delivered.status_code == 503
+    assert delivered.json()["decision"] == "queue_unavailable"
+    assert delivered.json()["error"] == "the queue is unavailable; deliver this again later"
+    said = [
+        json.loads(record.getMessage())
+        for record in caplog.records
+        if record.levelno == logging.INFO
+    ]
+    assert [(line["decision"], line["error"]) for line in said] == [
+        ("queue_unavailable", "no answer within 0.2 s")
+    ]
+    # The service's own metrics are still served, without the queue's.
+    assert metrics.status_code == 200
+    assert "neo_jobs" not in metrics.text
