@@ -1,5 +1,6 @@
 """Fixtures shared by the whole test suite."""
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -28,6 +29,17 @@ LONGEST_FIRST = (
     "tests/bot/action/test_run.py",
     "tests/bench/quality/test_check.py",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C works in the processes the tests start, however the suite was started.
+
+    A shell starts a background job (`./.ci/run &`) with SIGINT ignored, and
+    an ignored signal stays ignored in every process started after: the
+    tests of what Ctrl-C does to `neo` and the sandbox would wait in vain.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
