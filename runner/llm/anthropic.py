@@ -30,6 +30,7 @@ from runner.llm.errors import (
     body_excerpt,
     overloaded_hint,
 )
+from runner.llm.http import tls_context
 from runner.llm.limits import limits_for
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
@@ -86,13 +87,14 @@ class AnthropicProvider:
         check_base_url(self.name, BASE_VARIABLE, base_url or os.environ.get(BASE_VARIABLE))
         check_api_key(self.name, KEY_VARIABLE, api_key or os.environ.get(KEY_VARIABLE))
         check_api_key(self.name, TOKEN_VARIABLE, os.environ.get(TOKEN_VARIABLE))
+        timeout = httpx2.Timeout(connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key,
             base_url=base_url,
             max_retries=0,
-            timeout=httpx2.Timeout(
-                connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0
-            ),
+            timeout=timeout,
+            # The SDK's own client, on the process's one TLS context.
+            http_client=anthropic.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
         )
         self._retry = retry or RetryPolicy()
         self._sleep = sleep

@@ -38,6 +38,7 @@ from runner.llm.errors import (
     ProviderHTTPError,
     overloaded_hint,
 )
+from runner.llm.http import tls_context
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
 from runner.llm.retry import RetryPolicy, parse_retry_after
@@ -147,6 +148,8 @@ class ChatCompletionsProvider:
             max_retries=0,
             timeout=timeout,
             default_headers=dict(dialect.headers),
+            # The SDK's own client, on the process's one TLS context.
+            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
         )
         self._official = urlsplit(self._base_url).hostname == "api.openai.com"
         self._checked = not dialect.preflight or self._official

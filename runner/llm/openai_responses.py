@@ -41,6 +41,7 @@ from runner.llm.errors import (
     body_excerpt,
     overloaded_hint,
 )
+from runner.llm.http import tls_context
 from runner.llm.limits import limits_for
 from runner.llm.memo import Memo
 from runner.llm.provider import Completed, StreamEvent, TextDelta
@@ -120,14 +121,17 @@ class OpenAIResponsesProvider:
         try:
             # The SDK reads OPENAI_API_KEY and OPENAI_BASE_URL itself; with
             # `auth` the key is a placeholder its headers replace per request.
+            timeout = httpx2.Timeout(
+                connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0
+            )
             self._client = openai.AsyncOpenAI(
                 api_key="unused" if auth is not None else api_key,
                 base_url=base_url,
                 default_headers=dict(default_headers) if default_headers else None,
                 max_retries=0,
-                timeout=httpx2.Timeout(
-                    connect=CONNECT_TIMEOUT, read=idle_timeout, write=60.0, pool=60.0
-                ),
+                timeout=timeout,
+                # The SDK's own client, on the process's one TLS context.
+                http_client=openai.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
             )
         except openai.OpenAIError:
             raise ConfigError("OPENAI_API_KEY is not set (export your OpenAI API key)") from None
