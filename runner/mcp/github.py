@@ -10,7 +10,9 @@ returns is other people's text, which the gateway quotes as data.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, TypeVar
 
 from mcp.server.mcpserver import MCPServer
@@ -31,7 +33,8 @@ _Repository = Annotated[
 
 def github_server(reads: GitHubReads) -> MCPServer:
     """The `github` server over `reads`, scoped to `reads.repository`."""
-    server: MCPServer = MCPServer("github", instructions=None)
+    with _root_logger_kept():
+        server: MCPServer = MCPServer("github", instructions=None)
     own = reads.repository
 
     async def read(repository: str | None, what: str, get: Callable[[], Awaitable[_T]]) -> _T:
@@ -86,6 +89,26 @@ def github_server(reads: GitHubReads) -> MCPServer:
         return f"{head}:\n{log.text}"
 
     return server
+
+
+@contextmanager
+def _root_logger_kept() -> Iterator[None]:
+    """The root logger as it was, whatever happens inside.
+
+    The SDK's `MCPServer` configures logging as if it were the process's main
+    program: a rich handler on the root logger at INFO. In a worker that
+    printed every library's INFO line (each HTTP request), and Neo's own log
+    lines a second time, formatted anew at a cost in CPU for each.
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in handlers:
+                root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def _thread_text(thread: ThreadView, repository: str) -> str:
