@@ -14,8 +14,9 @@ pytest_plugins = ["tests.postgres"]
 
 # The files that take a worker longest (a minute or more of a full run's
 # `--durations=0`, longest first). They run first: xdist's `--dist loadfile`
-# hands files out in collection order, and a long file handed out last would
-# keep one worker busy while the others sit idle. A file missing here costs
+# hands files out in collection order (pytest_configure keeps it from
+# reordering them), and a long file handed out last would keep one worker
+# busy while the others sit idle. A file missing here costs
 # only that; keep the list to the few that take longest.
 LONGEST_FIRST = (
     "tests/bot/test_multihost.py",
@@ -40,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # xdist's loadfile hands files out by how many tests each has, most first,
+    # unless told to keep the collection's order: then LONGEST_FIRST holds
+    # (below). Without it a file of one long test went last and ran alone.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

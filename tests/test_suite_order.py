@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from tests.conftest import LONGEST_FIRST, pytest_collection_modifyitems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,3 +46,9 @@ def test_the_longest_files_go_first_in_their_order_and_each_file_keeps_its_own()
         "tests/a/test_x.py::test_2[row]",
         "tests/test_y.py::test_3",
     ]
+
+
+def test_xdist_hands_files_out_in_the_collections_order(pytestconfig: pytest.Config) -> None:
+    # What xdist's loadfile scheduler reads: when True it sorts files by
+    # their number of tests, and the one-test multihost file ran last, alone.
+    assert pytestconfig.option.loadscopereorder is False
