@@ -2,7 +2,7 @@
 
     python -m bench.quality --list
     python -m bench.quality --check [--tasks ID,ID]
-    python -m bench.quality --provider anthropic --model claude-sonnet-4-5 [--tasks ID,ID]
+    python -m bench.quality --provider anthropic --model claude-sonnet-5-5 [--tasks ID,ID]
     python -m bench.quality --provider oracle        # the scripted models: no key
     python -m bench.quality --from-history OWNER/REPO --out DIR    # GITHUB_TOKEN
 
