@@ -162,6 +162,21 @@ def _shared_key() -> str:
     return rsa_private_key_pem()
 
 
+@functools.cache
+def _public_key_pem(private_key_pem: str) -> str:
+    """The public half of `private_key_pem`, in PEM (SubjectPublicKeyInfo).
+
+    Loading an RSA private key checks it (about a tenth of a second of CPU),
+    and most fakes of a process share one key: it is done once per key.
+    """
+    key = serialization.load_pem_private_key(private_key_pem.encode(), password=None)
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+
+
 # --- what the fake records -------------------------------------------------------
 
 
@@ -390,6 +405,7 @@ def repository_json(
     return repo
 
 
+@functools.cache
 def _pattern(template: str) -> re.Pattern[str]:
     """`/repos/{owner}/{repo}` → a regex with one named group per `{name}`.
 
@@ -441,14 +457,7 @@ class FakeGitHub(Served):
         self.private_key_pem = private_key_pem or _shared_key()
         self.path_prefix = path_prefix.rstrip("/")
         self.token_lifetime = token_lifetime
-        key = serialization.load_pem_private_key(self.private_key_pem.encode(), password=None)
-        self.public_key_pem = (
-            key.public_key()
-            .public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-            .decode()
-        )
+        self.public_key_pem = _public_key_pem(self.private_key_pem)
         self.installations: dict[int, FakeInstallation] = {}
         self.collaborators: dict[tuple[str, str], str] = {}  # (repo, login) → role
         self._repo_ids: dict[str, int] = {}
