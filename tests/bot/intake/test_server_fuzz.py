@@ -211,23 +211,42 @@ def make_it_act(event: str, p: Payload, text: str) -> None:
         p["assignee"]["login"] = "neo[bot]"
 
 
+# The strategies the composites below draw from, built once: a strategy built
+# inside a draw is built and validated again for every example (st.text's
+# alphabet alone is a few milliseconds), most of the fuzzing's cost otherwise.
+mostly = st.sampled_from([True, True, True, False])
+rarely = st.sampled_from([False] * 9 + [True])
+booleans = st.booleans()
+pools = {
+    acting: (pool, st.integers(0, len(pool) - 1))
+    for acting, pool in ((True, ACTING), (False, CORPUS))
+}
+mention_texts = st.just("@neo fix it") | st.sampled_from(MENTIONS) | st.text(max_size=50)
+trigger_ids = st.integers(1, 2**53)
+mutation_counts = st.integers(0, 3)
+events = st.sampled_from(EVENTS)
+# A corpus payload as JSON: `json.loads` copies one several times faster than
+# `copy.deepcopy`, to the same value.
+CORPUS_JSON = {id(payload): json.dumps(payload) for _, payload in CORPUS}
+
+
 @st.composite
 def mutated_payload(draw: st.DrawFn) -> tuple[str, Payload]:
     """A corpus payload, mostly one Neo acts on patched to act, with a few fields
     changed or removed."""
     # (sampled_from, not integers: hypothesis favours the ends of a range.)
-    acting = draw(st.sampled_from([True, True, True, False]))
-    pool = ACTING if acting else CORPUS
-    event, original = pool[draw(st.integers(0, len(pool) - 1))]
-    payload = copy.deepcopy(original)
+    acting = draw(mostly)
+    pool, indices = pools[acting]
+    event, original = pool[draw(indices)]
+    payload = json.loads(CORPUS_JSON[id(original)])
     if acting:
-        text = draw(st.just("@neo fix it") | st.sampled_from(MENTIONS) | st.text(max_size=50))
+        text = draw(mention_texts)
         make_it_act(event, payload, text)
         for key in ("comment", "review", "issue"):
-            if key in payload and draw(st.booleans()):
+            if key in payload and draw(booleans):
                 # A new trigger: a new job rather than an existing one's id.
-                payload[key]["id"] = draw(st.integers(1, 2**53))
-    for _ in range(draw(st.integers(0, 3))):
+                payload[key]["id"] = draw(trigger_ids)
+    for _ in range(draw(mutation_counts)):
         # Walk down to a random dict and change or drop one of its keys. The
         # event and action are changed below, and rarely: sampled_from favours
         # the first key, which would be "action".
@@ -238,17 +257,17 @@ def mutated_payload(draw: st.DrawFn) -> tuple[str, Payload]:
                 break
             key = draw(st.sampled_from(keys))
             child = node[key]
-            if isinstance(child, dict) and child and draw(st.booleans()):
+            if isinstance(child, dict) and child and draw(booleans):
                 node = child
                 continue
-            if draw(st.booleans()):
+            if draw(booleans):
                 del node[key]
             else:
                 node[key] = draw(json_values)
             break
-    if draw(st.sampled_from([False] * 9 + [True])):
-        event = draw(st.sampled_from(EVENTS))
-    if draw(st.sampled_from([False] * 9 + [True])):
+    if draw(rarely):
+        event = draw(events)
+    if draw(rarely):
         payload["action"] = draw(json_values)
     return event, payload
 
@@ -288,6 +307,7 @@ delivery_ids = st.one_of(
     st.sampled_from(DUPLICATES),
     header_values,
 )
+maybe_delivery_ids = st.none() | delivery_ids
 content_types = st.sampled_from(
     [
         None,
@@ -301,6 +321,17 @@ content_types = st.sampled_from(
 )
 content_lengths = st.sampled_from([None, None, None, b"0", b"1", str(MAX_BODY + 1).encode(), b"x"])
 SIGNATURE_KINDS = ("correct", "missing", "other-secret", "sha1", "garbage", "zeros", "upper")
+signature_kinds = st.sampled_from(SIGNATURE_KINDS)
+shapes = st.sampled_from(["payload", "payload-form", "random"])
+random_events = st.none() | st.sampled_from(EVENTS).map(str.encode) | header_values
+# A fresh id mostly, a redelivery sometimes: None stands for the fresh one.
+redeliveries = st.sampled_from([None, None, None, *DUPLICATES])
+correct_kinds = st.sampled_from(["correct", "upper"])
+methods = st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "BREW"])
+paths = st.sampled_from(
+    [WEBHOOK_PATH, WEBHOOK_PATH + "/", "/healthz", "/metrics", "/", "/api/github"]
+) | st.text(max_size=40).map(lambda text: "/" + quote(text))
+maybe_events = st.none() | st.sampled_from(EVENTS).map(str.encode)
 
 
 @dataclass(frozen=True)
@@ -318,7 +349,7 @@ def attempt_headers(
     headers: dict[str, bytes] = {}
     if event is not None:
         headers["x-github-event"] = event
-    delivery = draw(st.none() | delivery_ids)
+    delivery = draw(maybe_delivery_ids)
     if delivery is not None:
         headers["x-github-delivery"] = delivery
     content_type = draw(content_types)
@@ -350,24 +381,22 @@ def webhook_attempts(draw: st.DrawFn) -> Attempt:
     headers: those get past the signature and parsing into triage and the
     queue. The rest are random bodies, or payloads under random headers.
     """
-    shape = draw(st.sampled_from(["payload", "payload-form", "random"]))
+    shape = draw(shapes)
     if shape == "random":
         body = draw(bodies)
-        event: bytes | None = draw(
-            st.none() | st.sampled_from(EVENTS).map(str.encode) | header_values
-        )
+        event: bytes | None = draw(random_events)
     else:
         name, payload = draw(mutated_payload())
         body = json.dumps(payload).encode()
         if shape == "payload-form":
             body = form(body)
         event = name.encode()
-    if shape != "random" and draw(st.sampled_from([True, True, True, False])):
+    if shape != "random" and draw(mostly):
         # A fresh id mostly (hypothesis would draw the same few uuids again
         # and again), a redelivery sometimes.
         fresh = f"fuzz-{next(SERIAL)}".encode()
-        delivery = draw(st.sampled_from([fresh, fresh, fresh, *DUPLICATES]))
-        kind = draw(st.sampled_from(["correct", "upper"]))
+        delivery = draw(redeliveries) or fresh
+        kind = draw(correct_kinds)
         headers = {
             "x-github-event": event or b"",
             "x-github-delivery": delivery,
@@ -377,7 +406,7 @@ def webhook_attempts(draw: st.DrawFn) -> Attempt:
             else b"application/json",
         }
     else:
-        kind = draw(st.sampled_from(SIGNATURE_KINDS))
+        kind = draw(signature_kinds)
         headers = attempt_headers(draw, body, event, kind)
     if kind == "upper":
         headers["x-hub-signature-256"] = (
@@ -389,18 +418,11 @@ def webhook_attempts(draw: st.DrawFn) -> Attempt:
 @st.composite
 def other_attempts(draw: st.DrawFn) -> Attempt:
     """Any method to any path, the webhook's included, with random headers."""
-    method = draw(
-        st.sampled_from(["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "BREW"])
-    )
-    path = draw(
-        st.sampled_from(
-            [WEBHOOK_PATH, WEBHOOK_PATH + "/", "/healthz", "/metrics", "/", "/api/github"]
-        )
-        | st.text(max_size=40).map(lambda text: "/" + quote(text))
-    )
+    method = draw(methods)
+    path = draw(paths)
     body = draw(bodies)
-    kind = draw(st.sampled_from(SIGNATURE_KINDS))
-    event = draw(st.none() | st.sampled_from(EVENTS).map(str.encode))
+    kind = draw(signature_kinds)
+    event = draw(maybe_events)
     headers = attempt_headers(draw, body, event, kind)
     return Attempt(method, path, body, headers, kind in ("correct", "upper"))
 
