@@ -170,9 +170,11 @@ def _fast_import(repo: Path, stream: bytes) -> None:
 def file_content(index: int, version: int = 0, size: int = 1024) -> bytes:
     """Deterministic, distinct, realistically compressible content for file `index`."""
     lines: list[bytes] = []
-    while sum(len(line) for line in lines) < size:
+    length = 0  # of the lines so far: summing them again per line is quadratic
+    while length < size:
         seed = f"{index}:{version}:{len(lines)}".encode()
         lines.append(f"value_{len(lines)} = '{hashlib.sha256(seed).hexdigest()}'\n".encode())
+        length += len(lines[-1])
     return b"".join(lines)[:size]
 
 
