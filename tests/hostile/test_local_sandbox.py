@@ -228,13 +228,15 @@ def wrapped_serve(
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
-            assert process.poll() is None, (tmp_path / "serve.log").read_text()
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+        # One client for every probe: each new one loads the CA bundle.
+        with httpx.Client(timeout=1) as probe:
+            for _ in range(600):
+                assert process.poll() is None, (tmp_path / "serve.log").read_text()
+                try:
+                    if probe.get(f"{url}/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.1)
         yield url, process
     finally:
         # The shell and neo serve: SIGTERM to the shell alone would orphan the server.

@@ -79,9 +79,10 @@ def mention_template() -> dict[str, Any]:
 
 def deliveries() -> Iterator[Delivery]:
     """Endless distinct mentions: comment n under delivery `kill9-n`, on 50 threads."""
-    template = mention_template()
+    # Copied by JSON: several times cheaper than `copy.deepcopy`, the same value.
+    template = json.dumps(mention_template())
     for n in itertools.count(1):
-        payload = copy.deepcopy(template)
+        payload = json.loads(template)
         payload["issue"]["number"] = n % 50 + 1
         payload["comment"]["id"] = 7_000_000_000 + n
         payload["comment"]["body"] = f"@neo fix bug {n}"
