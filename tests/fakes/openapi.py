@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
+import hashlib
 import json
 import re
 import threading
@@ -24,7 +25,8 @@ from urllib.parse import urlsplit
 import orjson
 import referencing
 from jsonschema import Draft4Validator, FormatChecker
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.validators import extend
 from referencing.jsonschema import DRAFT4
 
 __all__ = ["Description", "Exchange", "description", "drain", "record", "violations"]
@@ -36,6 +38,7 @@ _ROOT = "urn:github-openapi"
 # limits, a resource hidden from the credentials (404), outages.
 _ANY_OPERATION = frozenset({400, 401, 403, 404, 429, 500, 502, 503, 504})
 _NOT_SCHEMA = frozenset({"examples", "x-github", "x-octokit"})
+_DRAFT4_REF = Draft4Validator.VALIDATORS["$ref"]
 # Path parameters that GitHub lets span slashes (a file path, a git ref).
 _SLASHED = frozenset({"path", "ref"})
 
@@ -124,13 +127,15 @@ class Description:
         self._registry: referencing.Registry[Any] = referencing.Registry().with_resource(
             _ROOT, resource
         )
-        self._operations: dict[str, list[_Operation]] = {}
+        # By method and first path segment ("" when it is a parameter, for
+        # every route): a route is matched against a few templates, not all.
+        self._operations: dict[tuple[str, str], list[_Operation]] = {}
         for template, item in self._doc["paths"].items():
             escaped = _escape(template)
             for method, op in item.items():
                 if not isinstance(op, dict) or "responses" not in op:
                     continue
-                self._operations.setdefault(method.upper(), []).append(
+                self._operations.setdefault((method.upper(), _first(template)), []).append(
                     _Operation(
                         method.upper(),
                         template,
@@ -141,12 +146,25 @@ class Description:
                     )
                 )
         self._validators: dict[str, Draft4Validator] = {}
+        # (`$ref`, digest of a value) pairs found to conform: the same user,
+        # repository or label comes back in exchange after exchange, and
+        # following its `$ref` again is most of what a check costs. The
+        # description is one resource without `id`s, so a `$ref` names the
+        # same schema wherever it is met.
+        self._conforming: set[tuple[str, bytes]] = set()
+        self._validator_class: type[Draft4Validator] = extend(  # type: ignore[no-untyped-call]
+            Draft4Validator, {"$ref": self._ref}
+        )
 
     def match(self, method: str, route: str) -> tuple[_Operation, dict[str, str]] | None:
         """The most specific operation for `method route`, with its path parameters."""
+        candidates = [
+            *self._operations.get((method.upper(), _first(route)), []),
+            *self._operations.get((method.upper(), ""), []),
+        ]
         found = [
             (operation, m.groupdict())
-            for operation in self._operations.get(method.upper(), [])
+            for operation in candidates
             if (m := operation.pattern.match(route))
         ]
         if not found:
@@ -286,11 +304,34 @@ class Description:
     def _validator(self, pointer: str) -> Draft4Validator:
         validator = self._validators.get(pointer)
         if validator is None:
-            validator = Draft4Validator(
+            validator = self._validator_class(
                 {"$ref": f"{_ROOT}#{pointer}"}, registry=self._registry, format_checker=_FORMATS
             )
             self._validators[pointer] = validator
         return validator
+
+    def _ref(
+        self, validator: Draft4Validator, ref: str, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
+        """Draft 4's `$ref`, skipping a value already found to conform to what it names.
+
+        Only conformance is remembered: a value that does not conform is
+        checked again, so every error is reported as without the memo.
+        """
+        try:
+            value = orjson.dumps(instance, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # an integer beyond 64 bits: not remembered
+            key = None
+        else:
+            key = (ref, hashlib.blake2b(value, digest_size=16).digest())
+            if key in self._conforming:
+                return
+        conforms = True
+        for error in _DRAFT4_REF(validator, ref, instance, schema):
+            conforms = False
+            yield error
+        if key is not None and conforms:
+            self._conforming.add(key)
 
     def _deref(
         self, node: Mapping[str, Any] | None, pointer: str
@@ -364,6 +405,12 @@ def _template_pattern(template: str) -> re.Pattern[str]:
         for i, part in enumerate(parts)
     )
     return re.compile(f"^{regex}$")
+
+
+def _first(path: str) -> str:
+    """The first segment of a path or template; "" when it is a `{parameter}`."""
+    first = path.removeprefix("/").split("/", 1)[0]
+    return "" if "{" in first else first
 
 
 def _coerce(raw: str, schema: Mapping[str, Any]) -> Any:

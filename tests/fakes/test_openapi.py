@@ -192,6 +192,22 @@ def test_openapi_nullable_reads_as_a_null_type(
     assert (problems == []) == conforms, problems
 
 
+def test_what_conformed_once_is_still_checked_where_it_no_longer_does() -> None:
+    # The check remembers values that conformed to a `$ref`; never one that did not.
+    schema = {"type": "array", "items": {"$ref": "#/components/schemas/name"}}
+    api = openapi.Description(_document(schema))
+
+    def problems(body: bytes) -> list[str]:
+        exchange = openapi.Exchange("GET", "/thing", (), "", "", b"", 200, "application/json", body)
+        return list(api.check(exchange))
+
+    wrong = "GET /thing (None) → 200: response body at $[1]: 3 is not of type 'string'"
+    assert problems(b'["a", "b"]') == []
+    assert problems(b'["a", 3]') == [wrong]
+    assert problems(b'["a", 3]') == [wrong]
+    assert problems(b'["a", "b", "a"]') == []
+
+
 def test_a_test_whose_fake_answers_wrong_fails_with_one_line_per_violation(
     tmp_path: Path,
 ) -> None:
