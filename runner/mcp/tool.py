@@ -8,6 +8,7 @@ with a reason (`neo mcp list` shows them).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -65,8 +66,18 @@ def _problem(server: str, allowed: Sequence[str], tool: mcp_types.Tool) -> str |
     schema = tool.input_schema
     if schema.get("type") != "object":
         return "its input schema is not an object's"
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
+    text = json.dumps(schema, sort_keys=True)
+    if len(text) > MAX_SCHEMA_BYTES:
         return f"its input schema is over {MAX_SCHEMA_BYTES // 1024} KiB"
+    return _schema_problem(text)
+
+
+# Checking a schema against its meta-schema takes milliseconds, and every job
+# offers the same servers' same schemas (the built-in github server's at
+# least): the answer depends on the schema's text alone, so it is kept.
+@functools.lru_cache(maxsize=256)
+def _schema_problem(text: str) -> str | None:
+    schema = json.loads(text)
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as error:
