@@ -227,7 +227,21 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+# Names git has called valid branch names: a job checks its work branch's
+# several times, each a git process. git's verdict on a name holds for the
+# process's life; a name with `@` is asked each time (`--branch` reads
+# `@{-1}` against the current repository). Bounded: cleared when full.
+_VALID_BRANCHES: set[str] = set()
+_VALID_BRANCHES_KEPT = 4096
+
+
 async def check_branch_name(name: str) -> None:
+    if name in _VALID_BRANCHES:
+        return
     checked = await run_git(["check-ref-format", "--branch", name], what="branch", check=False)
     if checked.code != 0 or name.startswith("-"):
         raise GitError(f"not a valid branch name: {name!r}")
+    if "@" not in name:
+        if len(_VALID_BRANCHES) >= _VALID_BRANCHES_KEPT:
+            _VALID_BRANCHES.clear()
+        _VALID_BRANCHES.add(name)
