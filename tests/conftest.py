@@ -12,23 +12,25 @@ from tests.fakes.openai_responses import FakeOpenAIResponses
 # The PostgreSQL fixtures: a cluster per test process, a database per test.
 pytest_plugins = ["tests.postgres"]
 
-# The files that take a worker longest (a minute or more of a full run's
+# The files that take a worker longest (50 s or more of a full run's
 # `--durations=0`, longest first). They run first: xdist's `--dist loadfile`
 # hands files out in collection order (pytest_configure keeps it from
 # reordering them), and a long file handed out last would keep one worker
 # busy while the others sit idle. A file missing here costs
 # only that; keep the list to the few that take longest.
 LONGEST_FIRST = (
-    "tests/bot/test_multihost.py",
     "tests/hostile/test_outage.py",
-    "tests/bot/intake/test_serve_durability.py",
+    "tests/bot/test_multihost.py",
     "tests/hostile/test_service.py",
-    "tests/bot/worker/test_loop.py",
-    "tests/runner/test_job.py",
     "tests/runner/sandbox/test_preparing.py",
     "tests/bot/test_e2e.py",
     "tests/bot/action/test_run.py",
+    "tests/bot/worker/test_loop.py",
+    "tests/runner/test_job.py",
+    "tests/bot/intake/test_serve_durability.py",
     "tests/bench/quality/test_check.py",
+    "tests/runner/sandbox/test_docker.py",
+    "tests/bot/test_e2e_providers.py",
 )
 
 
