@@ -4,6 +4,7 @@ and the lifecycle every served fake shares (`Served`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import time
@@ -18,13 +19,42 @@ __all__ = ["DRAIN_SECONDS", "Served", "ThreadedServer"]
 DRAIN_SECONDS = 2.0
 
 
+# How often a serving loop looks at `should_exit` when nobody wakes it (as uvicorn's
+# stock loop does): `ThreadedServer.stop` wakes it at once.
+_TICK_SECONDS = 0.1
+
+
 class _QuickServer(uvicorn.Server):
     # The stock server ticks and drains every 0.1 s; a per-test fixture wants a
-    # quicker stop, so both loops poll faster. Nothing else changes.
+    # quicker stop. The main loop sleeps until `exit_now` wakes it rather than
+    # polling: a fake serves for a whole test, and a 5 ms poll cost 45 ms of CPU
+    # per second of it. The drain polls fast, but only while stopping.
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
 
     async def main_loop(self) -> None:
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
         while not self.should_exit:
-            await asyncio.sleep(0.005)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), _TICK_SECONDS)
+
+    def exit_now(self) -> None:
+        """Ask the serving thread to stop, and wake its loop to see it."""
+        self.should_exit = True
+        # Set before `_loop`: a loop seen here has its event.
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                loop.call_soon_threadsafe(wake.set)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for server in self.servers:
@@ -82,18 +112,17 @@ class ThreadedServer:
         )
         self._thread.start()
         deadline = time.monotonic() + timeout
-        while not self._server.started:
+        while not self._server.ready.wait(0.05):
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 sock.close()
                 raise RuntimeError(f"{self._name} did not start")
-            time.sleep(0.002)
         self.port = int(sock.getsockname()[1])
         return self.port
 
     def stop(self, timeout: float = 10.0) -> None:
         if self._server is None or self._thread is None:
             return
-        self._server.should_exit = True
+        self._server.exit_now()
         self._thread.join(timeout)
         if self._thread.is_alive():
             # Still draining connections: skip the wait.
