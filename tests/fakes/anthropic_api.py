@@ -42,7 +42,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Scope, Send
 
-from tests.fakes.prompt_cache import TTL_SECONDS, BreakpointCache, pieces_with_ttl
+from tests.fakes.prompt_cache import TTL_SECONDS, BreakpointCache, breakpoint_ttls
 from tests.fakes.scripted_server import Disconnect, RawStream, RecordedRequest, ScriptedServer
 from tests.fakes.watched import WatchedResponse
 
@@ -242,9 +242,7 @@ def _count_cache_control(body: Mapping[str, Any]) -> int:
 def _check_ttl_order(body: Mapping[str, Any]) -> str | None:
     """The API's refusal of a one-hour breakpoint after a five-minute one, else None."""
     shortest: float | None = None
-    for _, ttl in pieces_with_ttl(body):
-        if ttl is None:
-            continue
+    for ttl in breakpoint_ttls(body):
         if ttl not in TTL_SECONDS.values():
             return "cache_control.ttl: Input should be '5m' or '1h'"
         if shortest is not None and ttl > shortest:

@@ -13,6 +13,7 @@ keeps `<img>`), so an address in a code span or block is text, not an image.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
@@ -28,6 +29,15 @@ __all__ = ["ASSETS_PREFIX", "Attachments"]
 ASSETS_PREFIX = "https://github.com/user-attachments/assets/"
 _IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]*)(")')
 _MARKDOWN = MarkdownIt("commonmark")
+
+
+@functools.lru_cache(maxsize=4096)
+def _html(markdown: str) -> str:
+    # A listing renders every comment of a thread again on each read, and a
+    # worker reads its threads' comments over and over: the Markdown is parsed
+    # once per text. What depends on the fake's state (attachments) is not cached.
+    html: str = _MARKDOWN.render(markdown)
+    return html
 
 
 @dataclass(slots=True)
@@ -63,7 +73,7 @@ class Attachments:
 
     def render(self, markdown: str) -> str:
         """`markdown` as `body_html`: attachments signed, other images proxied."""
-        return _IMG_SRC.sub(self._source, _MARKDOWN.render(markdown))
+        return _IMG_SRC.sub(self._source, _html(markdown))
 
     def _source(self, match: re.Match[str]) -> str:
         src = unescape(match[2])

@@ -29,6 +29,7 @@ __all__ = [
     "BreakpointCache",
     "CacheUse",
     "PrefixCache",
+    "breakpoint_ttls",
     "common_prefix",
     "pieces",
     "pieces_with_ttl",
@@ -140,11 +141,21 @@ class BreakpointCache:
 def pieces_with_ttl(request: Mapping[str, Any]) -> Iterable[tuple[str, float | None]]:
     """`pieces`, each with its breakpoint's life in seconds (None: no breakpoint)."""
     for piece, control in _pieces(request):
-        if control is None:
-            yield piece, None
-        else:
-            # An unknown ttl is -1: the fake API refuses the request before any cache use.
-            yield piece, TTL_SECONDS.get(str(control.get("ttl", "5m")), -1.0)
+        yield piece, None if control is None else _ttl(control)
+
+
+def breakpoint_ttls(request: Mapping[str, Any]) -> Iterable[float]:
+    """The life of each of the request's breakpoints, in cache order: those of
+    `pieces_with_ttl`, without rendering the pieces (a check of every request
+    that would otherwise serialize the whole prompt)."""
+    for _, control in _pieces(request, render=False):
+        if control is not None:
+            yield _ttl(control)
+
+
+def _ttl(control: Mapping[str, Any]) -> float:
+    # An unknown ttl is -1: the fake API refuses the request before any cache use.
+    return TTL_SECONDS.get(str(control.get("ttl", "5m")), -1.0)
 
 
 def pieces(request: Mapping[str, Any]) -> Iterable[tuple[str, bool]]:
@@ -154,29 +165,39 @@ def pieces(request: Mapping[str, Any]) -> Iterable[tuple[str, bool]]:
         yield piece, control is not None
 
 
-def _pieces(request: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any] | None]]:
+def _pieces(
+    request: Mapping[str, Any], *, render: bool = True
+) -> Iterable[tuple[str, Mapping[str, Any] | None]]:
+    # `render=False` walks the same blocks in the same order, every piece "".
+    dumps = json.dumps if render else _unrendered
     for tool in request.get("tools") or ():
-        yield _block(tool)
+        yield _block(tool, dumps)
     system = request.get("system")
     if isinstance(system, str):
-        yield json.dumps(system), None
+        yield dumps(system), None
     else:
         for block in system or ():
-            yield _block(block)
+            yield _block(block, dumps)
     for message in request.get("messages") or ():
         yield f"<{message.get('role')}>", None
         content = message.get("content")
         if isinstance(content, str):
-            yield json.dumps(content), None
+            yield dumps(content), None
             continue
         for block in _as_list(content):
-            yield _block(block)
+            yield _block(block, dumps)
 
 
-def _block(block: Mapping[str, Any]) -> tuple[str, Mapping[str, Any] | None]:
+def _unrendered(value: object) -> str:
+    return ""
+
+
+def _block(
+    block: Mapping[str, Any], dumps: Callable[[object], str]
+) -> tuple[str, Mapping[str, Any] | None]:
     control = block.get("cache_control")
     bare = {k: v for k, v in block.items() if k != "cache_control"}
-    return json.dumps(bare), control if isinstance(control, Mapping) else None
+    return dumps(bare), control if isinstance(control, Mapping) else None
 
 
 def _as_list(value: object) -> Sequence[Mapping[str, Any]]:
