@@ -18,6 +18,7 @@ published prices. The property: the bills add up to no more than the limit.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import math
 import random
@@ -48,7 +49,7 @@ from runner.llm.types import (
 from runner.run import session_meta
 from runner.sandbox.local import LocalSandbox
 from runner.session import SessionStore
-from runner.skills import run_skills
+from runner.skills import RunSkills, run_skills
 from runner.spend import bound_request
 from runner.subagent import SubagentSettings
 
@@ -187,6 +188,13 @@ def cases(draw: st.DrawFn) -> Case:
     )
 
 
+@functools.cache
+def _skills() -> RunSkills:
+    # The run's skills: the built-in ones, none invoked. The same (frozen) value
+    # for every case, so read once: each read parses the built-in skills' YAML.
+    return run_skills((), request="go")
+
+
 async def run_case(case: Case, tree: Path) -> None:
     world = case.world
 
@@ -218,7 +226,7 @@ async def run_case(case: Case, tree: Path) -> None:
         meta = session_meta(
             None, new_id="s", provider=case.first[0], model=case.first[1], cwd=str(tree)
         )
-        briefing = Briefing("", run_skills((), request="go"))
+        briefing = Briefing("", _skills())
         run = kit.start(
             LocalSandbox(tree), RunSession(SessionStore(tree / ".home"), meta), briefing
         )
