@@ -29,11 +29,7 @@ from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Protocol, Self, TypeVar, cast
 
 import httpx
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from githubkit import AppAuthStrategy, BaseAuthStrategy, GitHub
-from githubkit.auth.app import AppAuth as _AppAuthBase
 from githubkit.cache import MemCacheStrategy
 from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
 from githubkit.utils import Unset
@@ -50,6 +46,7 @@ from bot.github.core import (
     retry_wait,
 )
 from bot.github.errors import GitHubAuthError, GitHubError
+from bot.github.signing import KEY_SETTINGS, AppKeyStrategy, signing_key
 from runner.connection import Endpoint, describe, proxy_for, request_url
 from runner.errors import ConfigError
 from runner.setting_file import read_setting_file
@@ -81,7 +78,6 @@ __all__ = [
 # started with it never reaches GitHub with an expired one.
 REFRESH_MARGIN: Final = timedelta(minutes=1)
 
-_KEY_SETTINGS = "NEO_GITHUB_PRIVATE_KEY or NEO_GITHUB_PRIVATE_KEY_PATH"
 _CREDENTIALS = "check NEO_GITHUB_APP_ID and NEO_GITHUB_PRIVATE_KEY"
 # How the App's own calls name themselves, and how long each may take.
 _USER_AGENT = "neo-github-app"
@@ -193,21 +189,7 @@ def load_private_key(value: str | None, path: str | None) -> str:
             raise ConfigError(
                 f"NEO_GITHUB_PRIVATE_KEY_PATH: cannot read {path}: {reason}"
             ) from None
-    raise ConfigError(f"{_KEY_SETTINGS} is required: the GitHub App's private key")
-
-
-def _check_private_key(pem: str) -> None:
-    """Raise ConfigError unless `pem` is an unencrypted PEM RSA private key."""
-    try:
-        key = serialization.load_pem_private_key(pem.encode(), password=None)
-    except TypeError:
-        raise ConfigError(
-            f"{_KEY_SETTINGS}: the private key is encrypted; give the PEM GitHub issued"
-        ) from None
-    except (ValueError, UnsupportedAlgorithm):
-        raise ConfigError(f"{_KEY_SETTINGS}: not a PEM RSA private key") from None
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise ConfigError(f"{_KEY_SETTINGS}: not an RSA key; GitHub Apps sign with RSA")
+    raise ConfigError(f"{KEY_SETTINGS} is required: the GitHub App's private key")
 
 
 def _check_api_url(api_url: str) -> httpx.URL:
@@ -257,23 +239,6 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class _AppAuthFlow(_AppAuthBase):
-    def __repr__(self) -> str:
-        return f"AppAuth(issuer={self.issuer!r})"
-
-
-class _AppAuthStrategy(AppAuthStrategy):
-    """githubkit's App strategy, whose dataclass repr would print the private key."""
-
-    def __repr__(self) -> str:
-        return f"AppAuthStrategy(app_id={self.app_id!r})"
-
-    def get_auth_flow(self, github: GitHubCore[Any]) -> httpx.Auth:
-        return _AppAuthFlow(
-            github, self.app_id, self.private_key, self.client_id, self.client_secret
-        )
-
-
 class Borrowed(httpx.AsyncBaseTransport):
     """The shared pool as githubkit's per-request clients see it.
 
@@ -321,7 +286,7 @@ class GitHubApp:
         if not issuer:
             raise ConfigError("NEO_GITHUB_APP_ID is required: the GitHub App's id")
         pem = private_key.strip() + "\n"
-        _check_private_key(pem)
+        signing_key(pem)  # read and checked here, once: every JWT is signed with it
         url = _check_api_url(api_url)
         self.app_id = issuer
         self.api_url = str(url)
@@ -333,7 +298,7 @@ class GitHubApp:
         self._sleep = sleep
         self._pool = connection_pool(url, max_connections=100)
         self._github: GitHub[AppAuthStrategy] = GitHub(
-            _AppAuthStrategy(issuer, pem),
+            AppKeyStrategy(issuer, pem),
             base_url=url,
             user_agent=_USER_AGENT,
             timeout=_TIMEOUT,

@@ -15,13 +15,13 @@ import time
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from githubkit.auth.app import AppInstallationAuthStrategy
 from githubkit_schemas.latest.models import Installation, InstallationRepositoriesGetResponse200
 
 from bot.github.caller import DEFAULT_RETRY, Caller, Clock, Sleep
 from bot.github.client import RepoClient
 from bot.github.models import InstalledRepository
 from bot.github.repo_base import PAGE
+from bot.github.signing import InstallationKeyStrategy
 
 if TYPE_CHECKING:
     from githubkit import GitHub
@@ -30,13 +30,6 @@ if TYPE_CHECKING:
     from bot.github.core import RetryPolicy
 
 __all__ = ["Installations"]
-
-
-class _ReadAuth(AppInstallationAuthStrategy):
-    """githubkit's installation auth, whose dataclass repr would print the App's key."""
-
-    def __repr__(self) -> str:
-        return f"InstallationAuth(installation_id={self.installation_id})"
 
 
 class Installations:
@@ -123,7 +116,7 @@ class Installations:
             app = self._app.app_client
             # githubkit mints and caches this token in the App's own cache; the
             # App's per-repository job tokens cannot list an installation.
-            auth = _ReadAuth(
+            auth = InstallationKeyStrategy(
                 app_id=app.auth.app_id,
                 private_key=app.auth.private_key,
                 installation_id=installation_id,

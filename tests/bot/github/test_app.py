@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -26,6 +27,7 @@ from bot.github.app import (
     load_private_key,
     signed_in_app,
 )
+from bot.github.signing import AppJWTAuth, signing_key
 from runner.errors import ConfigError
 from tests.fakes import FakeGitHub, rsa_private_key_pem
 
@@ -687,3 +689,24 @@ async def test_aclose_cancels_a_token_request_in_flight(github: FakeGitHub) -> N
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert app.closed
+
+
+async def test_the_key_is_read_once_and_every_jwt_is_signed_with_it(
+    app: GitHubApp, github: FakeGitHub
+) -> None:
+    # Reading a PEM RSA key checks its numbers: ~60 ms of CPU, which PyJWT
+    # spent again for every JWT given the PEM text.
+    before = signing_key.cache_info()
+    again = GitHubApp(github.app_id, github.private_key_pem, github.base_url)
+    flow = again.app_client.auth.get_auth_flow(again.app_client)
+    assert isinstance(flow, AppJWTAuth)
+    token = flow._create_jwt()
+    after = signing_key.cache_info()
+    await again.aclose()
+
+    assert (after.hits - before.hits, after.misses - before.misses) == (2, 0)
+    claims = jwt.decode(
+        token, signing_key(github.private_key_pem).public_key(), algorithms=["RS256"]
+    )
+    assert claims["iss"] == str(github.app_id)
+    assert claims["exp"] - claims["iat"] == 600
