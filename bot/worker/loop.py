@@ -178,7 +178,7 @@ class Worker:
                 try:
                     job = await self.queue.claim(self.name, self.options.lease, only=only)
                 except QueueError as error:
-                    self._sweeps.unanswered()
+                    self._queue_away()
                     self._log("claim_failed", error=str(error))
                     job = None
                 else:
@@ -247,7 +247,7 @@ class Worker:
         try:
             ids = await self.queue.requeue_expired()
         except QueueError as error:
-            self._sweeps.unanswered()
+            self._queue_away()
             self._log("requeue_failed", error=str(error))
             return
         self._sweeps.answered()
@@ -267,9 +267,20 @@ class Worker:
 
     def _may_sweep(self) -> bool:
         """Not while the queue was away, nor for a lease after it came back
-        (`SweepGate`); nor while an outcome here waits for the queue: its job's
-        lease is one that ran out, and the outcome goes first."""
-        return not self.settler.waiting and self._sweeps.open()
+        (`SweepGate`), nor before each job running here has renewed its lease
+        since (a heartbeat held up past that lease on a loaded host would
+        otherwise find its own job swept); nor while an outcome here waits for
+        the queue: its job's lease is one that ran out, and the outcome goes first."""
+        if self.settler.waiting or not self._sweeps.open():
+            return False
+        return all(running.renewed for running, _ in self._running.values())
+
+    def _queue_away(self) -> None:
+        """The queue failed to answer: no sweep until it answered for a lease and
+        every job running here renewed its lease."""
+        self._sweeps.unanswered()
+        for running, _ in self._running.values():
+            running.renewed = False
 
     def _chore(self, work: Awaitable[None]) -> None:
         """Run `work` in the background; shutdown waits for it within the grace period."""
@@ -375,10 +386,11 @@ class Worker:
             try:
                 beat = await self.queue.heartbeat(running.job.id, self.name, self.options.lease)
             except QueueError as error:
-                self._sweeps.unanswered()
+                self._queue_away()
                 self._log("heartbeat_failed", job=running.job.id, error=str(error))
                 continue
             self._sweeps.answered()
+            running.renewed = True
             if beat.lease_lost:
                 running.lease_lost = True
                 running.stop.set()

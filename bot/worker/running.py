@@ -39,6 +39,9 @@ class Running:
     # The runner's stop: set by a cancel, a lost lease or the end of the grace period.
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     lease_lost: bool = False
+    # False from a failed answer of the queue until this job's next heartbeat
+    # goes through: its lease may have run out meanwhile, and is still its own.
+    renewed: bool = True
     cancel_requested: bool = False
     shutting_down: bool = False
     # The NEO_JOB_TIMEOUT (seconds) the job ran past, once it has.
