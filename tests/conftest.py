@@ -12,7 +12,7 @@ from tests.fakes.openai_responses import FakeOpenAIResponses
 # The PostgreSQL fixtures: a cluster per test process, a database per test.
 pytest_plugins = ["tests.postgres"]
 
-# The files that take a worker longest (50 s or more of a full run's
+# The files that take a worker longest (40 s or more of a full run's
 # `--durations=0`, longest first). They run first: xdist's `--dist loadfile`
 # hands files out in collection order (pytest_configure keeps it from
 # reordering them), and a long file handed out last would keep one worker
