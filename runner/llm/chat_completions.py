@@ -255,7 +255,9 @@ class ChatCompletionsProvider:
         headers = {"authorization": f"Bearer {self._api_key}", **self._dialect.headers}
         root = self._base_url.removesuffix("/v1")
         timeout = httpx2.Timeout(30.0, connect=CONNECT_TIMEOUT)
-        async with httpx2.AsyncClient(timeout=timeout, headers=headers) as http:
+        async with httpx2.AsyncClient(
+            timeout=timeout, headers=headers, verify=tls_context()
+        ) as http:
             try:
                 models = await _get_json(
                     http, "GET", f"{self._base_url}/models", unreachable_raises=True
