@@ -105,7 +105,7 @@ async def build_task(
     try:
         snapshot = await _bundle(repo, base, staging / "repo.bundle")
         provenance = draft.provenance
-        if provenance.kind == "authored":
+        if provenance.kind != "history":  # its base_commit is the bundle's commit
             provenance = provenance.model_copy(update={"base_commit": snapshot})
         issue = f"# {draft.title}\n\n{draft.body.strip()}\n"
         await asyncio.to_thread(_write, staging, issue, fix_patch, tests_patch)

@@ -109,6 +109,7 @@ def list_json(tasks: Sequence[Task]) -> dict[str, Any]:
             {
                 "id": task.id,
                 "language": task.language,
+                "kind": task.kind,
                 "title": task.title,
                 "license": task.spec.license,
                 "provenance": task.spec.provenance.model_dump(),
@@ -122,11 +123,12 @@ def list_json(tasks: Sequence[Task]) -> dict[str, Any]:
 
 
 def list_table(tasks: Sequence[Task]) -> str:
-    header = ["task", "language", "license", "tests", "bytes", "title"]
+    header = ["task", "language", "kind", "license", "tests", "bytes", "title"]
     rows = [
         [
             task.id,
             task.language,
+            task.kind,
             task.spec.license,
             f"{len(task.spec.fail_to_pass)}+{len(task.spec.pass_to_pass)}",
             str(task.size),

@@ -7,6 +7,7 @@ A task folder holds:
     issue.md                  the issue: a `# title` line, then the body
     fix.patch                 the real fix (non-test files), applied by `--check` and the oracle
     tests.patch               the hidden tests, applied after the run
+    LICENSE                   an upstream task's license text (its code is not Neo's)
 
 A malformed folder is refused with one line naming the folder and what is
 wrong (`TaskError`); nothing is run until the whole selection has loaded.
@@ -19,10 +20,12 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bench.quality.provenance import SPDX, Provenance
 
 __all__ = [
     "LANGUAGES",
@@ -54,25 +57,6 @@ class TaskError(Exception):
     """A task folder or a selection that cannot be used; one line."""
 
 
-class Provenance(BaseModel):
-    """Where the task comes from.
-
-    `authored`: written for this set (its code is Neo's, under Neo's license).
-    `upstream`: a real repository's issue and fixing commit; `base_commit` is
-    the commit the bundle's snapshot was taken from.
-    `history`: built by `--from-history` from a merged pull request.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    kind: Literal["authored", "upstream", "history"]
-    repository: str = Field(min_length=1)
-    issue: str = Field(min_length=1)
-    fix_commit: str = Field(min_length=1)
-    base_commit: str = Field(min_length=1)
-    note: str = ""
-
-
 class TaskFile(BaseModel):
     """What task.toml / task.yaml says."""
 
@@ -86,6 +70,12 @@ class TaskFile(BaseModel):
     pass_to_pass: tuple[str, ...] = ()
     # Seconds one run of the hidden tests may take.
     test_timeout: float = Field(default=120.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _upstream_license_is_spdx(self) -> Self:
+        if self.provenance.kind == "upstream" and not SPDX.fullmatch(self.license):
+            raise ValueError(f"license {self.license!r} is not an SPDX expression (e.g. MIT)")
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +94,11 @@ class Task:
     @property
     def language(self) -> str:
         return self.spec.language
+
+    @property
+    def kind(self) -> str:
+        """Where it comes from: authored, upstream or history."""
+        return self.spec.provenance.kind
 
     @property
     def runner(self) -> Runner:
@@ -140,6 +135,10 @@ def load_task(folder: Path) -> Task:
         path = folder / file
         if not path.is_file() or path.stat().st_size == 0:
             raise TaskError(f"task {name}: {file} is missing or empty")
+    if spec.provenance.kind == "upstream":
+        path = folder / "LICENSE"
+        if not path.is_file() or path.stat().st_size == 0:
+            raise TaskError(f"task {name}: an upstream task needs its license's text in LICENSE")
     overlap = sorted(set(spec.fail_to_pass) & set(spec.pass_to_pass))
     if overlap:
         raise TaskError(f"task {name}: {overlap[0]!r} is in both fail_to_pass and pass_to_pass")
@@ -186,7 +185,9 @@ def _read_spec(folder: Path) -> TaskFile:
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top)"
-        raise TaskError(f"task {name}: {path.name}: {where}: {first['msg']}") from None
+        # A validator's own sentence, without pydantic's "Value error, " before it.
+        message = first["msg"].removeprefix("Value error, ")
+        raise TaskError(f"task {name}: {path.name}: {where}: {message}") from None
 
 
 def _issue(path: Path, name: str) -> tuple[str, str]:

@@ -66,6 +66,8 @@ def test_list_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     first = listed["tasks"][0]
     assert set(first) >= {"id", "language", "license", "provenance", "bytes", "title"}
     assert set(first["provenance"]) >= {"repository", "issue", "fix_commit", "base_commit"}
+    assert [item["kind"] for item in listed["tasks"]] == [task.kind for task in tasks]
+    assert first["kind"] == first["provenance"]["kind"]
 
 
 def test_the_module_runs_as_a_program() -> None:
