@@ -34,6 +34,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import LogConfig
 
 from runner.network.accesses import Access, Blocked, blocked_requests, parse_line
+from runner.network.host_addresses import HostProbe, gateways, outside_ranges
 from runner.network.policy import Plan
 from runner.network.program import AGENT, PREFIX, READY, SCRIPT, failure_detail
 from runner.network.relay import SOCKET_DIR
@@ -57,6 +58,8 @@ _MAX_REFUSED = 10_000
 _STDERR_KEPT = 4096
 _STDOUT, _STDERR = 1, 2
 _MiB = 1024 * 1024
+# The Docker host's interface addresses, read once for the process's proxies.
+HOST_PROBE = HostProbe()
 
 
 class EgressProxy:
@@ -72,6 +75,8 @@ class EgressProxy:
         self._said: dict[str, asyncio.Event] = {READY: asyncio.Event(), AGENT: asyncio.Event()}
         self._ended = asyncio.Event()
         self._stderr = bytearray()
+        # The host's addresses on the engine's networks, read as it is created.
+        self._gateways: set[str] = set()
         self._refused: list[Access] = []
         self._finalizer = weakref.finalize(self, _remove_quietly, client, name)
 
@@ -95,11 +100,10 @@ class EgressProxy:
         (addresses; none: the engine's)."""
         if plan.off or not networks:
             raise ValueError("an egress proxy needs a plan that is not off, and a network")
-        config = squid_config(plan.agent, plan.setup)
         proxy = cls(client, container_name(job_id).replace("neo-", "neo-egress-", 1), plan)
         try:
-            await proxy._create(job_id, list(networks), image, list(dns))
-            await proxy._open(config)
+            labels = await proxy._create(job_id, list(networks), image, list(dns))
+            await proxy._open(image, labels)
             yield proxy
         finally:
             await proxy.aclose()
@@ -157,7 +161,10 @@ class EgressProxy:
             except RuntimeError:
                 self._finalizer()
 
-    async def _create(self, job_id: str, networks: list[str], image: str, dns: list[str]) -> None:
+    async def _create(
+        self, job_id: str, networks: list[str], image: str, dns: list[str]
+    ) -> dict[str, str]:
+        """Create the container (not started) and its socket's volume; their labels."""
         api = self._client.api
         label = {
             LABEL_EGRESS: "1",
@@ -166,7 +173,7 @@ class EgressProxy:
             **owner_labels(),
         }
         try:
-            first = await asyncio.to_thread(_network, self._client, networks[0])
+            first, self._gateways = await asyncio.to_thread(_network, self._client, networks[0])
             await asyncio.to_thread(api.create_volume, self._name, labels=label)
             config = api.create_host_config(
                 binds={self._name: {"bind": SOCKET_DIR, "mode": "rw"}},
@@ -201,11 +208,14 @@ class EgressProxy:
             ) from None
         except DockerException as error:
             raise SandboxError(f"cannot create the egress proxy: {one_line(error)}") from None
+        return label
 
-    async def _open(self, config: str) -> None:
+    async def _open(self, image: str, labels: dict[str, str]) -> None:
         """Attach, then start it in the background: a container with a network
         takes the engine most of a second to start, time the sandbox's own
-        start can use (`ready` waits for both)."""
+        start can use (`ready` waits for both). The host's addresses are read
+        meanwhile (`runner.network.host_addresses`): squid's configuration,
+        which refuses them, is sent once both are done."""
         api = self._client.api
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         try:
@@ -215,14 +225,17 @@ class EgressProxy:
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
         reader, self._writer = await asyncio.open_connection(sock=own)
         self._reader_task = asyncio.create_task(self._read(reader))
-        self._booting = asyncio.create_task(self._boot(self._writer, config))
+        self._booting = asyncio.create_task(self._boot(self._writer, image, labels))
 
-    async def _boot(self, writer: asyncio.StreamWriter, config: str) -> None:
+    async def _boot(self, writer: asyncio.StreamWriter, image: str, labels: dict[str, str]) -> None:
+        probed = asyncio.create_task(HOST_PROBE.addresses(self._client, image, labels))
         try:
             await asyncio.to_thread(self._client.api.start, self._name)
         except DockerException as error:
+            probed.cancel()
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
-        data = config.encode()
+        host = outside_ranges(self._gateways | await probed)
+        data = squid_config(self._plan.agent, self._plan.setup, host).encode()
         writer.write(b"%d\n" % len(data) + data)
         await writer.drain()
 
@@ -274,9 +287,11 @@ class EgressProxy:
             self._refused.append(access)
 
 
-def _network(client: DockerClient, name: str) -> str:
-    """The id of network `name`; Neo's own is created when missing."""
-    found = [n for n in client.api.networks(names=[name]) if n.get("Name") == name]
+def _network(client: DockerClient, name: str) -> tuple[str, set[str]]:
+    """The id of network `name`, Neo's own created when missing; and the
+    host's addresses on every network of the engine (their gateways)."""
+    every = client.api.networks()
+    found = [n for n in every if n.get("Name") == name]
     if not found and name == EGRESS_NETWORK:
         with contextlib.suppress(APIError):
             client.api.create_network(
@@ -286,11 +301,13 @@ def _network(client: DockerClient, name: str) -> str:
                 labels={LABEL_EGRESS: "1"},
                 check_duplicate=True,
             )
-        found = [n for n in client.api.networks(names=[name]) if n.get("Name") == name]
+        every = client.api.networks()
+        found = [n for n in every if n.get("Name") == name]
     if not found:
         raise SandboxError(f"docker network {name} not found (the egress proxy's network)")
     # Two workers creating it at once may leave two: all agree on the oldest.
-    return str(min(found, key=lambda n: (n.get("Created", ""), n["Id"]))["Id"])
+    first = min(found, key=lambda n: (n.get("Created", ""), n["Id"]))
+    return str(first["Id"]), gateways(every)
 
 
 def _remove_quietly(client: DockerClient, name: str) -> None:

@@ -4,8 +4,9 @@ squid listens on two loopback ports inside the proxy's container, one per
 phase: setup's (`SETUP_PORT`), then the agent's (`AGENT_PORT`); the proxy
 container relays the sandbox's socket to one of them at a time (see
 `runner.network.proxy`). Each port admits what its phase's policy allows,
-and both refuse addresses in `NEVER_RANGES`, and in `PRIVATE_RANGES` unless
-an operator's entry asked for the host.
+and both refuse addresses in `NEVER_RANGES`, and those in `PRIVATE_RANGES`
+and the Docker host's own (`runner.network.host_addresses`) unless an
+operator's entry asked for the host.
 
 Names are matched with `-n` (no reverse lookup of an address), and a name's
 address is looked up only once the name is allowed: a request for a host
@@ -17,7 +18,7 @@ header which command opened the connection (`runner.network.accesses`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from runner.network.hosts import NEVER_RANGES, PLAIN_PORT, PRIVATE_RANGES, TLS_PORT, Host
@@ -91,8 +92,11 @@ deny_info ERR_NEO_ADDRESS refuse_address
 """
 
 
-def squid_config(agent: NetworkPolicy, setup: NetworkPolicy) -> str:
-    """The whole squid.conf of a job whose agent has `agent` and setup `setup`."""
+def squid_config(
+    agent: NetworkPolicy, setup: NetworkPolicy, host_addresses: Sequence[str] = ()
+) -> str:
+    """The whole squid.conf of a job whose agent has `agent` and setup `setup`,
+    on a Docker host whose own addresses are `host_addresses`."""
     if agent.off or setup.off:
         raise ValueError("no proxy runs for a policy that is off")
     phases = [_phase("a", "agent_port", agent), _phase("s", "setup_port", setup)]
@@ -102,13 +106,18 @@ def squid_config(agent: NetworkPolicy, setup: NetworkPolicy) -> str:
         lines.extend(phase.acls)
     if trusted:
         lines.append(f"acl trusted any-of {' '.join(trusted)}")
+    if host_addresses:
+        lines.append(f"acl host_address dst {' '.join(host_addresses)}")
     lines.append("")
     lines.append("# Each phase admits its policy's hosts, ports and methods ...")
     for phase in phases:
         lines.extend(phase.rules)
     lines.append("# ... and neither reaches these addresses, whatever a name resolves to.")
     lines.append("http_access deny never_address refuse_address")
-    lines.append(f"http_access deny private_address{' !trusted' if trusted else ''} refuse_address")
+    unless = " !trusted" if trusted else ""
+    lines.append(f"http_access deny private_address{unless} refuse_address")
+    if host_addresses:
+        lines.append(f"http_access deny host_address{unless} refuse_address")
     lines.append("http_access allow agent_port")
     lines.append("http_access allow setup_port")
     lines.append("http_access deny all refuse_host")

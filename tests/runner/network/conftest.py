@@ -163,12 +163,13 @@ def servers(docker_client: DockerClient, egress_image: str) -> Iterator[Servers]
 
 
 def public_network(client: DockerClient, name: str, labels: dict[str, str]) -> str:
-    """A network in 198.18.0.0/15, on a /24 no other network holds."""
+    """A network in 198.18.0.0/15, on a /24 no other network holds; the host is its .1."""
     api = client.api
     for _ in range(20):
         third = secrets.randbelow(256)
         subnet = f"198.{18 + secrets.randbelow(2)}.{third}.0/24"
-        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)])
+        gateway = subnet.replace(".0/24", ".1")
+        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=gateway)])
         try:
             api.create_network(name, driver="bridge", labels=labels, ipam=ipam)
         except APIError as error:

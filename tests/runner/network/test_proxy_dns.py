@@ -11,9 +11,12 @@ nothing out, not even a query that could carry data in its name).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,15 +37,20 @@ from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 LISTED = "listed.example"
 # Listed too, but the DNS server answers it with loopback: the proxy's own.
 LOOPING = "looping.example"
+# Listed too, answered with the host's own addresses: its address on the
+# proxy's network (the bridge's gateway), and on another network of the test's.
+HOSTED = "hosted.example"
+ELSEWHERE = "elsewhere.example"
 
 # A DNS server on 53/udp answering LISTED with the container's own address
-# (A), LOOPING with 127.0.0.1, and no address otherwise (NXDOMAIN), printing
-# "query NAME" for each question; and an HTTP server on 80 answering
-# "resolved <path>".
+# (A), LOOPING with 127.0.0.1, each NAME=ADDRESS argument's name with its
+# address, and no address otherwise (NXDOMAIN), printing "query NAME" for
+# each question; and an HTTP server on 80 answering "resolved <path>".
 SERVER = r"""
 import http.server, socket, struct, sys, threading
 listed, looping = sys.argv[1:3]
 own = socket.inet_aton(socket.gethostbyname(socket.gethostname()))
+more = dict(argument.split("=") for argument in sys.argv[3:])
 
 def answer(query):
     ident, = struct.unpack(">H", query[:2])
@@ -55,10 +63,10 @@ def answer(query):
     name = ".".join(labels).lower()
     print("query", name, flush=True)
     record, code = b"", 3
-    if name in (listed, looping):
+    if name in (listed, looping) or name in more:
         code = 0
         if qtype == 1:
-            address = own if name == listed else socket.inet_aton("127.0.0.1")
+            address = own if name == listed else socket.inet_aton(more.get(name, "127.0.0.1"))
             record = b"\xc0\x0c" + struct.pack(">HHIH", 1, 1, 5, 4) + address
     header = struct.pack(">HHHHHH", ident, 0x8180 | code, 1, 1 if record else 0, 0, 0)
     return header + question + record
@@ -90,10 +98,14 @@ server.serve_forever()
 """
 
 
+@dataclass(frozen=True)
 class Resolver:
-    def __init__(self, client: DockerClient, container: str, network: str, address: str) -> None:
-        self.client, self.container = client, container
-        self.network, self.address = network, address
+    client: DockerClient
+    container: str
+    network: str  # the proxy's one network, where the resolver is
+    address: str  # the resolver's address on it
+    gateway: str  # the host's address on it (198.18/15: in no private range)
+    elsewhere: str  # the host's address on another network of the test's, the proxy not on it
 
     def queries(self) -> list[str]:
         """The names asked for so far."""
@@ -107,11 +119,21 @@ def resolver(docker_client: DockerClient, egress_image: str) -> Iterator[Resolve
     labels = {LABEL: f"dns-{tag}"}
     api = docker_client.api
     network = public_network(docker_client, f"neo-test-dns-{tag}", labels)
+    other = public_network(docker_client, f"neo-test-dns-other-{tag}", labels)
     name = f"neo-test-dns-{tag}"
+    gateway, elsewhere = gateway_of(docker_client, network), gateway_of(docker_client, other)
     try:
         api.create_container(
             SANDBOX_IMAGE,
-            entrypoint=["python3", "-c", SERVER, LISTED, LOOPING],
+            entrypoint=[
+                "python3",
+                "-c",
+                SERVER,
+                LISTED,
+                LOOPING,
+                f"{HOSTED}={gateway}",
+                f"{ELSEWHERE}={elsewhere}",
+            ],
             name=name,
             user="0",
             labels=labels,
@@ -122,10 +144,35 @@ def resolver(docker_client: DockerClient, egress_image: str) -> Iterator[Resolve
             if b"serving" in api.logs(name):
                 break
             time.sleep(0.1)
-        yield Resolver(docker_client, name, network, address_on(docker_client, name, network))
+        address = address_on(docker_client, name, network)
+        yield Resolver(docker_client, name, network, address, gateway, elsewhere)
     finally:
         api.remove_container(name, force=True)
         api.remove_network(network)
+        api.remove_network(other)
+
+
+def gateway_of(client: DockerClient, network: str) -> str:
+    """The host's address on `network`: its bridge's (`public_network` names it)."""
+    return str(client.api.inspect_network(network)["IPAM"]["Config"][0]["Gateway"])
+
+
+@contextlib.asynccontextmanager
+async def host_server(address: str) -> AsyncIterator[tuple[int, list[str]]]:
+    """A TCP server on the host at `address` that answers any request with
+    an HTTP 200; its port, and the peers that connected (none: it was never reached)."""
+    peers: list[str] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peers.append(str(writer.get_extra_info("peername")))
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhost\n")
+        with contextlib.suppress(ConnectionError):
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, address, 0)
+    async with server:
+        yield server.sockets[0].getsockname()[1], peers
 
 
 CURL = 'curl -s -o /dev/null -w "%{http_code} %{http_connect}" --max-time 20'
@@ -200,6 +247,41 @@ async def test_a_listed_name_whose_answer_is_loopback_reaches_nothing_of_the_pro
     assert {(entry.host, entry.reason) for entry in report.blocked} == {
         (LOOPING, "address"),
         (f"{LOOPING}:3128", "address"),
+    }
+
+
+async def test_a_listed_name_whose_answer_is_the_hosts_own_address_reaches_nothing_on_the_host(
+    resolver: Resolver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A repository lists names it controls and points them at the host: at
+    # its address on the proxy's own network, and at its address on another
+    # bridge. Both are in 198.18/15, in no private range, where a server the
+    # test starts listens. So does a repository that lists the address itself.
+    async with (
+        host_server(resolver.gateway) as (here, here_peers),
+        host_server(resolver.elsewhere) as (there, there_peers),
+    ):
+        allowed = [f"{HOSTED}:{here}", f"{ELSEWHERE}:{there}", f"{resolver.gateway}:{here}"]
+        commands = [
+            f"{CURL} http://{HOSTED}:{here}/",
+            f"{CURL} -p http://{HOSTED}:{here}/",
+            f"{CURL} http://{ELSEWHERE}:{there}/",
+            f"{CURL} -p http://{ELSEWHERE}:{there}/",
+            f"{CURL} http://{resolver.gateway}:{here}/",
+        ]
+        printed, report = await outputs(resolver, tmp_path, monkeypatch, allowed, commands)
+
+    assert printed == ["403 000", "000 403", "403 000", "000 403", "403 000"]
+    assert here_peers == []
+    assert there_peers == []
+    asked = resolver.queries()
+    # Refused for their answers, not their names.
+    assert HOSTED in asked
+    assert ELSEWHERE in asked
+    assert {(entry.host, entry.reason) for entry in report.blocked} == {
+        (f"{HOSTED}:{here}", "address"),
+        (f"{ELSEWHERE}:{there}", "address"),
+        (f"{resolver.gateway}:{here}", "address"),
     }
 
 

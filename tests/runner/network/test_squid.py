@@ -22,6 +22,10 @@ PLANS = {
 }
 
 
+# The Docker host's own addresses outside the ranges refused anyway.
+HOST = ["192.0.2.2", "198.18.7.1", "2001:db8::2"]
+
+
 def _rules(config: str) -> list[str]:
     return [line for line in config.splitlines() if line.startswith("http_access")]
 
@@ -56,6 +60,18 @@ def test_the_operators_hosts_may_reach_private_addresses() -> None:
     assert "acl trusted any-of" in config
 
 
+def test_the_hosts_own_addresses_are_refused_as_private_ones_are() -> None:
+    plain = _rules(squid_config(*_phases("names, wildcards, ports and addresses"), HOST))
+    trusted = squid_config(*_phases("a ceiling with trusted hosts"), HOST)
+
+    assert plain[-4:-3] == ["http_access deny host_address refuse_address"]
+    assert "acl host_address dst 192.0.2.2 198.18.7.1 2001:db8::2" in trusted
+    # An operator's host may be on the Docker host (a mirror it runs there).
+    assert "http_access deny host_address !trusted refuse_address" in _rules(trusted)
+    # Without any outside the ranges, no rule.
+    assert "host_address" not in squid_config(*_phases("a ceiling with trusted hosts"))
+
+
 def test_an_agent_allowed_nothing_is_refused_everything() -> None:
     config = squid_config(*_phases("nothing for the agent, anywhere for setup"))
 
@@ -72,7 +88,7 @@ def test_no_proxy_runs_for_off() -> None:
 def test_squid_accepts_the_configuration(
     docker_client: DockerClient, egress_image: str, name: str
 ) -> None:
-    config = squid_config(*_phases(name))
+    config = squid_config(*_phases(name), HOST)
 
     script = (
         'printf %s "$CONF" > /tmp/squid.conf; squid -k parse -f /tmp/squid.conf 2>&1; echo rc=$?'
