@@ -42,7 +42,7 @@ def make_session(session_id: str = "20261129T232438Z-1a2b3c4d", n: int = 4) -> S
     meta = SessionMeta(
         id=session_id,
         provider="anthropic",
-        model="claude-sonnet-4-5",
+        model="claude-sonnet-5-5",
         cwd="/work/repo",
         created_at="2026-11-29T23:24:38Z",
         updated_at="2026-11-29T23:30:00Z",
@@ -112,7 +112,7 @@ def test_file_is_jsonl_with_metadata_first(tmp_path: Path) -> None:
         "version": 1,
         "id": session.meta.id,
         "provider": "anthropic",
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-5-5",
         "cwd": "/work/repo",
         "created_at": "2026-11-29T23:24:38Z",
         "updated_at": "2026-11-29T23:30:00Z",

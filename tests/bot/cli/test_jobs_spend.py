@@ -42,10 +42,10 @@ def test_spend_is_a_table_per_day_repository_and_model_and_json_on_request(
     long_ago = TODAY - timedelta(days=30)
     record(
         db,
-        spent(1, TODAY, 1.5, "octo/hello", "claude-sonnet-4-5"),
-        spent(2, TODAY, 0.25, "octo/hello", "claude-sonnet-4-5"),
+        spent(1, TODAY, 1.5, "octo/hello", "claude-sonnet-5-5"),
+        spent(2, TODAY, 0.25, "octo/hello", "claude-sonnet-5-5"),
         spent(3, yesterday, 2.0, "octo/other", "gpt-5"),
-        spent(4, long_ago, 9.0, "octo/hello", "claude-sonnet-4-5"),
+        spent(4, long_ago, 9.0, "octo/hello", "claude-sonnet-5-5"),
     )
     env = console_env(tmp_path / "home", {"NEO_QUEUE_URL": sqlite_url(db)})
 
@@ -54,7 +54,7 @@ def test_spend_is_a_table_per_day_repository_and_model_and_json_on_request(
     rows = [line.split() for line in done.stdout.splitlines()]
     assert rows == [
         ["DAY", "REPOSITORY", "MODEL", "JOBS", "TOKENS", "IN", "TOKENS", "OUT", "COST"],
-        [f"{TODAY:%Y-%m-%d}", "octo/hello", "claude-sonnet-4-5", "2", "24,000", "1,600", "$1.75"],
+        [f"{TODAY:%Y-%m-%d}", "octo/hello", "claude-sonnet-5-5", "2", "24,000", "1,600", "$1.75"],
         [f"{yesterday:%Y-%m-%d}", "octo/other", "gpt-5", "1", "12,000", "800", "$2.00"],
         ["total", "$3.75"],
     ]

@@ -9,7 +9,7 @@ from tests.bot.config.test_loading import error_of
 
 FULL = """\
 provider: openrouter
-model: anthropic/claude-sonnet-4.5
+model: anthropic/claude-sonnet-5.5
 max_turns: 500
 time_limit: 240
 setup:
@@ -74,7 +74,7 @@ def test_a_full_file_is_read() -> None:
     config = parse_repo_config(FULL)
 
     assert config.provider == "openrouter"
-    assert config.model == "anthropic/claude-sonnet-4.5"
+    assert config.model == "anthropic/claude-sonnet-5.5"
     assert (config.max_turns, config.time_limit) == (500, 240)
     assert config.setup == ("uv sync", "npm ci")
     policy = config.network_policy()

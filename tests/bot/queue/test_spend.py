@@ -19,7 +19,7 @@ def spent(job_id: int, at: float, cost: float, **fields: object) -> SpendRecord:
     values: dict[str, object] = {
         "repository": "Octo/Hello",
         "installation_id": 7,
-        "model": "claude-sonnet-4-5",
+        "model": "claude-sonnet-5-5",
         "input_tokens": 1000,
         "output_tokens": 100,
     } | fields
@@ -67,7 +67,7 @@ async def test_a_record_written_again_is_stored_once(open_backend: OpenBackend) 
         assert await queue.spent_since(DAY, repository="octo/hello") == 4.75
         lines = await queue.spend(DAY)
     assert [(line.model, line.jobs, line.cost_usd) for line in lines] == [
-        ("claude-sonnet-4-5", 1, 4.5),
+        ("claude-sonnet-5-5", 1, 4.5),
         ("gpt-5", 1, 0.25),
     ]
 
@@ -88,10 +88,10 @@ async def test_spend_lines_are_per_utc_day_repository_and_model_newest_first(
         lines = await queue.spend(DAY - 86_400)
         filtered = await queue.spend(DAY, repository="octo/HELLO")
     assert lines == [
-        SpendLine("2025-03-14", "octo/hello", "claude-sonnet-4-5", 2, 5.0, 2000, 200),
+        SpendLine("2025-03-14", "octo/hello", "claude-sonnet-5-5", 2, 5.0, 2000, 200),
         SpendLine("2025-03-14", "octo/hello", "gpt-5", 1, 0.5, 10, 1),
-        SpendLine("2025-03-14", "octo/other", "claude-sonnet-4-5", 1, 9.0, 1000, 100),
-        SpendLine("2025-03-13", "octo/hello", "claude-sonnet-4-5", 1, 1.0, 1000, 100),
+        SpendLine("2025-03-14", "octo/other", "claude-sonnet-5-5", 1, 9.0, 1000, 100),
+        SpendLine("2025-03-13", "octo/hello", "claude-sonnet-5-5", 1, 1.0, 1000, 100),
     ]
     assert [(line.repository, line.cost_usd) for line in filtered] == [
         ("octo/hello", 5.0),

@@ -274,12 +274,12 @@ def test_a_steer_that_reached_the_model_is_recorded_in_its_authors_words() -> No
 
 
 def test_turns_name_the_model_answering_the_runs_then_a_fallbacks() -> None:
-    recorder = _recorder(model="claude-sonnet-4-5")
+    recorder = _recorder(model="claude-sonnet-5-5")
     answer = Message("assistant", (Text("hi"),), usage=Usage(10, 2))
     recorder.record(TurnStarted(1), 100.0)
     ((_, _, first),) = recorder.record(AssistantMessage(answer, "tool_use"), 101.0)
     recorder.record(TurnStarted(2), 102.0)
     recorder.record(ProviderRetry(1, 0.0, "overloaded", "gpt-5"), 103.0)
     ((_, _, second),) = recorder.record(AssistantMessage(answer, "end_turn"), 104.0)
-    assert (first["model"], second["model"]) == ("claude-sonnet-4-5", "gpt-5")
+    assert (first["model"], second["model"]) == ("claude-sonnet-5-5", "gpt-5")
     assert "model" not in _recorder().record(AssistantMessage(answer, "end_turn"), 1.0)[0][2]

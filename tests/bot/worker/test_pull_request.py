@@ -74,7 +74,7 @@ CHANGED = JobResult(
     summary=SUMMARY,
     subject="Parse dates in UTC in parse_date",
     diffstat=DiffStat((FileStat("src/dates.py", 10, 2), FileStat("tests/test_dates.py", 4, 0))),
-    models=("claude-sonnet-4-5",),
+    models=("claude-sonnet-5-5",),
     cost_usd=0.4213,
     num_turns=14,
     duration_ms=245_000,
@@ -142,7 +142,7 @@ def test_verification_is_what_neo_measured_not_what_the_model_said() -> None:
     assert "- ✅ `uv run pytest -q` → exit 0" in verification
     assert "cat src/dates.py" not in verification  # not a check
     assert "120 tests pass" not in verification
-    footer = "<sub>Model: `claude-sonnet-4-5` · Cost: $0.42 · 14 model calls · 4m 05s"
+    footer = "<sub>Model: `claude-sonnet-5-5` · Cost: $0.42 · 14 model calls · 4m 05s"
     assert f"{footer} · [Neo's report]({REPORT})</sub>" in verification
     failed = replace(FACTS, commands=(Command("ruff check .", 1),))
     assert "⚠️ The last lint run failed." in pr_body(CHANGED, REQUEST, failed)

@@ -36,7 +36,7 @@ OUTCOME = JobOutcome(
 )
 SPEND = (
     SpendRecord(
-        12, "octo/hello", 42, "claude-sonnet-4-5", 1_800_000_000.123456, 0.0296, 14_376, 83
+        12, "octo/hello", 42, "claude-sonnet-5-5", 1_800_000_000.123456, 0.0296, 14_376, 83
     ),
 )
 

@@ -68,7 +68,7 @@ async def test_a_gpt5_model_applies_a_patch_through_the_loop(tmp_path: Path) -> 
 
 
 async def test_a_claude_model_is_offered_edit_file_and_bash(tmp_path: Path) -> None:
-    provider = ScriptedProvider(says("nothing to do"), model="claude-sonnet-4-5")
+    provider = ScriptedProvider(says("nothing to do"), model="claude-sonnet-5-5")
     await run_once(provider, tmp_path, "hello")
 
     offered = {tool.name for tool in provider.requests[0].tools}

@@ -405,7 +405,7 @@ class ChatDriver(_Base):
 class OpenRouterDriver(ChatDriver):
     name = "openrouter"
     key_variable = "OPENROUTER_API_KEY"
-    claude_model = "anthropic/claude-sonnet-4.5"
+    claude_model = "anthropic/claude-sonnet-5.5"
     patch_model = "openai/gpt-5"
     _dialect = OPENROUTER
 

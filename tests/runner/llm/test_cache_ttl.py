@@ -51,7 +51,7 @@ class RunTests:
 @pytest.fixture
 async def anthropic(fake_anthropic: FakeAnthropicAPI) -> AsyncIterator[AnthropicProvider]:
     opened = AnthropicProvider(
-        "claude-sonnet-4-5",
+        "claude-sonnet-5-5",
         api_key=fake_anthropic.api_key,
         base_url=fake_anthropic.base_url,
         retry=RetryPolicy(max_retries=0),
@@ -152,7 +152,7 @@ async def test_the_conversation_takes_the_hour_every_third_call() -> None:
     seen: list[str] = []
 
     class Recorder:
-        name, model = "recorder", "claude-sonnet-4-5"
+        name, model = "recorder", "claude-sonnet-5-5"
 
         async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
             seen.append(request.cache_ttl)

@@ -521,7 +521,7 @@ async def test_openrouter_headers_usage_accounting_cost_and_reasoning_replay(
         ),
         Reply(text="done", cost=0.0025),
     )
-    p = provider(fake, model="anthropic/claude-sonnet-4.5", dialect=OPENROUTER)
+    p = provider(fake, model="anthropic/claude-sonnet-5.5", dialect=OPENROUTER)
 
     first = completed(await collect(p)).response
     opaque = first.content[0]
@@ -543,4 +543,4 @@ async def test_openrouter_headers_usage_accounting_cost_and_reasoning_replay(
     assert fake.completions[1].body["messages"][1]["reasoning_details"] == [detail]
     assert p.name == "openrouter"
     total = first.usage + second.usage
-    assert cost_usd("anthropic/claude-sonnet-4.5", total) == 0.015
+    assert cost_usd("anthropic/claude-sonnet-5.5", total) == 0.015

@@ -50,7 +50,7 @@ QUICK = RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.02)
 
 CLAUDE, GPT5 = "claude", "gpt-5"
 # A model of each family, for adapters whose model names cannot pick one.
-FAMILY_MODEL = {CLAUDE: "claude-sonnet-4-5", GPT5: "gpt-5"}
+FAMILY_MODEL = {CLAUDE: "claude-sonnet-5-5", GPT5: "gpt-5"}
 
 
 @pytest.fixture(params=DRIVERS)

@@ -102,7 +102,7 @@ async def test_openai(fake_openai: openai_responses.FakeOpenAIResponses) -> None
 
 @pytest.mark.parametrize(
     ("model", "dialect"),
-    [("gpt-4.1", CHAT_COMPLETIONS), ("anthropic/claude-sonnet-4.5", OPENROUTER)],
+    [("gpt-4.1", CHAT_COMPLETIONS), ("anthropic/claude-sonnet-5.5", OPENROUTER)],
     ids=["chat-completions", "openrouter"],
 )
 async def test_chat_completions(model: str, dialect: Dialect) -> None:

@@ -166,7 +166,7 @@ def test_with_a_limit_a_model_without_a_price_is_refused_naming_it() -> None:
     ledger = Ledger(1.0, PriceBook(), where_prices_go="under `prices:` in .github/neo.yml")
 
     with pytest.raises(ConfigError) as refused:
-        ledger.require_prices([("anthropic", "claude-sonnet-4-5"), ("ollama", "llama3.1:8b")])
+        ledger.require_prices([("anthropic", "claude-sonnet-5-5"), ("ollama", "llama3.1:8b")])
     with pytest.raises(ConfigError):
         ledger.reserve(ledger.main, [quote(10, "llama3.1:8b")], 100)
 

@@ -86,6 +86,6 @@ def test_the_last_word_is_its_conversations_next_request_whatever_its_tool_choic
 
 
 def test_a_known_models_window_caps_the_bound_an_unknown_ones_does_not() -> None:
-    assert within_window(10**7, "claude-sonnet-4-5") == 200_000
+    assert within_window(10**7, "claude-sonnet-5-5") == 200_000
     assert within_window(10**7, "some-local-model") == 10**7
-    assert within_window(5, "claude-sonnet-4-5") == 5
+    assert within_window(5, "claude-sonnet-5-5") == 5

@@ -48,7 +48,7 @@ def test_workflow_adds_the_checklist_tool(sandbox: LocalSandbox) -> None:
 
 
 # The shared contract runs over both families' sets.
-FAMILIES = ["claude-sonnet-4-5", "gpt-5"]
+FAMILIES = ["claude-sonnet-5-5", "gpt-5"]
 
 
 @pytest.mark.parametrize("model", FAMILIES)
@@ -85,7 +85,7 @@ def test_gpt5_gets_apply_patch_and_shell(sandbox: LocalSandbox) -> None:
 
 
 def test_claude_gets_edit_file_and_bash(sandbox: LocalSandbox) -> None:
-    tools = tools_for("claude-sonnet-4-5", sandbox)
+    tools = tools_for("claude-sonnet-5-5", sandbox)
 
     assert [tool.spec.name for tool in tools] == [tool.spec.name for tool in default_tools(sandbox)]
     assert {"edit_file", "bash"} <= {tool.spec.name for tool in tools}
@@ -102,7 +102,7 @@ def test_claude_gets_edit_file_and_bash(sandbox: LocalSandbox) -> None:
         ("o3", True),
         ("o4-mini", True),
         ("claude-opus-4-1", False),
-        ("anthropic/claude-sonnet-4.5", False),
+        ("anthropic/claude-sonnet-5.5", False),
         ("gpt-4.1", False),
         ("gpt-4o", False),
         ("gpt-oss-120b", False),
