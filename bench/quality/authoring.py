@@ -76,6 +76,9 @@ class Draft:
     provenance: Provenance
     language: Language | None = None  # None: detected from the base tree
     test_timeout: float = 120.0
+    # The upstream license's text, written to the folder's LICENSE (an
+    # upstream task must carry it: its code is not Neo's).
+    license_text: str | None = None
 
 
 async def build_task(
@@ -108,7 +111,7 @@ async def build_task(
         if provenance.kind != "history":  # its base_commit is the bundle's commit
             provenance = provenance.model_copy(update={"base_commit": snapshot})
         issue = f"# {draft.title}\n\n{draft.body.strip()}\n"
-        await asyncio.to_thread(_write, staging, issue, fix_patch, tests_patch)
+        await asyncio.to_thread(_write, staging, issue, fix_patch, tests_patch, draft.license_text)
         probe = Task(
             TaskFile.model_construct(
                 id=draft.id,
@@ -154,8 +157,10 @@ def _staging(dest: Path, ident: str) -> Path:
     return staging
 
 
-def _write(staging: Path, issue: str, fix: bytes, tests: bytes) -> None:
+def _write(staging: Path, issue: str, fix: bytes, tests: bytes, license: str | None) -> None:
     (staging / "issue.md").write_text(issue, encoding="utf-8")
+    if license is not None:
+        (staging / "LICENSE").write_text(license, encoding="utf-8")
     (staging / "fix.patch").write_bytes(fix)
     (staging / "tests.patch").write_bytes(tests)
 
