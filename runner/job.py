@@ -301,6 +301,8 @@ async def _sandbox(job: _Job, request: EnvironmentRequest, network: Plan) -> Asy
         environment=request,
         network=network,
         report=job.progress.egress,
+        # The job's own checkout, deleted after it: given, not lent.
+        give_tree=True,
     ) as opened:
         yield opened
 

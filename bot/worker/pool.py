@@ -18,6 +18,7 @@ from bot.queue import JobQueue
 from bot.worker.budgets import operator_budgets
 from bot.worker.loop import Worker, WorkerDeps, WorkerOptions
 from runner.git import MirrorCache
+from runner.sandbox.ownership import give_ahead
 from runner.text import one_line
 
 __all__ = ["run_workers", "sweep_sandbox_orphans"]
@@ -39,13 +40,18 @@ async def run_workers(
     `wakeup`, set when this process queues a job, makes the workers claim it
     at once (`neo serve`); without it they poll the queue every second. The
     workers share one mirror cache for the life of the process, whose spare
-    trees make the next clone of a repository a rename and a small checkout.
+    trees make the next clone of a repository a rename and a small checkout;
+    with the docker sandbox, a spare is its user's as it is made, so that a
+    job's tree changes hands only where its checkout wrote.
 
     Raises ConfigError (one line) when the App's credentials do not work.
     """
     async with (
         signed_in_app(settings) as (app, login),
-        MirrorCache(settings.data_dir / "mirrors") as mirrors,
+        MirrorCache(
+            settings.data_dir / "mirrors",
+            spare_ready=give_ahead if settings.sandbox == "docker" else None,
+        ) as mirrors,
     ):
         name = f"{socket.gethostname()}:{os.getpid()}"
         log.info(

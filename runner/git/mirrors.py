@@ -16,7 +16,7 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,12 +75,23 @@ class MirrorCache:
     """Per repository URL under `root`: a blob-less mirror, its lock, and a spare tree.
 
     Use it as an async context manager (or call `aclose`) so spare trees
-    being made in the background are finished or cancelled.
+    being made in the background are finished or cancelled. `spare_ready`,
+    if given, runs on each spare tree (in a thread) once it is checked out
+    and before git records its files' stat data: what else makes it ready
+    for the jobs that take it (the worker's: the docker sandbox's user gets
+    it ahead of time). An OSError it raises costs the spare, not a job.
     """
 
-    def __init__(self, root: Path, *, spare_trees: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        spare_trees: bool = True,
+        spare_ready: Callable[[Path], None] | None = None,
+    ) -> None:
         self.root = root
         self.spare_trees = spare_trees
+        self._spare_ready = spare_ready
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> MirrorCache:
@@ -159,6 +170,8 @@ class MirrorCache:
                 config=OFFLINE,
             )
             await prune_branches(git_dir, keep=None)
+            if self._spare_ready is not None:
+                await asyncio.to_thread(self._spare_ready, staging)
             # Files written in the same second as the index are "racily
             # clean": the next checkout would re-read every one of them. A
             # refresh once the clock has moved on records them as clean.

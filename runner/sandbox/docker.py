@@ -66,12 +66,11 @@ from runner.sandbox.owners import is_orphan as is_orphan
 from runner.sandbox.owners import owner_label as owner_label
 from runner.sandbox.owners import owner_labels
 from runner.sandbox.owners import process_alive as process_alive
-from runner.sandbox.ownership import Loan, lend
+from runner.sandbox.ownership import SANDBOX_UID as SANDBOX_UID
+from runner.sandbox.ownership import Loan, hand_over, lend
 from runner.text import one_line
 
 WORKSPACE = "/workspace"
-# The image's `neo` user.
-SANDBOX_UID = 1000
 
 LABEL_SANDBOX = "neo.sandbox"
 LABEL_JOB = "neo.job"
@@ -434,20 +433,25 @@ class DockerSandbox:
         egress: Egress | None = None,
         role: Role = AGENT,
         client: DockerClient | None = None,
+        give_tree: bool = False,
     ) -> AsyncIterator[DockerSandbox]:
         """Start a sandbox on `tree` from `image`; remove it when the block ends.
 
         Without `egress` nothing but loopback is reachable; with it,
         commands reach the network through that proxy, which is switched to
         the agent's policy before the sandbox is handed out unless `role`
-        is setup's (`Role` says what else that changes).
+        is setup's (`Role` says what else that changes). The tree is lent to
+        the commands' user and given back, or with `give_tree` (a tree made
+        for this run and deleted after it) given to it for good
+        (`runner.sandbox.ownership`).
         """
         if client is None:
             client = await asyncio.to_thread(docker_client)
         root = await asyncio.to_thread(_tree_root, tree)
         # Given back when the container is removed (the finalizer), however
-        # the run ends.
-        loan = await asyncio.to_thread(lend, root, fallback_uid=SANDBOX_UID)
+        # the run ends; a tree given has nothing to give back.
+        handed = hand_over if give_tree else lend
+        loan = await asyncio.to_thread(handed, root, fallback_uid=SANDBOX_UID)
         sandbox = cls(client, container_name(job_id), limits, loan, role.first_id)
         try:
             await sandbox._create(

@@ -91,6 +91,7 @@ async def open_environment(
     environment: EnvironmentRequest | None = None,
     network: Plan | None = None,
     report: EgressReport | None = None,
+    give_tree: bool = False,
 ) -> AsyncIterator[Opened]:
     """The sandbox `choice` names on `tree` with its setup done, cleaned up when the block ends.
 
@@ -116,7 +117,9 @@ async def open_environment(
         return
     if choice.kind != "docker":
         raise ConfigError(f"unknown sandbox {choice.kind!r} (--sandbox: {', '.join(SANDBOXES)})")
-    async with _open_docker(choice, tree, job_id, request, network, report) as opened:
+    async with _open_docker(
+        choice, tree, job_id, request, network, report, give_tree=give_tree
+    ) as opened:
         yield opened
 
 
@@ -128,6 +131,8 @@ async def _open_docker(
     request: EnvironmentRequest,
     network: Plan | None,
     report: EgressReport | None,
+    *,
+    give_tree: bool,
 ) -> AsyncIterator[Opened]:
     """The docker sandbox on `tree`, behind its egress proxy: `open_environment` says it."""
     name = choice.image or DEFAULT_IMAGE
@@ -159,7 +164,13 @@ async def _open_docker(
         try:
             opened = await stack.enter_async_context(
                 open_prepared(
-                    client, tree, image=name, job_id=job_id, request=request, egress=proxy
+                    client,
+                    tree,
+                    image=name,
+                    job_id=job_id,
+                    request=request,
+                    egress=proxy,
+                    give_tree=give_tree,
                 )
             )
         except DockerException as error:

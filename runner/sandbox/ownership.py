@@ -1,4 +1,5 @@
-"""Who the docker sandbox's commands run as, and the tree lent to them and given back.
+"""Who the docker sandbox's commands run as, and the tree lent to them and given back,
+or given to them for good.
 
 A sandboxed command is never root. Run by a normal user, commands run as that
 user and nothing changes hands. Run as root, they run as the tree's owner
@@ -13,6 +14,16 @@ left to uid 1000 gets from root's git), and the user's files are as they were.
     loan = lend(tree, fallback_uid=1000)   # before the container starts
     ...                                    # commands run as loan.user
     loan.give_back()                       # after it is removed; idempotent
+
+A tree the runner made for one run and deletes after it (a job's checkout)
+is not lent but given (`hand_over`): what the user does not own yet becomes
+its own, and nothing is given back. Lending it cost two walks of the whole
+tree and, as every chown changes a file's ctime, made git hash every file
+again; a tree given ahead of time (`give_tree`: a spare tree, as it is
+made) changes hands only where the host's checkout wrote it since, and
+git's index stays fresh for the rest. Root's git still reads and commits
+what the sandbox wrote, whatever its modes: it trusts the tree by
+`safe.directory`, and the tree is checked before each use (`runner.git`).
 """
 
 from __future__ import annotations
@@ -28,9 +39,12 @@ from pathlib import Path
 from runner.sandbox.base import SandboxError
 from runner.text import one_line
 
-__all__ = ["Loan", "lend", "sandbox_user"]
+__all__ = ["SANDBOX_UID", "Loan", "give_ahead", "give_tree", "hand_over", "lend", "sandbox_user"]
 
 log = logging.getLogger("neo.sandbox")
+
+# The sandbox image's `neo` user: who commands run as on a tree root owns.
+SANDBOX_UID = 1000
 
 # What a chown by root clears on a file that is not a directory.
 _SET_ID = stat.S_ISUID | stat.S_ISGID
@@ -143,6 +157,99 @@ def lend(root: Path, *, fallback_uid: int) -> Loan:
     # A tree that was the user's throughout has nothing to give back.
     loan.lent = bool(changed) or user != owner
     return loan
+
+
+def hand_over(root: Path, *, fallback_uid: int) -> Loan:
+    """The tree at `root`, made for one run and deleted after it, given to the
+    user commands run as for good (see the module's doc); nothing to give back.
+
+    Raises SandboxError when an entry cannot be handed over.
+    """
+    top = os.lstat(root)
+    owner = (top.st_uid, top.st_gid)
+    user = sandbox_user(os.geteuid(), (os.getuid(), os.getgid()), owner, fallback_uid)
+    if os.geteuid() == 0:
+        try:
+            give_tree(root, user)
+        except OSError as error:
+            raise SandboxError(
+                f"cannot give the working tree to uid {user[0]}: {one_line(error)}"
+            ) from None
+    return Loan(root, user, owner)
+
+
+def give_ahead(tree: Path) -> None:
+    """Give `tree`, made by the runner for a later run in the docker sandbox (a
+    spare tree), to the user that run's commands will run as, as `hand_over`
+    will: its own hand-over then finds little to do. Nothing unless root.
+
+    Raises OSError when an entry cannot be handed over.
+    """
+    if os.geteuid() != 0:
+        return
+    top = os.lstat(tree)
+    give_tree(tree, sandbox_user(0, (0, 0), (top.st_uid, top.st_gid), SANDBOX_UID))
+
+
+def give_tree(root: Path, user: tuple[int, int]) -> int:
+    """Make `root` and every entry under it `user`'s; how many changed hands.
+
+    What `user` owns already is not touched (its ctime, which git's index
+    records, stays). The walk goes by directory descriptors, one per level,
+    and never follows a symbolic link: a link in the tree changes hands
+    itself, what it points to is neither changed nor looked at, even if a
+    directory were swapped for a link while the walk is under way (opening
+    it then fails).
+    """
+    uid, gid = user
+    changed = 0
+    # The open directories from the top down to the one being walked, each
+    # with what is left of its entries.
+    levels: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+    try:
+        _descend(levels, root)
+        status = os.fstat(levels[0][0])
+        if (status.st_uid, status.st_gid) != user:
+            os.fchown(levels[0][0], uid, gid)
+            changed += 1
+        while levels:
+            directory, pending = levels[-1]
+            entry = next(pending, None)
+            if entry is None:
+                levels.pop()
+                os.close(directory)
+                continue
+            status = entry.stat(follow_symlinks=False)
+            if (status.st_uid, status.st_gid) != user:
+                os.chown(entry.name, uid, gid, dir_fd=directory, follow_symlinks=False)
+                changed += 1
+            if stat.S_ISDIR(status.st_mode):
+                _descend(levels, entry.name, directory)
+    finally:
+        for directory, _ in levels:
+            os.close(directory)
+    return changed
+
+
+# A directory opened to walk it: never through a symbolic link.
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _descend(
+    levels: list[tuple[int, Iterator[os.DirEntry[str]]]],
+    name: str | Path,
+    parent: int | None = None,
+) -> None:
+    """Open directory `name` (in `parent`) and put it with its entries on `levels`;
+    each entry stats itself by the descriptor."""
+    directory = os.open(name, _DIRECTORY, dir_fd=parent)
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except BaseException:
+        os.close(directory)
+        raise
+    levels.append((directory, iter(entries)))
 
 
 def _entries(root: Path) -> Iterator[tuple[str, str]]:

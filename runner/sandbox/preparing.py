@@ -76,6 +76,7 @@ class _Starts:
     job_id: str
     egress: Egress | None
     limits: Limits
+    give_tree: bool
 
     def start(
         self, image: str, role: Role = AGENT
@@ -89,6 +90,7 @@ class _Starts:
             role=role,
             limits=self.limits,
             client=self.client,
+            give_tree=self.give_tree,
         )
 
 
@@ -102,16 +104,18 @@ async def open_prepared(
     request: EnvironmentRequest,
     egress: Egress | None = None,
     limits: Limits = _LIMITS,
+    give_tree: bool = False,
 ) -> AsyncIterator[Opened]:
     """The agent's sandbox on `tree`, on the environment `request` asks for.
 
     With `egress`, setup reaches the network through it under setup's
     policy, and the agent under the agent's. A repository command that
     fails raises SetupFailed; a detected one that fails is in the outcome,
-    and the job goes on.
+    and the job goes on. `give_tree`: as `DockerSandbox.start` takes it,
+    for each container.
     """
     plan = request.plan
-    starts = _Starts(client, tree, job_id, egress, limits)
+    starts = _Starts(client, tree, job_id, egress, limits, give_tree)
     start = starts.start
     if not plan.steps:
         async with start(image) as box:

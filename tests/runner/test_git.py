@@ -467,6 +467,61 @@ async def test_the_spare_tree_is_replaced_after_it_is_taken(
     assert spare.stat().st_ino != inode
 
 
+def touch_every_file(tree: Path) -> None:
+    """What giving a tree to another user does to git's stat data: every ctime changes."""
+    for directory, _, names in os.walk(tree):
+        for name in names:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode))
+
+
+async def test_a_spare_made_ready_is_taken_with_its_index_fresh(
+    tmp_path: Path, url: str, origin: Path
+) -> None:
+    readied: list[Path] = []
+
+    def ready(spare: Path) -> None:
+        readied.append(spare)
+        touch_every_file(spare)
+
+    async with MirrorCache(tmp_path / "cache", spare_ready=ready) as cache:
+        await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+        await cache.wait_idle()
+        spare = cache.spare_path(url)
+        # git recorded the files' stat data after `ready`: the checkout that
+        # takes the spare need not read every file again.
+        fresh = git("diff-files", "--name-only", cwd=spare)
+        await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+        await cache.wait_idle()
+
+    second = tmp_path / "second"
+    assert len(readied) == 2  # the spare the second clone took, and the next one
+    assert not readied[0].exists()  # staged aside, then moved into place
+    assert fresh == ""
+    assert git("status", "--porcelain", cwd=second) == ""
+    assert git("rev-parse", "HEAD", cwd=second) == git("rev-parse", "main", cwd=origin)
+
+
+async def test_a_spare_that_cannot_be_made_ready_is_dropped_and_the_next_clone_works(
+    tmp_path: Path, url: str, origin: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def refuse(spare: Path) -> None:
+        raise PermissionError(1, "Operation not permitted", str(spare))
+
+    async with MirrorCache(tmp_path / "cache", spare_ready=refuse) as cache:
+        await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+        await cache.wait_idle()
+        assert not cache.spare_path(url).exists()
+        assert [p for p in cache.root.iterdir() if ".spare" in p.name] == []
+        sha = await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+
+    assert sha == git("rev-parse", "main", cwd=origin)
+    assert git("status", "--porcelain", cwd=tmp_path / "second") == ""
+    assert "no spare tree for" in caplog.text
+    assert "Operation not permitted" in caplog.text
+
+
 async def test_a_half_made_spare_left_by_a_dead_process_is_removed_only_once_stale(
     tmp_path: Path, url: str, cache: MirrorCache
 ) -> None:

@@ -1,8 +1,10 @@
-"""The user's tree after a docker sandbox run: owners and modes as they were, git still works.
+"""The user's tree after a docker sandbox run: owners and modes as they were, git still works;
+a job's own tree given to the sandbox user for good, git's index kept fresh.
 
-The lending itself by table on real trees (it needs root to hand files over,
-as Neo does when run as root), then whole runs on the real engine: as root on
-a tree root owns, as root on another user's tree, and as a normal user.
+The lending and the giving by table on real trees (they need root to hand
+files over, as Neo does when run as root), then whole runs on the real
+engine: as root on a tree root owns, as root on another user's tree, as a
+normal user, and as root on a tree given.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+from runner.git import Author, commit_all
 from runner.sandbox import SandboxError
 from runner.sandbox.docker import SANDBOX_UID, DockerSandbox
-from runner.sandbox.ownership import lend, sandbox_user
+from runner.sandbox.ownership import give_ahead, give_tree, hand_over, lend, sandbox_user
 from runner.tools import BashTool, ToolContext
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 
@@ -272,3 +275,151 @@ async def test_a_run_as_a_normal_user_changes_no_owner(
         assert after[path][:2] == (uid, gid), path
     assert after["made.txt"][:2] == user
     assert "?? made.txt" in git(tree, "status", "--porcelain", as_user=as_user)
+
+
+# -- a tree given for good (a job's own checkout) ------------------------------------
+
+
+def outside_and_links(tmp_path: Path, tree: Path) -> Path:
+    """A directory outside `tree`, root's, and links in `tree` leading into it:
+    to a directory, to a file, through a directory link, and one dangling."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root's\n")
+    (tree / "to-dir").symlink_to(outside)
+    (tree / "to-file").symlink_to(outside / "passwd")
+    (tree / "private" / "deeper").symlink_to("../to-dir")
+    (tree / "dangling").symlink_to(tmp_path / "nothing-here")
+    return outside
+
+
+def ctimes(tree: Path) -> dict[str, int]:
+    return {str(p.relative_to(tree)): p.lstat().st_ctime_ns for p in [tree, *tree.rglob("*")]}
+
+
+@needs_root
+def test_a_tree_given_is_the_sandbox_users_throughout_and_nothing_outside_it(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "repo")
+    outside = outside_and_links(tmp_path, tree)
+    outside_before = {p: p.lstat() for p in (outside, outside / "passwd")}
+
+    loan = hand_over(tree, fallback_uid=SANDBOX_UID)
+    loan.give_back()  # a tree given has nothing to give back
+
+    assert loan.user == (SANDBOX_UID, SANDBOX_UID)
+    given = snapshot(tree)
+    assert {owner[:2] for owner in given.values()} == {loan.user}
+    assert {"to-dir", "to-file", "private/deeper", "dangling", ".git/index"} <= given.keys()
+    # Through none of the links: what they lead to is as it was, ctime included.
+    for path, before in outside_before.items():
+        after = path.lstat()
+        assert (after.st_uid, after.st_gid, after.st_ctime_ns) == (
+            before.st_uid,
+            before.st_gid,
+            before.st_ctime_ns,
+        ), path
+
+
+@needs_root
+def test_giving_a_tree_touches_only_what_the_user_does_not_own_yet(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "repo")
+    give_tree(tree, (SANDBOX_UID, SANDBOX_UID))
+    # What the host's checkout wrote since: a file, a directory and the index.
+    (tree / "new.txt").write_text("n\n")
+    (tree / "made").mkdir()
+    os.lchown(tree / ".git" / "index", 0, 0)
+    before = ctimes(tree)
+
+    assert give_tree(tree, (SANDBOX_UID, SANDBOX_UID)) == 3
+
+    after = ctimes(tree)
+    assert {path for path in before if after[path] != before[path]} == {
+        "new.txt",
+        "made",
+        ".git/index",
+    }
+
+
+@needs_root
+def test_a_tree_whose_root_is_a_link_is_not_given(tmp_path: Path) -> None:
+    target = make_tree(tmp_path / "repo")
+    (tmp_path / "link").symlink_to(target)
+    before = snapshot(target)
+
+    with pytest.raises(NotADirectoryError):
+        give_tree(tmp_path / "link", (SANDBOX_UID, SANDBOX_UID))
+
+    assert snapshot(target) == before
+
+
+@needs_root
+def test_a_tree_given_ahead_is_the_sandbox_users_as_a_run_will_find_it(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "repo")
+
+    give_ahead(tree)
+
+    assert {owner[:2] for owner in snapshot(tree).values()} == {(SANDBOX_UID, SANDBOX_UID)}
+    assert hand_over(tree, fallback_uid=SANDBOX_UID).user == (SANDBOX_UID, SANDBOX_UID)
+
+
+def test_a_runner_that_is_not_root_gives_nothing_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "repo")
+    before = snapshot(tree)
+    monkeypatch.setattr(os, "geteuid", lambda: 4321)
+
+    give_ahead(tree)
+
+    assert snapshot(tree) == before
+
+
+RESTRICTIVE = (
+    "id -u; echo more >> a.txt && umask 077 && mkdir -p made/sub && echo s > made/sub/f"
+    " && echo key > made/key.pem && chmod 400 made/key.pem && chmod 500 made"
+)
+
+
+@needs_root
+async def test_a_run_on_a_tree_given_keeps_gits_index_and_the_host_commits_its_work(
+    docker_client: DockerClient, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "repo")
+    outside = outside_and_links(tmp_path, tree)
+    git(tree, "add", "-A")
+    git(tree, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "links")
+    # As a spare tree is made: given ahead, then the index refreshed.
+    give_ahead(tree)
+    sandbox = (SANDBOX_UID, SANDBOX_UID)
+    git(tree, "update-index", "-q", "--refresh", as_user=sandbox)
+    # The job's checkout on the host, as root, since: the index rewritten, a file written.
+    git(tree, "-c", f"safe.directory={tree}", "update-index", "-q", "--really-refresh")
+    (tree / "host.txt").write_text("h\n")
+    assert (tree / ".git" / "index").lstat().st_uid == 0
+
+    async with DockerSandbox.start(
+        tree, image=SANDBOX_IMAGE, job_id="test-ownership", client=docker_client, give_tree=True
+    ) as box:
+        output = await BashTool(box)({"command": RESTRICTIVE, "timeout": 60}, CTX)
+
+    assert isinstance(output.content, str)
+    assert output.content.startswith("1000\n"), output.content
+    assert output.content.endswith("exit code: 0"), output.content
+    after = snapshot(tree)
+    assert {owner[:2] for owner in after.values()} == {sandbox}
+    assert stat.S_IMODE(after["made"][2]) == 0o500
+    # Nothing changed hands for the run: git's index still knows every file
+    # but the one the run edited, without reading them again.
+    assert git(tree, "diff-files", "--name-only", as_user=sandbox) == "a.txt\n"
+    assert (outside / "passwd").lstat().st_uid == 0
+    # Root's git on the host commits what the sandbox wrote, whatever its modes.
+    sha = await commit_all(tree, "Work", author=Author("neo[bot]", "neo@example.com"))
+    assert sha is not None
+    assert git(tree, "show", f"{sha}:made/key.pem", as_user=sandbox) == "key\n"
+    assert git(tree, "show", f"{sha}:made/sub/f", as_user=sandbox) == "s\n"
+    assert git(tree, "status", "--porcelain", as_user=sandbox) == ""
+    # And deletes the tree after the job.
+    shutil.rmtree(tree)
+    assert not tree.exists()
