@@ -56,7 +56,7 @@ from runner.subagent import SubagentSettings
 # (provider, model), each with a published price; Gemini's rates double past
 # 200,000 prompt tokens, Claude's cache writes cost more than its input.
 MODELS = [
-    ("anthropic", "claude-sonnet-4-5"),
+    ("anthropic", "claude-sonnet-5-5"),
     ("anthropic", "claude-haiku-4-5"),
     ("anthropic", "claude-opus-4-1"),
     ("openai", "gpt-5"),

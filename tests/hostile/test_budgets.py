@@ -59,7 +59,7 @@ from tests.neo_cli import neo_in_process
 
 DAY_START = datetime(2025, 3, 14, tzinfo=UTC).timestamp()
 OWNER_FILE = f"{ORG_CONFIG}:.github/neo.yml"
-SONNET = "claude-sonnet-4-5"  # $3 a million prompt tokens, $15 a million output tokens
+SONNET = "claude-sonnet-4-6"  # $3 a million prompt tokens, $15 a million output tokens
 LIMIT = "1.20"
 
 

@@ -11,7 +11,7 @@ from runner.llm.types import Usage
 from runner.spend import Ledger, MeteredProvider
 from tests.fakes.scripted import ScriptedProvider
 
-MODEL = "claude-sonnet-4-5"  # $3 in, $15 out, $0.30 cache read per million tokens
+MODEL = "claude-sonnet-4-6"  # $3 in, $15 out, $0.30 cache read per million tokens
 
 
 class Clock:

@@ -952,7 +952,7 @@ async def test_a_cost_limit_stops_before_the_call_that_would_pass_it(
         return Reply([write], "tool_use", usage=usage)
 
     fake_anthropic.script(*([write_all_it_may] * 20))
-    spec = make_spec(model="claude-sonnet-4-5", max_cost_usd=0.70)
+    spec = make_spec(model="claude-sonnet-4-6", max_cost_usd=0.70)
 
     result = await run(spec)
 

@@ -271,7 +271,7 @@ async def test_held_after_compaction_the_file_keeps_its_last_save(
 
 # -- the last word a cost limit keeps back --------------------------------------------------
 
-SONNET = "claude-sonnet-4-5"  # a published price: $3 a million prompt tokens, $15 output
+SONNET = "claude-sonnet-4-6"  # a published price: $3 a million prompt tokens, $15 output
 
 
 class _WritesATurnAFile:

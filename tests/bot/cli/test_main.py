@@ -238,7 +238,7 @@ def test_max_turns(
         ([], {"type": "adaptive"}),
         (["--effort", "none"], None),
         (["--effort", "high"], {"type": "adaptive"}),
-        (["--effort", "low", "--model", "claude-sonnet-4-5"], {"type": "enabled"}),
+        (["--effort", "low", "--model", "claude-haiku-4-5"], {"type": "enabled"}),
     ],
     ids=["medium-by-default-as-in-jobs", "none", "adaptive", "budget"],
 )
@@ -306,7 +306,7 @@ def test_max_cost_stops_before_the_call_that_would_pass_it_with_a_last_word(
         return Reply([write], "tool_use", usage=usage)
 
     fake_anthropic.script(*([write_all_it_may] * 20))
-    flags = ("--model", "claude-sonnet-4-5", "--max-cost", "0.70")
+    flags = ("--model", "claude-sonnet-4-6", "--max-cost", "0.70")
 
     code, result, _ = run_json(capsys, "--repo", str(repo), *flags, "go")
 

@@ -8,7 +8,8 @@ from runner.llm.price_book import Price, PriceBook, Rates
 from runner.llm.pricing import cost_usd
 from runner.llm.types import Usage
 
-SONNET = "claude-sonnet-4-5"  # $3 in, $15 out, $3.75 / $6 cache writes, $0.30 read; x2 past 200k
+SONNET = "claude-sonnet-5-5"  # $2 in, $10 out, $2.50 / $4 cache writes, $0.10 read
+HAIKU = "claude-haiku-5-5"  # $0.10 in, $0.50 out, $0.125 / $0.20 cache writes; x5 past 100k
 LOCAL = "llama3.1:8b"  # no published price
 
 
@@ -17,7 +18,7 @@ def test_a_published_model_is_priced_without_being_given_a_price() -> None:
     usage = Usage(input_tokens=100_000, output_tokens=10_000)
 
     assert book.known(SONNET, "anthropic")
-    assert book.cost(SONNET, "anthropic", usage) == pytest.approx(0.3 + 0.15)
+    assert book.cost(SONNET, "anthropic", usage) == pytest.approx(0.2 + 0.1)
 
 
 def test_the_operators_price_wins_over_the_published_one() -> None:
@@ -34,7 +35,7 @@ def test_the_configs_price_applies_only_to_a_model_nobody_else_prices() -> None:
 
     assert book.cost(LOCAL, "chat-completions", usage) == pytest.approx(0.05 + 0.15)
     # A repository cannot make a published model cheaper.
-    assert book.cost(SONNET, "anthropic", usage) == pytest.approx(0.3 + 1.5)
+    assert book.cost(SONNET, "anthropic", usage) == pytest.approx(0.2 + 1.0)
 
 
 def test_a_model_nobody_prices_has_no_cost_and_is_named_as_unpriced() -> None:
@@ -48,7 +49,7 @@ def test_a_cost_the_provider_billed_stands() -> None:
     book = PriceBook()
     billed = Usage(input_tokens=1_000_000, cost_usd=0.42)
 
-    assert book.cost("anthropic/claude-sonnet-4.5", "openrouter", billed) == 0.42
+    assert book.cost("anthropic/claude-sonnet-5.5", "openrouter", billed) == 0.42
 
 
 def test_cache_rates_default_to_the_input_rate() -> None:
@@ -61,18 +62,18 @@ def test_cache_rates_default_to_the_input_rate() -> None:
 @pytest.mark.parametrize(
     ("prompt", "output", "expected"),
     [
-        # Every prompt token at the one-hour cache write's $6, output at $15.
-        (100_000, 10_000, 0.6 + 0.15),
-        # Past 200,000 prompt tokens every rate doubles ($12 write, $22.50 out).
-        (200_001, 10_000, 200_001 * 12e-6 + 0.225),
-        (0, 32_000, 0.48),
+        # Every prompt token at the one-hour cache write's $0.20, output at $0.50.
+        (100_000, 10_000, 0.02 + 0.005),
+        # Past 100,000 prompt tokens every rate is five times as much ($1 write, $2.50 out).
+        (100_001, 10_000, 100_001 * 1e-6 + 0.025),
+        (0, 32_000, 0.016),
     ],
     ids=["below-the-tier", "past-the-tier", "output-only"],
 )
 def test_the_worst_case_bills_every_prompt_token_at_the_dearest_rate(
     prompt: int, output: int, expected: float
 ) -> None:
-    rates = PriceBook().rates(SONNET, "anthropic")
+    rates = PriceBook().rates(HAIKU, "anthropic")
     assert rates is not None
 
     assert rates.worst(prompt, output) == pytest.approx(expected)
@@ -90,8 +91,13 @@ def test_the_worst_case_bills_every_prompt_token_at_the_dearest_rate(
 )
 @pytest.mark.parametrize(
     ("model", "provider"),
-    [(SONNET, "anthropic"), ("gpt-5", "openai"), ("gemini-2.5-pro", "google")],
-    ids=["sonnet", "gpt-5", "gemini-tiered"],
+    [
+        (SONNET, "anthropic"),
+        (HAIKU, "anthropic"),
+        ("gpt-5", "openai"),
+        ("gemini-2.5-pro", "google"),
+    ],
+    ids=["sonnet", "haiku-tiered", "gpt-5", "gemini-tiered"],
 )
 def test_no_call_within_its_tokens_costs_more_than_its_worst_case(
     model: str, provider: str, usage: Usage

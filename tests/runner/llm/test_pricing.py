@@ -9,30 +9,31 @@ from runner.llm.provider import Completed, TextDelta
 from runner.llm.types import END_TURN, Request, Response, Text, Usage
 from tests.fakes.scripted import ScriptedProvider
 
-# Published rates per million tokens, priced here per 100,000: claude-sonnet-4-5
-# $3 in, $15 out, $3.75 cache write, $0.30 cache read; past 200,000 prompt
-# tokens $6 in, $22.50 out.
-SONNET = "claude-sonnet-4-5"
+# Published rates per million tokens, priced here per 100,000: claude-sonnet-5-5
+# $2 in, $10 out, $2.50 cache write ($4 for an hour), $0.10 cache read.
+SONNET = "claude-sonnet-5-5"
+# claude-haiku-5-5: $0.10 in; past 100,000 prompt tokens $0.50.
+HAIKU = "claude-haiku-5-5"
 
 
 @pytest.mark.parametrize(
     ("provider", "model", "usage", "expected"),
     [
-        ("anthropic", SONNET, Usage(input_tokens=100_000), 0.3),
-        ("anthropic", SONNET, Usage(output_tokens=100_000), 1.5),
-        ("anthropic", SONNET, Usage(cache_creation_input_tokens=100_000), 0.375),
-        ("anthropic", SONNET, Usage(cache_read_input_tokens=100_000), 0.03),
+        ("anthropic", SONNET, Usage(input_tokens=100_000), 0.2),
+        ("anthropic", SONNET, Usage(output_tokens=100_000), 1.0),
+        ("anthropic", SONNET, Usage(cache_creation_input_tokens=100_000), 0.25),
+        ("anthropic", SONNET, Usage(cache_read_input_tokens=100_000), 0.01),
         (
             "anthropic",
             SONNET,
             Usage(cache_creation_input_tokens=100_000, cache_creation_1h_input_tokens=100_000),
-            0.6,
+            0.4,
         ),
-        ("anthropic", "claude-sonnet-4-5-20250929", Usage(input_tokens=100_000), 0.3),
+        ("anthropic", "claude-haiku-4-5-20251001", Usage(input_tokens=100_000), 0.1),
         ("openai", "gpt-5", Usage(input_tokens=100_000), 0.125),
         ("openai", "gpt-5", Usage(cache_read_input_tokens=100_000), 0.0125),
         ("google", "gemini-2.5-flash", Usage(output_tokens=100_000), 0.25),
-        ("openrouter", "anthropic/claude-sonnet-4.5", Usage(input_tokens=100_000), 0.3),
+        ("openrouter", "anthropic/claude-sonnet-5.5", Usage(input_tokens=100_000), 0.2),
         # A Chat Completions server serving a known model is priced by its name.
         ("chat-completions", "gpt-4.1", Usage(input_tokens=100_000), 0.2),
     ],
@@ -70,17 +71,17 @@ def test_what_the_provider_billed_wins_over_the_published_price() -> None:
 
 
 def test_calls_are_priced_one_by_one_so_a_long_run_does_not_reach_the_upper_tier() -> None:
-    # Ten calls of 150,000 prompt tokens: each is under the 200,000 tier, so
-    # each costs $0.45, though together they are 1.5 million tokens.
-    one_call = Usage(input_tokens=150_000)
+    # Ten calls of 80,000 prompt tokens: each is under the 100,000 tier, so
+    # each costs $0.008, though together they are 800,000 tokens.
+    one_call = Usage(input_tokens=80_000)
     run = Usage()
     for _ in range(10):
-        run = run + priced(one_call, SONNET, "anthropic")
-    assert cost_usd(SONNET, run, "anthropic") == pytest.approx(4.5)
+        run = run + priced(one_call, HAIKU, "anthropic")
+    assert cost_usd(HAIKU, run, "anthropic") == pytest.approx(0.08)
     # The same tokens priced as one call fall in the upper tier.
-    assert cost_usd(SONNET, Usage(input_tokens=1_500_000), "anthropic") == pytest.approx(9.0)
+    assert cost_usd(HAIKU, Usage(input_tokens=800_000), "anthropic") == pytest.approx(0.4)
     # A single call over the tier pays its rate.
-    assert cost_usd(SONNET, Usage(input_tokens=250_000), "anthropic") == pytest.approx(1.5)
+    assert cost_usd(HAIKU, Usage(input_tokens=150_000), "anthropic") == pytest.approx(0.075)
 
 
 async def test_the_priced_provider_sets_each_calls_cost_and_passes_text_through() -> None:
@@ -96,7 +97,7 @@ async def test_the_priced_provider_sets_each_calls_cost_and_passes_text_through(
     first = [event async for event in provider.stream(request)]
     assert first[0] == TextDelta("hi")
     assert isinstance(first[-1], Completed)
-    assert first[-1].response.usage.cost_usd == pytest.approx(0.045)
+    assert first[-1].response.usage.cost_usd == pytest.approx(0.03)
     assert first[-1].response.text == "hi"
 
     second = [event async for event in provider.stream(request)]
