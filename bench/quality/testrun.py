@@ -11,6 +11,7 @@ when a task is checked) share one sandbox, run one after the other.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,13 @@ from bench.quality.taskset import Task
 from runner.sandbox.base import Sandbox
 from runner.sandbox.factory import SandboxChoice, open_sandbox
 
-__all__ = ["TEST_COMMANDS", "TestRun", "run_hidden_tests", "run_hidden_tests_side_by_side"]
+__all__ = [
+    "TEST_COMMANDS",
+    "TestRun",
+    "run_hidden_tests",
+    "run_hidden_tests_side_by_side",
+    "runner_command",
+]
 
 # How each runner is started, its report to stdout.
 TEST_COMMANDS = {
@@ -88,9 +95,26 @@ async def _with_hidden_tests(task: Task, tree: Path, base: str) -> None:
     await apply_patch(tree, task.tests, what=f"task {task.id}: tests.patch")
 
 
+def runner_command(task: Task) -> str:
+    """The shell command that runs `task`'s hidden tests, its report to stdout.
+
+    pytest runs the test files the graded tests live in, as SWE-bench runs
+    the files of its test patch: a real project's whole suite can take a
+    minute where its affected module takes a second, and no other test's
+    outcome is read. Without a listed test (a task being authored, whose
+    tests are yet to be found) the whole suite runs.
+    """
+    command = TEST_COMMANDS[task.runner]
+    tests = (*task.spec.fail_to_pass, *task.spec.pass_to_pass)
+    if task.runner != "pytest" or not tests:
+        return command
+    files = sorted({test.split("::", 1)[0] for test in tests})
+    return " ".join([command, "--", *(shlex.quote(file) for file in files)])
+
+
 async def _run(box: Sandbox, task: Task, tree: Path, *, cwd: str | None) -> TestRun:
     """The language's runner in `box` on `tree` (`cwd` in the sandbox's tree)."""
-    command = TEST_COMMANDS[task.runner]
+    command = runner_command(task)
     log = tree / _LOG
     started = time.monotonic()
     done = await box.run(
