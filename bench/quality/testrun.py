@@ -11,6 +11,7 @@ when a task is checked) share one sandbox, run one after the other.
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,8 @@ TEST_COMMANDS = {
 # behaviour, and cost seconds on a cold build cache (each sandbox's is).
 _ENV = {"go": {"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-vet=off"}}
 _LOG = ".neo-bench-tests.log"
+# pytest's default test module names.
+_TEST_MODULE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 _TAIL = 4000
 
 
@@ -95,26 +98,33 @@ async def _with_hidden_tests(task: Task, tree: Path, base: str) -> None:
     await apply_patch(tree, task.tests, what=f"task {task.id}: tests.patch")
 
 
-def runner_command(task: Task) -> str:
-    """The shell command that runs `task`'s hidden tests, its report to stdout.
+def runner_command(task: Task, tree: Path) -> str:
+    """The shell command that runs `task`'s hidden tests on `tree`, its report to stdout.
 
     pytest runs the test files the graded tests live in, as SWE-bench runs
     the files of its test patch: a real project's whole suite can take a
-    minute where its affected module takes a second, and no other test's
-    outcome is read. Without a listed test (a task being authored, whose
-    tests are yet to be found) the whole suite runs.
+    minute where its affected module takes a second (or not even collect
+    without its development dependencies), and no other test's outcome is
+    read. A task being authored, whose graded tests are yet to be found, runs
+    the test modules its hidden tests leave in the tree.
     """
     command = TEST_COMMANDS[task.runner]
-    tests = (*task.spec.fail_to_pass, *task.spec.pass_to_pass)
-    if task.runner != "pytest" or not tests:
+    if task.runner != "pytest":
         return command
-    files = sorted({test.split("::", 1)[0] for test in tests})
+    tests = (*task.spec.fail_to_pass, *task.spec.pass_to_pass)
+    if tests:
+        files = sorted({test.split("::", 1)[0] for test in tests})
+    else:
+        touched = patch_paths(task.tests)
+        files = sorted(p for p in touched if _TEST_MODULE.search(p) and (tree / p).is_file())
+    if not files:
+        return command
     return " ".join([command, "--", *(shlex.quote(file) for file in files)])
 
 
 async def _run(box: Sandbox, task: Task, tree: Path, *, cwd: str | None) -> TestRun:
     """The language's runner in `box` on `tree` (`cwd` in the sandbox's tree)."""
-    command = runner_command(task)
+    command = runner_command(task, tree)
     log = tree / _LOG
     started = time.monotonic()
     done = await box.run(

@@ -2,32 +2,40 @@
 
 from __future__ import annotations
 
-from bench.quality.taskset import TASKS_DIR, load_task
+from pathlib import Path
+
+from bench.quality.taskset import TASKS_DIR, Task, load_task
 from bench.quality.testrun import TEST_COMMANDS, runner_command
 
+PYTEST = TEST_COMMANDS["pytest"]
 
-def test_pytest_runs_the_files_of_the_graded_tests_only() -> None:
-    task = load_task(TASKS_DIR / "py-dotenv-quotes")
-    spec = task.spec.model_copy(
-        update={
-            "fail_to_pass": ("tests/b_test.py::test_one[a b]", "tests/a's.py::T::test_two"),
-            "pass_to_pass": ("tests/b_test.py::test_three",),
-        }
+
+def _with(task: Task, fail_to_pass: tuple[str, ...], pass_to_pass: tuple[str, ...]) -> Task:
+    update = {"fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass}
+    spec = task.spec.model_construct(**{**dict(task.spec), **update})
+    return Task(spec, task.folder, task.title, task.body)
+
+
+def test_pytest_runs_the_files_of_the_graded_tests_only(tmp_path: Path) -> None:
+    task = _with(
+        load_task(TASKS_DIR / "py-dotenv-quotes"),
+        ("tests/b_test.py::test_one[a b]", "tests/a's.py::T::test_two"),
+        ("tests/b_test.py::test_three",),
     )
-    command = runner_command(type(task)(spec, task.folder, task.title, task.body))
-    assert command == f"{TEST_COMMANDS['pytest']} -- 'tests/a'\"'\"'s.py' tests/b_test.py"
+    assert runner_command(task, tmp_path) == f"{PYTEST} -- 'tests/a'\"'\"'s.py' tests/b_test.py"
 
 
-def test_without_a_listed_test_the_whole_suite_runs() -> None:
-    task = load_task(TASKS_DIR / "py-dotenv-quotes")
-    # A task being authored: its tests are found by running them all.
-    spec = task.spec.model_construct(**{**dict(task.spec), "fail_to_pass": (), "pass_to_pass": ()})
-    assert (
-        runner_command(type(task)(spec, task.folder, task.title, task.body))
-        == (TEST_COMMANDS["pytest"])
-    )
+def test_a_task_being_authored_runs_the_test_modules_its_hidden_tests_leave(
+    tmp_path: Path,
+) -> None:
+    # Its hidden tests touch tests/test_parser.py; none of its tests is listed yet.
+    task = _with(load_task(TASKS_DIR / "py-dotenv-quotes"), (), ())
+    assert runner_command(task, tmp_path) == PYTEST  # not in the tree: the whole suite
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_parser.py").write_text("")
+    assert runner_command(task, tmp_path) == f"{PYTEST} -- tests/test_parser.py"
 
 
-def test_go_and_node_run_as_they_are() -> None:
+def test_go_and_node_run_as_they_are(tmp_path: Path) -> None:
     for ident, runner in (("go-lru-get-refreshes", "go"), ("js-range-float-steps", "node")):
-        assert runner_command(load_task(TASKS_DIR / ident)) == TEST_COMMANDS[runner]
+        assert runner_command(load_task(TASKS_DIR / ident), tmp_path) == TEST_COMMANDS[runner]
