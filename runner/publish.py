@@ -19,7 +19,7 @@ from runner import git as host_git
 from runner.closing import inert_closing_keywords
 from runner.context.prompt import WORKFLOWS_DIR
 from runner.fork import ForkResult, ForkStart, proposed
-from runner.git import Author, DiffStat, GitError, commit_all, diffstat, push
+from runner.git import Author, DiffStat, GitError, commit_staged, diffstat, push
 from runner.job_spec import JobSpec
 
 __all__ = ["Committed", "has_changes", "publish"]
@@ -67,25 +67,28 @@ async def publish(
     await git("reset", "--quiet", "--no-refresh", start, "--")
     staged = await host_git.stage_all(tree)
     left_out = tuple(_shown(path) for path in staged.embedded)
-    blocked = () if spec.allow_workflow_edits else await _drop_workflow_edits(tree, start)
-    co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
+    # What is staged, from where the work started (HEAD is there now).
     changed = await git("diff", "--cached", "--name-only", "-z", "--no-renames", start)
     paths = [p for p in changed.decode(errors="replace").split("\0") if p]
+    blocked: tuple[str, ...] = ()
+    if not spec.allow_workflow_edits:
+        blocked = await _drop_workflow_edits(tree, start, paths)
+        paths = [path for path in paths if not _is_workflow(path)]
+    committed = Committed(blocked=blocked, left_out=left_out, generated=staged.generated)
+    if not paths:
+        return committed
+    co_authors = [f"{spec.co_author[0]} <{spec.co_author[1]}>"] if spec.co_author else []
     subject, message = spec.commit.message(summary, paths)
     # The message quotes the model's summary, which an issue's text can steer:
     # none of it may close an issue when the commit reaches the default branch.
     subject, message = inert_closing_keywords(subject), inert_closing_keywords(message)
-    commit = await commit_all(
+    commit = await commit_staged(
         tree,
         message,
         author=Author(spec.bot_name, spec.bot_email),
         co_authors=co_authors,
         trailers=[("Neo-Run", spec.run_url)] if spec.run_url else [],
-        staged=True,
     )
-    committed = Committed(blocked=blocked, left_out=left_out, generated=staged.generated)
-    if commit is None:
-        return committed
     if spec.fork is not None and not spec.fork.push:
         # A fork's code never reaches the base repository unasked: the change is
         # proposed against the fork's head, and nothing is pushed.
@@ -93,12 +96,10 @@ async def publish(
         result = await proposed(tree, fork.head, commit)
         stat = await _diffstat(tree, start)
         return replace(committed, changed=True, stat=stat, fork=result, subject=subject)
-    base = (
-        (await git("merge-base", "HEAD", f"refs/remotes/origin/{spec.base_branch}", check=False))
-        .decode()
-        .strip()
-    )
-    stat = await _diffstat(tree, base or start)
+    # What the pull request will show: the work since it left the base branch.
+    stat = await _diffstat(tree, f"refs/remotes/origin/{spec.base_branch}", fork_point=True)
+    if stat is None:  # no history in common with the base: since the work started
+        stat = await _diffstat(tree, start)
     await push(tree, spec.work_branch, url=spec.repo_url, token=spec.token)
     committed = replace(committed, changed=True, commit=commit, stat=stat, subject=subject)
     if fork is not None:
@@ -107,12 +108,14 @@ async def publish(
     return committed
 
 
-async def _drop_workflow_edits(tree: Path, start: str) -> tuple[str, ...]:
-    """The workflow files the staged change touches, sorted, each restored as at `start`."""
-    listed = await host_git.run_local(
-        tree, "diff", "--cached", "--name-only", "-z", "--no-renames", start, "--", WORKFLOWS_DIR
-    )
-    blocked = tuple(sorted(p for p in listed.decode(errors="replace").split("\0") if p))
+def _is_workflow(path: str) -> bool:
+    """Whether `path` is under WORKFLOWS_DIR, as git's pathspec of it matches."""
+    return path == WORKFLOWS_DIR or path.startswith(f"{WORKFLOWS_DIR}/")
+
+
+async def _drop_workflow_edits(tree: Path, start: str, paths: list[str]) -> tuple[str, ...]:
+    """The workflow files among the staged `paths`, sorted, each restored as at `start`."""
+    blocked = tuple(sorted(path for path in paths if _is_workflow(path)))
     if blocked:
         await host_git.run_local(
             tree, "restore", f"--source={start}", "--staged", "--worktree", "--", WORKFLOWS_DIR
@@ -120,9 +123,9 @@ async def _drop_workflow_edits(tree: Path, start: str) -> tuple[str, ...]:
     return blocked
 
 
-async def _diffstat(tree: Path, base: str) -> DiffStat | None:
+async def _diffstat(tree: Path, base: str, *, fork_point: bool = False) -> DiffStat | None:
     try:
-        return await diffstat(tree, base)
+        return await diffstat(tree, base, fork_point=fork_point)
     except GitError:
         return None  # the summary loses its numbers; the change is still good
 

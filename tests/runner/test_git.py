@@ -29,6 +29,7 @@ from runner.git import (
     clone,
     clone_branch,
     commit_all,
+    commit_staged,
     diffstat,
     fetch_pull_request,
     push,
@@ -945,6 +946,35 @@ async def test_diffstat_of_no_change_is_empty(tree: Path) -> None:
     assert await diffstat(tree, "HEAD") == DiffStat(files=())
 
 
+async def test_diffstat_from_the_fork_point_leaves_out_what_the_base_did_since(
+    tree: Path,
+) -> None:
+    await checkout_branch(tree, "neo/fix")
+    (tree / "fix.txt").write_text("fixed\n")
+    await commit(tree, "Fix")
+    await checkout_branch(tree, "main", start="HEAD~1")
+    (tree / "README.md").write_text("# moved on\n")
+    await commit(tree, "Base moves on")
+
+    stat = await diffstat(tree, "main", head="neo/fix", fork_point=True)
+
+    assert [file.path for file in stat.files] == ["fix.txt"]
+    assert sorted(f.path for f in (await diffstat(tree, "main", head="neo/fix")).files) == [
+        "README.md",
+        "fix.txt",
+    ]
+
+
+async def test_diffstat_from_the_fork_point_of_unrelated_histories_fails(tree: Path) -> None:
+    git("checkout", "-q", "--orphan", "alone", cwd=tree)
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "alone", cwd=tree)
+
+    with pytest.raises(GitError) as raised:
+        await diffstat(tree, "main", head="alone", fork_point=True)
+
+    assert_one_safe_line(raised.value)
+
+
 # --- push
 
 
@@ -1011,6 +1041,37 @@ async def test_push_works_when_the_sandbox_user_owns_the_tree(
     assert git("rev-parse", "refs/heads/main", cwd=origin) == sha
     assert stat.S_IMODE((tree / ".git" / "config").stat().st_mode) == 0o644
     assert (tree / ".git" / "config").stat().st_uid == 4242
+
+
+async def test_commit_staged_commits_the_index_as_it_is(tree: Path) -> None:
+    (tree / "kept.txt").write_text("staged\n")
+    (tree / "left.txt").write_text("not staged\n")
+    git("add", "kept.txt", cwd=tree)
+
+    sha = await commit_staged(
+        tree,
+        "Keep",
+        author=BOT,
+        co_authors=["Mona <mona@example.com>"],
+        trailers=[("Neo-Run", "u")],
+    )
+
+    assert sha == git("rev-parse", "HEAD", cwd=tree)
+    assert git("show", "--name-only", "--format=", sha, cwd=tree) == "kept.txt"
+    assert git("log", "-1", "--format=%an <%ae>|%cn|%(trailers:only,unfold)", cwd=tree) == (
+        f"{BOT_NAME} <{BOT_EMAIL}>|{BOT_NAME}|Co-authored-by: Mona <mona@example.com>\nNeo-Run: u"
+    )
+    assert git("status", "--porcelain", cwd=tree) == "?? left.txt"
+
+
+async def test_commit_staged_refuses_a_trailer_that_would_inject_lines(tree: Path) -> None:
+    git("add", "-A", cwd=tree)
+    head = git("rev-parse", "HEAD", cwd=tree)
+
+    with pytest.raises(GitError):
+        await commit_staged(tree, "x", author=BOT, trailers=[("Neo-Run", "u\nSigned-off-by: x")])
+
+    assert git("rev-parse", "HEAD", cwd=tree) == head
 
 
 async def test_commit_all_adds_the_trailers_asked_for_after_the_co_authors(tree: Path) -> None:
