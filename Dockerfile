@@ -204,12 +204,25 @@ RUN printf '%s\n' \
         'path-exclude /usr/share/locale/*' \
         > /etc/dpkg/dpkg.cfg.d/01-neo-nodoc
 
-# ca-certificates: squid fetches https:// URLs asked for in plain HTTP.
-RUN apt-get update \
+# squid from Debian trixie (6.13): bookworm's 5.7 cuts a plain-HTTP upload
+# short whenever the server reads it more slowly than the sandbox sends it
+# (squid bug 5405: with its request buffer full, squid reads 0 bytes and takes
+# that for the client's end; the command gets "Empty reply from server"). The
+# stage upgrades its base to trixie whole rather than mix two releases'
+# libraries. ca-certificates: squid fetches https:// URLs asked for in plain HTTP.
+RUN rm -f /etc/apt/sources.list /etc/apt/sources.list.d/* \
+    && printf '%s\n' \
+        'deb http://deb.debian.org/debian trixie main' \
+        'deb http://deb.debian.org/debian trixie-updates main' \
+        'deb http://deb.debian.org/debian-security trixie-security main' \
+        > /etc/apt/sources.list \
+    && apt-get update \
+    && apt-get full-upgrade --yes --no-install-recommends \
     && apt-get install --yes --no-install-recommends \
         ca-certificates \
         socat \
         squid \
+    && apt-get autoremove --purge --yes \
     && apt-get clean \
     && rm -rf /var/lib/apt/lists/*
 

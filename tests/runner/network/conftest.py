@@ -38,15 +38,25 @@ LABEL = "neo.test"
 # An HTTP/1.1 server on 80, 443, 8000 and 8443 (plain HTTP on all: CONNECT
 # only needs a port to tunnel to). It answers "<name> <method> <path>";
 # /redirect?to=URL with a 302 to URL; /bytes/N with N bytes of `pattern(N)`;
-# a request with a body with the body's sha256 too.
+# a request with a body with the body's sha256 too; /slow/S/... reads a body
+# 64 KiB at a time, S seconds apart, as a server slower than its client does.
 SERVER = r"""
-import hashlib, http.server, sys, threading
+import hashlib, http.server, sys, threading, time
 name = sys.argv[1]
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def answer(self):
         length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
+        if self.path.startswith("/slow/"):
+            pause = float(self.path.split("/")[2])
+            parts = []
+            while length:
+                time.sleep(pause)
+                parts.append(self.rfile.read(min(length, 65536)))
+                length -= len(parts[-1])
+            body = b"".join(parts)
+        else:
+            body = self.rfile.read(length) if length else b""
         if self.path.startswith("/bytes/"):
             size = int(self.path[7:])
             self.send_response(200)

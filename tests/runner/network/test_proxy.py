@@ -305,11 +305,15 @@ async def test_all_methods_let_post_through(
         ) as sandbox,
     ):
         assert await sh(sandbox, "curl -sS -X POST http://web.test/form") == "web POST /form"
-        # A body of 8 MiB goes up whole: the server answers with its sha256.
-        upload = "head -c 8388608 /dev/urandom > up.bin; sha256sum up.bin | cut -c1-64;"
-        upload += " curl -sS -X PUT --data-binary @up.bin http://web.test/up"
-        first, second = (await sh(sandbox, upload)).splitlines()
-        assert first == second
+        # A body of 8 MiB goes up whole (the server answers with its sha256),
+        # to a server that reads it as it comes and to one that reads it in
+        # pieces 10 ms apart, slower than the sandbox sends: bookworm's squid
+        # (5.7) cut that one with an empty reply once its request buffer was
+        # full (squid bug 5405), every time.
+        sent = await sh(sandbox, "head -c 8388608 /dev/urandom > up.bin; sha256sum up.bin")
+        for path in ("/up", "/slow/0.01/up"):
+            put = f"curl -sS -X PUT --data-binary @up.bin http://web.test{path} 2>&1"
+            assert await sh(sandbox, put) == sent.split()[0], path
         assert await sh(sandbox, f"{CURL} -X DELETE http://web.test/") == "200 000"
 
 
