@@ -108,7 +108,7 @@ async def run(schedule: Schedule, turns: int, *, long_cache: bool) -> list[Usage
             Command(t.spec, clock, schedule) if t.spec.name == "bash" else t for t in real
         ]
         adapter = AnthropicProvider(
-            "claude-sonnet-4-5", api_key=fake.api_key, base_url=fake.base_url
+            "claude-sonnet-4-6", api_key=fake.api_key, base_url=fake.base_url
         )
         provider: Provider = LongCacheAfterGaps(adapter, clock=clock) if long_cache else adapter
         try:

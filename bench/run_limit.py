@@ -6,7 +6,7 @@ whose model delegates to two subagents, writes a file a turn, overflows its
 window once (so the conversation is summarised) and, once a limit stops the
 run, is asked for its last word. The subagents, the summary and the last
 word write every output token they are allowed; each call is billed at
-claude-sonnet-4-5's published price, its prompt counted at four characters
+claude-sonnet-4-6's published price, its prompt counted at four characters
 a token. This prints, per limit, what the calls were billed in all and by
 kind, and the cost the run reported.
 

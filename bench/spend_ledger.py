@@ -12,7 +12,7 @@ model's window), this prints per turn:
   prompt's size counted as four characters a token (what a provider would
   bill for such text), for the turn after a counted one and for a rewritten
   conversation (after a compaction: nothing counted yet);
-- `reserved / billed`: for claude-sonnet-4-5, what the call reserved over what
+- `reserved / billed`: for claude-sonnet-4-6, what the call reserved over what
   it is billed when it reads its prompt from the cache but the new turn's
   tokens, and writes 1,000 tokens of its 32,000 allowed.
 
@@ -48,7 +48,7 @@ from runner.llm.types import (
 )
 from runner.spend import Ledger, MeteredProvider, bound_request
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 SYSTEM = SystemPrompt(("You are Neo." * 200, "Project notes." * 500))
 TOOLS = tuple(
     ToolSpec(f"tool{i}", "Does a thing. " * 20, {"type": "object", "properties": {}})
