@@ -231,7 +231,7 @@ ADAPTERS = (
     Adapter(
         "openrouter",
         lambda r: chat_completions.build_params(
-            "anthropic/claude-sonnet-4.5", r, dialect=OPENROUTER, official=False
+            "anthropic/claude-sonnet-5.5", r, dialect=OPENROUTER, official=False
         ),
         _chat_chunks,
         _parse_chat(OPENROUTER.name),

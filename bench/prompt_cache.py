@@ -147,7 +147,7 @@ CASES = (
     Case("anthropic", _anthropic),
     Case("openai", _openai),
     Case("chat-completions", _chat("gpt-4.1", CHAT_COMPLETIONS, reasoning=False)),
-    Case("openrouter", _chat("anthropic/claude-sonnet-4.5", OPENROUTER, reasoning=True)),
+    Case("openrouter", _chat("anthropic/claude-sonnet-5.5", OPENROUTER, reasoning=True)),
     Case("google", _google),
 )
 
