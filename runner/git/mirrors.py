@@ -162,12 +162,14 @@ class MirrorCache:
                     return
                 await clone_mirror(mirror, staging, LOCAL_TIMEOUT)
             git_dir = await sanitize(staging, origin=url)
+            # Outside the lock, at a low priority: the jobs under way come first.
             await run_git(
                 ["checkout", "--quiet", "--detach", commit],
                 what="checkout",
                 git_dir=git_dir,
                 work_tree=staging,
                 config=OFFLINE,
+                background=True,
             )
             await prune_branches(git_dir, keep=None)
             if self._spare_ready is not None:
@@ -183,6 +185,7 @@ class MirrorCache:
                 work_tree=staging,
                 config=OFFLINE,
                 check=False,
+                background=True,
             )
             async with self.locked(url):
                 if not await asyncio.to_thread(spare.exists):

@@ -37,6 +37,7 @@ from runner.git import (
     stage_all,
     trusting,
 )
+from runner.git.process import BACKGROUND_NICENESS, run_git
 from tests.fakes import (
     FakeGitServer,
     add_commit,
@@ -242,6 +243,48 @@ async def test_the_token_never_reaches_a_command_line(
     assert b" clone " in recorded
     assert b" push " in recorded
     assert all(leak not in recorded for leak in LEAKS)
+
+
+async def test_background_git_and_what_it_starts_run_at_a_lower_priority(
+    tmp_path: Path,
+) -> None:
+    # A shell alias: git starts `nice`, which prints the niceness it inherited.
+    alias = (("alias.niceness", "!nice"),)
+
+    own = await run_git(["niceness"], what="alias", git_dir=tmp_path, config=alias)
+    background = await run_git(
+        ["niceness"], what="alias", git_dir=tmp_path, config=alias, background=True
+    )
+
+    assert int(background.text) == min(int(own.text) + BACKGROUND_NICENESS, 19)
+    assert int(own.text) == os.getpriority(os.PRIO_PROCESS, 0)
+
+
+async def test_a_spare_tree_is_checked_out_at_a_lower_priority_than_a_jobs_tree(
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A `git` first on PATH that records its niceness and arguments.
+    real = shutil.which("git")
+    assert real is not None
+    wrappers, log = tmp_path / "bin", tmp_path / "nice.log"
+    wrappers.mkdir()
+    wrapper = wrappers / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$(nice) $*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrappers}{os.pathsep}{os.environ['PATH']}")
+
+    async with MirrorCache(tmp_path / "cache") as cache:
+        await clone(url, tmp_path / "tree", token=TOKEN, cache=cache)
+        await cache.wait_idle()
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    checkouts = [line.split()[0] for line in log.read_text().splitlines() if " checkout " in line]
+    refreshes = [
+        line.split()[0] for line in log.read_text().splitlines() if " update-index " in line
+    ]
+    low = str(min(own + BACKGROUND_NICENESS, 19))
+    assert checkouts == [str(own), low]  # the job's tree, then the spare
+    assert refreshes == [low]
 
 
 async def test_the_tree_works_offline_without_the_cache(tree: Path, cache: MirrorCache) -> None:
