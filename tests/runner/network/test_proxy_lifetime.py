@@ -151,7 +151,9 @@ def test_a_dead_runners_proxy_is_swept_though_a_new_runner_has_its_pid(
             with contextlib.suppress(NotFound):
                 api.remove_volume(made[f"{name}-volume"])
 
-    assert made["dead-volume"] in removed
-    assert made["dead"] not in left
+    # Another test's sweep on this engine may remove the dead runner's
+    # leftovers first (they are orphans to every runner here): what counts
+    # is that a sweep did, and that the live one's are still there.
+    assert made["dead"] not in left, removed
     assert made["live"] in left
-    assert {v["Name"] for v in volumes} == {made["live-volume"]}
+    assert {v["Name"] for v in volumes} == {made["live-volume"]}, removed
