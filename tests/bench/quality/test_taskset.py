@@ -37,6 +37,12 @@ def test_the_set_is_large_enough_and_spans_three_languages() -> None:
     assert sum(stored.values()) < 2_000_000
 
 
+def test_at_least_twenty_tasks_are_real_projects_fixes_in_three_languages() -> None:
+    real = [task for task in load_tasks() if task.kind == "upstream"]
+    assert len(real) >= 20
+    assert {task.language for task in real} == set(LANGUAGES)
+
+
 def test_every_upstream_task_carries_its_license() -> None:
     # Its code is not Neo's: the license's text travels with it, in the
     # folder and in the repository the agent works on.
