@@ -237,13 +237,16 @@ class MirrorCache:
         if not self.spare_trees or not await asyncio.to_thread(_movable, spare, dest):
             return False
         await asyncio.to_thread(_move, spare, dest)
-        await asyncio.to_thread(_copy_objects, mirror / "objects", dest / ".git" / "objects")
-        heads = await _refs(mirror, "refs/heads/", "refs/tags/")
+        # Independent: the new objects copied while both sides' refs are listed.
+        _, heads, present = await asyncio.gather(
+            asyncio.to_thread(_copy_objects, mirror / "objects", dest / ".git" / "objects"),
+            _refs(mirror, "refs/heads/", "refs/tags/"),
+            _refs(dest / ".git", "refs/remotes/origin/", "refs/tags/"),
+        )
         wanted = {
             name.replace("refs/heads/", "refs/remotes/origin/", 1): sha
             for name, sha in heads.items()
         }
-        present = await _refs(dest / ".git", "refs/remotes/origin/", "refs/tags/")
         present.pop("refs/remotes/origin/HEAD", None)
         commands = [f"update {name} {sha}\n" for name, sha in wanted.items()]
         commands += [f"delete {name}\n" for name in present.keys() - wanted.keys()]

@@ -100,20 +100,28 @@ async def _clone(
     if not await asyncio.to_thread(_is_empty_or_absent, dest):
         raise GitError(f"clone destination is not empty: {dest}")
     auth = Auth(url, token)
-    async with cache.locked(url) as mirror:
-        await cache.update(mirror, auth, timeout)
-        found = None if prefer is None else await _branch_commit(mirror, prefer)
-        if found is not None:
-            commit, branch = found, prefer
-        else:
-            if ref is None:
-                ref = await default_branch(mirror, auth, timeout)
-            commit, branch = await resolve(mirror, ref, auth, timeout)
-        await fetch_recent_blobs(mirror, commit, auth, timeout)
-        # Under the lock: a fetch's repack could otherwise swap packs mid-copy.
-        from_spare = await cache.take_spare(mirror, url, dest)
-        if not from_spare:
-            await clone_mirror(mirror, dest, timeout)
+    # git checks the branch's name while the mirror is fetched into; then
+    # `_branch_commit` finds the verdict kept (`check_branch_name`).
+    checking = asyncio.ensure_future(check_branch_name(prefer)) if prefer is not None else None
+    try:
+        async with cache.locked(url) as mirror:
+            await cache.update(mirror, auth, timeout)
+            found = None if prefer is None else await _branch_commit(mirror, prefer, checking)
+            if found is not None:
+                commit, branch = found, prefer
+            else:
+                if ref is None:
+                    ref = await default_branch(mirror, auth, timeout)
+                commit, branch = await resolve(mirror, ref, auth, timeout)
+            await fetch_recent_blobs(mirror, commit, auth, timeout)
+            # Under the lock: a fetch's repack could otherwise swap packs mid-copy.
+            from_spare = await cache.take_spare(mirror, url, dest)
+            if not from_spare:
+                await clone_mirror(mirror, dest, timeout)
+    finally:
+        if checking is not None:  # ended, and what it raised retrieved
+            checking.cancel()
+            await asyncio.gather(checking, return_exceptions=True)
     git_dir = await sanitize(dest, origin=url, branch=branch)
     await run_git(
         ["checkout", "--quiet", *(["-B", branch] if branch else ["--detach"]), commit],
@@ -129,9 +137,14 @@ async def _clone(
     return commit, found is not None
 
 
-async def _branch_commit(mirror: Path, branch: str) -> str | None:
-    """The commit of branch `branch` in the mirror; None when it has no such branch."""
-    await check_branch_name(branch)
+async def _branch_commit(
+    mirror: Path, branch: str, checking: asyncio.Future[None] | None = None
+) -> str | None:
+    """The commit of branch `branch` in the mirror; None when it has no such branch.
+
+    `checking`: the check of the name (`check_branch_name`), already under way.
+    """
+    await (checking if checking is not None else check_branch_name(branch))
     found = await run_git(
         ["rev-parse", "--verify", "--quiet", "--end-of-options", f"refs/heads/{branch}^{{commit}}"],
         what="rev-parse",
