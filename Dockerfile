@@ -160,7 +160,9 @@ RUN groupadd --gid 1000 neo \
 # Go's build cache, warmed with the standard packages tests commonly import:
 # Go 1.20 and later ship no compiled standard library, so a sandbox's first
 # `go test` compiled fmt, testing, os and their dependencies from source
-# (about a minute of CPU on two cores, more than two under load). The cache
+# (about a minute of CPU on two cores, more than two under load); a package
+# that imports net/http (most services, and gorilla/mux's tests) compiled
+# crypto/tls and the rest of the HTTP stack on top, in every sandbox. The cache
 # is where the sandbox's commands keep it (GOCACHE, runner/sandbox/
 # environment.py), inside the prepared environment.
 RUN mkdir /tmp/warm && cd /tmp/warm \
@@ -168,7 +170,10 @@ RUN mkdir /tmp/warm && cd /tmp/warm \
     && printf '%s\n' 'package warm' 'import (' \
         '_ "bufio"; _ "bytes"; _ "context"; _ "encoding/json"; _ "errors"' \
         '_ "fmt"; _ "io"; _ "os"; _ "os/exec"; _ "path/filepath"; _ "reflect"' \
-        '_ "regexp"; _ "sort"; _ "strconv"; _ "strings"; _ "sync"; _ "time"' ')' > warm.go \
+        '_ "regexp"; _ "sort"; _ "strconv"; _ "strings"; _ "sync"; _ "time"' \
+        '_ "encoding/base64"; _ "encoding/csv"; _ "encoding/hex"; _ "flag"; _ "math"' \
+        '_ "net"; _ "net/http"; _ "net/http/httptest"; _ "net/url"; _ "unicode/utf8"' ')' \
+        > warm.go \
     && printf '%s\n' 'package warm' 'import "testing"' 'func TestWarm(t *testing.T) {}' \
         > warm_test.go \
     && GOCACHE=/opt/neo-env/cache/go-build GOPATH=/tmp/warm/gopath GOTOOLCHAIN=local \
