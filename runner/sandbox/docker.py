@@ -148,12 +148,21 @@ class Egress(Protocol):
     async def agent_phase(self) -> None: ...
 
 
+# The API version each engine agreed to, by the variables that name the engine:
+# a new client asks for it (GET /version) unless told, once per job otherwise.
+_VERSIONS: dict[tuple[str, ...], str] = {}
+_ENGINE_VARIABLES = ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+
+
 def docker_client() -> DockerClient:
     """A client for the engine the environment names (DOCKER_HOST or the default socket)."""
+    engine = tuple(os.environ.get(name, "") for name in _ENGINE_VARIABLES)
     try:
-        return docker.from_env()
+        client = docker.from_env(version=_VERSIONS.get(engine))
     except DockerException as error:
         raise SandboxError(f"docker is not reachable: {one_line(error)}") from None
+    _VERSIONS[engine] = client.api.api_version
+    return client
 
 
 def container_name(job_id: str) -> str:
