@@ -44,13 +44,13 @@ from runner.llm.types import Usage
 from runner.mcp.report import McpReport, McpRequired
 from runner.mcp.run import open_gateway
 from runner.needed import split_needs
-from runner.network import EgressReport, Plan, job_plan
+from runner.network import EgressReport, Plan, job_plan, may_reach
 from runner.publish import Committed, has_changes, publish
 from runner.review import ReviewCollector, ReviewCommentTool, ReviewDraft, commentable, place
 from runner.review.prompt import review_message
 from runner.run import AgentRun, RunInterrupted, bounded, elapsed_ms
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.factory import SandboxChoice, open_environment
+from runner.sandbox.factory import SandboxChoice, launch_sandbox, open_environment
 from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_files import environment_for
 from runner.sandbox.setup_plan import SetupOutcome
@@ -62,6 +62,7 @@ from runner.trash import discard
 
 if TYPE_CHECKING:
     from runner.mcp.gateway import Gateway
+    from runner.sandbox.launch import Launch
 
 __all__ = [
     "JOB_SETTINGS",
@@ -209,6 +210,20 @@ async def run(
 async def _prepare_and_run_agent(
     job: _Job, mirrors: MirrorCache, project_context: str | None
 ) -> None:
+    spec = job.spec
+    # The engine is checked and the egress proxy's container started while
+    # the tree is cloned: the plan and the environment need the tree, they do not.
+    async with launch_sandbox(
+        SandboxChoice(spec.sandbox, spec.image),
+        job_id=spec.job_id,
+        network=may_reach(spec.network, spec.network_ceiling),
+    ) as launch:
+        await _check_out_and_run_agent(job, mirrors, project_context, launch)
+
+
+async def _check_out_and_run_agent(
+    job: _Job, mirrors: MirrorCache, project_context: str | None, launch: Launch | None
+) -> None:
     spec, tree, progress = job.spec, job.tree, job.progress
     checked_out = await check_out(spec, tree, mirrors)
     progress.start, progress.fork = checked_out.start, checked_out.fork
@@ -239,7 +254,7 @@ async def _prepare_and_run_agent(
         # The MCP servers start while the sandbox does, on the host, within its network.
         async with (
             open_gateway(spec.mcp, network.agent, job_id=spec.job_id) as gateway,
-            _sandbox(job, request, network) as opened,
+            _sandbox(job, request, network, launch) as opened,
         ):
             _mark(spec, "sandbox_ready")
             progress.setup = opened.setup
@@ -290,9 +305,12 @@ def _mark(spec: JobSpec, event: str, **fields: object) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _sandbox(job: _Job, request: EnvironmentRequest, network: Plan) -> AsyncIterator[Opened]:
+async def _sandbox(
+    job: _Job, request: EnvironmentRequest, network: Plan, launch: Launch | None
+) -> AsyncIterator[Opened]:
     """The spec's sandbox on the job's tree, its setup done (or a prepared
-    environment reused); the job's egress report gets what its proxy refused."""
+    environment reused), finishing the start `launch` began; the job's egress
+    report gets what its proxy refused."""
     spec = job.spec
     async with open_environment(
         SandboxChoice(spec.sandbox, spec.image),
@@ -303,6 +321,7 @@ async def _sandbox(job: _Job, request: EnvironmentRequest, network: Plan) -> Asy
         report=job.progress.egress,
         # The job's own checkout, deleted after it: given, not lent.
         give_tree=True,
+        launch=launch,
     ) as opened:
         yield opened
 

@@ -244,6 +244,12 @@ def job_plan(
     return plan(asked if asked is not None else default_policy(ecosystems), ceiling)
 
 
+def may_reach(asked: NetworkPolicy | None, ceiling: NetworkPolicy | None) -> bool:
+    """Whether a job's network (`job_plan`) is on, known before what setup
+    detects: only `off`, asked or the ceiling's, turns it off."""
+    return not job_plan(asked, (), ceiling).off
+
+
 def plan(asked: NetworkPolicy, ceiling: NetworkPolicy | None) -> Plan:
     """The network of a job whose repository asks for `asked`, within `ceiling`."""
     bounded = bound(asked, ceiling)

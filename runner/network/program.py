@@ -1,12 +1,13 @@
 """The egress proxy container's program, and what its stderr says: pure text.
 
 The program is a POSIX shell script (the container has no Neo code). Its
-stdin: the size of squid.conf on a line, squid.conf, then one line per
-phase change; its end stops everything. It says `neo-egress: <word>` on
-stderr when a step is done (`READY`, `AGENT`), and stops, saying why, when
-one cannot be: the runner then fails at once instead of waiting out its
-time limit. squid's cache log and socat's errors share that stderr;
-`failure_detail` picks the line that says what went wrong.
+stdin: the size of squid.conf and the first phase (`setup` or `agent`) on a
+line, squid.conf, then one line per phase change; its end stops everything.
+It says `neo-egress: <word>` on stderr when a step is done (`READY`,
+`AGENT`), and stops, saying why, when one cannot be: the runner then fails
+at once instead of waiting out its time limit. squid's cache log and
+socat's errors share that stderr; `failure_detail` picks the line that says
+what went wrong.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ READY, AGENT = "ready", "agent"
 SCRIPT = f"""\
 set -u
 sock={SOCKET_PATH}
-read -r size || exit 1
+read -r size first || exit 1
 head -c "$size" > /tmp/squid.conf
 squid -N -f /tmp/squid.conf &
 squid=$!
@@ -49,7 +50,10 @@ relay_to() {{
         sleep 0.02
     done
 }}
-relay_to {SETUP_PORT}
+case "$first" in
+    {AGENT}) relay_to {AGENT_PORT} ;;
+    *) relay_to {SETUP_PORT} ;;
+esac
 echo "{PREFIX}{READY}" >&2
 while read -r line; do
     case "$line" in

@@ -5,12 +5,18 @@
             ...
     blocked = proxy.blocked(sandbox.command_text)
 
+A job starts its proxy's container before it knows its plan (`launch`: the
+engine takes most of a second to start a container with a network, time the
+job's clone can use), then says the plan (`configure`) and the policy the
+socket leads to first (`begin`: the agent's when no setup runs, so there is
+no switch to wait for).
+
 The sandbox has no network at all. The proxy's container shares a volume
 with it that holds one unix socket; inside the sandbox the exec server's
 relay forwards 127.0.0.1:3128 to that socket, and inside the proxy socat
-forwards it to squid's port of the current phase: setup's first, then,
-from `agent_phase()` on, the agent's (the setup relay and every connection
-through it are killed then). The script that runs both
+forwards it to squid's port of the current phase: setup's first (unless
+no setup runs), then, from `agent_phase()` on, the agent's (the setup relay
+and every connection through it are killed then). The script that runs both
 (`runner.network.program`) is the container's command, and squid's
 configuration (`runner.network.squid`) arrives over its stdin, which the
 runner holds: when the runner goes, even by SIGKILL, stdin ends, the script
@@ -28,29 +34,40 @@ import struct
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Literal
 
 from docker import DockerClient
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import DockerException, ImageNotFound
 from docker.types import LogConfig
 
 from runner.network.accesses import Access, Blocked, blocked_requests, parse_line
-from runner.network.host_addresses import HostProbe, gateways, outside_ranges
+
+# First defined there: callers import them from here too.
+from runner.network.engine import EGRESS_NETWORK as EGRESS_NETWORK
+from runner.network.engine import LABEL_EGRESS as LABEL_EGRESS
+from runner.network.engine import network_of, remove_quietly
+from runner.network.engine import sweep_egress as sweep_egress
+from runner.network.host_addresses import HostProbe, outside_ranges
 from runner.network.policy import Plan
 from runner.network.program import AGENT, PREFIX, READY, SCRIPT, failure_detail
 from runner.network.relay import SOCKET_DIR
 from runner.network.squid import squid_config
 from runner.sandbox.base import SandboxError
 from runner.sandbox.docker import LABEL_JOB, container_name, plain_socket
-from runner.sandbox.owners import LABEL_STARTED, is_orphan, owner_labels, process_alive
+from runner.sandbox.owners import LABEL_STARTED, owner_labels
 from runner.text import one_line
 
-__all__ = ["EGRESS_IMAGE", "EGRESS_NETWORK", "LABEL_EGRESS", "EgressProxy", "sweep_egress"]
+__all__ = [
+    "EGRESS_IMAGE",
+    "EGRESS_NETWORK",
+    "LABEL_EGRESS",
+    "EgressProxy",
+    "Phase",
+    "sweep_egress",
+]
 
 EGRESS_IMAGE = "neo-egress:local"
-# The network proxies reach the outside from, created on first use;
-# containers on it cannot reach one another.
-EGRESS_NETWORK = "neo-egress"
-LABEL_EGRESS = "neo.egress"
+Phase = Literal["setup", "agent"]
 READY_TIMEOUT = 30.0
 _STOP_TIMEOUT = 10.0
 # Refusals kept, first ones first: a loop refused a million times costs no memory.
@@ -63,22 +80,27 @@ HOST_PROBE = HostProbe()
 
 
 class EgressProxy:
-    """A job's proxy; open it with `EgressProxy.start`."""
+    """A job's proxy; open it with `EgressProxy.start`, or `launch` it."""
 
-    def __init__(self, client: DockerClient, name: str, plan: Plan) -> None:
+    def __init__(self, client: DockerClient, name: str) -> None:
         self._client = client
         self._name = name
-        self._plan = plan
+        self._plan: Plan | None = None
+        # The policy the socket leads to: the first one `begin` named, then the agent's.
+        self._phase: Phase | None = None
+        self._first: Phase | None = None
+        self._configured = asyncio.Event()  # the plan and the first phase are known
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
-        self._booting: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None  # the engine's start
+        self._booting: asyncio.Task[None] | None = None  # then squid.conf sent
         self._said: dict[str, asyncio.Event] = {READY: asyncio.Event(), AGENT: asyncio.Event()}
         self._ended = asyncio.Event()
         self._stderr = bytearray()
         # The host's addresses on the engine's networks, read as it is created.
         self._gateways: set[str] = set()
         self._refused: list[Access] = []
-        self._finalizer = weakref.finalize(self, _remove_quietly, client, name)
+        self._finalizer = weakref.finalize(self, remove_quietly, client, name)
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -94,19 +116,62 @@ class EgressProxy:
     ) -> AsyncIterator[EgressProxy]:
         """A proxy for `plan`, in setup's phase, started (squid still coming
         up: `ready` waits for it, so the sandbox starts meanwhile); removed,
-        with its socket's volume, when the block ends. `networks` are the
-        Docker networks it reaches the outside from, the first created if it
-        is Neo's own and missing. `dns`: the servers squid resolves names with
-        (addresses; none: the engine's)."""
-        if plan.off or not networks:
-            raise ValueError("an egress proxy needs a plan that is not off, and a network")
-        proxy = cls(client, container_name(job_id).replace("neo-", "neo-egress-", 1), plan)
+        with its socket's volume, when the block ends. The rest is `launch`'s."""
+        if plan.off:
+            raise ValueError("an egress proxy needs a plan that is not off")
+        proxy = await cls.launch(client, job_id=job_id, networks=networks, image=image, dns=dns)
         try:
-            labels = await proxy._create(job_id, list(networks), image, list(dns))
-            await proxy._open(image, labels)
+            proxy.configure(plan)
+            proxy.begin("setup")
             yield proxy
         finally:
             await proxy.aclose()
+
+    @classmethod
+    async def launch(
+        cls,
+        client: DockerClient,
+        *,
+        job_id: str,
+        networks: Sequence[str] = (EGRESS_NETWORK,),
+        image: str = EGRESS_IMAGE,
+        dns: Sequence[str] = (),
+    ) -> EgressProxy:
+        """A proxy whose container is starting, before its plan is known: squid
+        starts once `configure` and `begin` have said it. The caller removes
+        it, with its socket's volume, with `aclose`. `networks` are the
+        Docker networks it reaches the outside from, the first created if it
+        is Neo's own and missing. `dns`: the servers squid resolves names with
+        (addresses; none: the engine's)."""
+        if not networks:
+            raise ValueError("an egress proxy needs a network")
+        proxy = cls(client, container_name(job_id).replace("neo-", "neo-egress-", 1))
+        try:
+            labels = await proxy._create(job_id, list(networks), image, list(dns))
+            await proxy._open(image, labels)
+        except BaseException:
+            await proxy.aclose()
+            raise
+        return proxy
+
+    def configure(self, plan: Plan) -> None:
+        """The policies this proxy enforces: `plan.setup` on setup's side,
+        `plan.agent` on the agent's; said once."""
+        if plan.off:
+            raise ValueError("an egress proxy needs a plan that is not off")
+        if self._plan is not None:
+            raise RuntimeError("the egress proxy's plan is set already")
+        self._plan = plan
+        if self._first is not None:
+            self._configured.set()
+
+    def begin(self, phase: Phase) -> None:
+        """The policy the socket leads to first: setup's when setup runs, else
+        the agent's, with no switch to wait for. Once said, later calls change nothing."""
+        if self._first is None:
+            self._first = phase
+            if self._plan is not None:
+                self._configured.set()
 
     @property
     def volume(self) -> str:
@@ -118,22 +183,31 @@ class EgressProxy:
         return self._name
 
     async def ready(self) -> None:
-        """Wait until squid listens and the socket leads to it."""
+        """Wait until squid listens and the socket leads to it (`configure` and
+        `begin` must have been called, or it times out)."""
         if self._booting is not None:
-            await self._booting
+            try:
+                await asyncio.wait_for(asyncio.shield(self._booting), READY_TIMEOUT)
+            except TimeoutError:
+                raise SandboxError("the egress proxy was never configured") from None
         await self._wait_for(READY, "the egress proxy did not start")
 
     async def agent_phase(self) -> None:
         """From now on the socket leads to the agent's policy; setup's connections end."""
         await self.ready()
+        if self._phase == "agent":
+            return
         if self._writer is None or self._ended.is_set():
             raise SandboxError(self._failure("the egress proxy stopped"))
         self._writer.write(AGENT.encode() + b"\n")
         await self._writer.drain()
         await self._wait_for(AGENT, "the egress proxy did not switch to the agent's policy")
+        self._phase = "agent"
 
     def blocked(self, command: Callable[[int], str | None]) -> tuple[Blocked, ...]:
         """The hosts refused so far, each once, with the command (by request id) that tried."""
+        if self._plan is None:
+            return ()
         return blocked_requests(
             self._refused, agent=self._plan.agent, setup=self._plan.setup, command=command
         )
@@ -141,10 +215,15 @@ class EgressProxy:
     async def aclose(self) -> None:
         """End stdin (squid stops, its last lines are read) and remove it all; safe twice."""
         try:
-            if self._booting is not None:
+            if self._starting is not None:
                 # The engine's start goes on in its thread whatever happens here.
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(asyncio.shield(self._booting), _STOP_TIMEOUT)
+                    await asyncio.wait_for(asyncio.shield(self._starting), _STOP_TIMEOUT)
+            if self._booting is not None:
+                # Still waiting for its plan, or its last write.
+                self._booting.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await self._booting
             if self._writer is not None:
                 self._writer.close()
                 with contextlib.suppress(ConnectionError, OSError):
@@ -173,7 +252,7 @@ class EgressProxy:
             **owner_labels(),
         }
         try:
-            first, self._gateways = await asyncio.to_thread(_network, self._client, networks[0])
+            first, self._gateways = await asyncio.to_thread(network_of, self._client, networks[0])
             await asyncio.to_thread(api.create_volume, self._name, labels=label)
             config = api.create_host_config(
                 binds={self._name: {"bind": SOCKET_DIR, "mode": "rw"}},
@@ -213,9 +292,9 @@ class EgressProxy:
     async def _open(self, image: str, labels: dict[str, str]) -> None:
         """Attach, then start it in the background: a container with a network
         takes the engine most of a second to start, time the sandbox's own
-        start can use (`ready` waits for both). The host's addresses are read
+        start (or the job's clone) can use. The host's addresses are read
         meanwhile (`runner.network.host_addresses`): squid's configuration,
-        which refuses them, is sent once both are done."""
+        which refuses them, is sent once the plan is known too."""
         api = self._client.api
         params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         try:
@@ -225,19 +304,32 @@ class EgressProxy:
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
         reader, self._writer = await asyncio.open_connection(sock=own)
         self._reader_task = asyncio.create_task(self._read(reader))
+        self._starting = asyncio.create_task(self._start())
         self._booting = asyncio.create_task(self._boot(self._writer, image, labels))
 
-    async def _boot(self, writer: asyncio.StreamWriter, image: str, labels: dict[str, str]) -> None:
-        probed = asyncio.create_task(HOST_PROBE.addresses(self._client, image, labels))
+    async def _start(self) -> None:
         try:
             await asyncio.to_thread(self._client.api.start, self._name)
         except DockerException as error:
-            probed.cancel()
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
-        host = outside_ranges(self._gateways | await probed)
+
+    async def _boot(self, writer: asyncio.StreamWriter, image: str, labels: dict[str, str]) -> None:
+        """Once started, its addresses read and its plan known: squid.conf and
+        the first phase, on stdin."""
+        assert self._starting is not None
+        probed = asyncio.create_task(HOST_PROBE.addresses(self._client, image, labels))
+        try:
+            await asyncio.shield(self._starting)
+            host = outside_ranges(self._gateways | await probed)
+            await self._configured.wait()
+        finally:
+            probed.cancel()
+        assert self._plan is not None
+        assert self._first is not None
         data = squid_config(self._plan.agent, self._plan.setup, host).encode()
-        writer.write(b"%d\n" % len(data) + data)
+        writer.write(b"%d %s\n" % (len(data), self._first.encode()) + data)
         await writer.drain()
+        self._phase = self._first
 
     async def _wait_for(self, word: str, failure: str) -> None:
         said = asyncio.create_task(self._said[word].wait())
@@ -285,74 +377,3 @@ class EgressProxy:
         access = parse_line(line)
         if access is not None and access.denied and len(self._refused) < _MAX_REFUSED:
             self._refused.append(access)
-
-
-def _network(client: DockerClient, name: str) -> tuple[str, set[str]]:
-    """The id of network `name`, Neo's own created when missing; and the
-    host's addresses on every network of the engine (their gateways)."""
-    every = client.api.networks()
-    found = [n for n in every if n.get("Name") == name]
-    if not found and name == EGRESS_NETWORK:
-        with contextlib.suppress(APIError):
-            client.api.create_network(
-                name,
-                driver="bridge",
-                options={"com.docker.network.bridge.enable_icc": "false"},
-                labels={LABEL_EGRESS: "1"},
-                check_duplicate=True,
-            )
-        every = client.api.networks()
-        found = [n for n in every if n.get("Name") == name]
-    if not found:
-        raise SandboxError(f"docker network {name} not found (the egress proxy's network)")
-    # Two workers creating it at once may leave two: all agree on the oldest.
-    first = min(found, key=lambda n: (n.get("Created", ""), n["Id"]))
-    return str(first["Id"]), gateways(every)
-
-
-def _remove_quietly(client: DockerClient, name: str) -> None:
-    with contextlib.suppress(DockerException, OSError):
-        _remove(client, name)
-
-
-def _remove(client: DockerClient, name: str) -> None:
-    """Remove the proxy's container, then its volume (once no container uses it)."""
-    api = client.api
-    with contextlib.suppress(NotFound):
-        try:
-            api.remove_container(name, force=True, v=True)
-        except APIError as error:
-            if error.status_code != 409:  # a removal already under way
-                raise
-    with contextlib.suppress(NotFound):
-        try:
-            api.remove_volume(name)
-        except APIError as error:
-            if error.status_code != 409:  # still mounted: the sweep comes back for it
-                raise
-
-
-def sweep_egress(client: DockerClient, *, max_age: float) -> list[str]:
-    """Remove proxies and their volumes left over from a crash (see `is_orphan`); their names."""
-    import socket
-
-    host = socket.gethostname()
-    now = time.time()
-    removed: list[str] = []
-    api = client.api
-
-    def orphan(found: dict[str, str]) -> bool:
-        return is_orphan(found, host=host, now=now, max_age=max_age, alive=process_alive)
-
-    for summary in api.containers(all=True, filters={"label": f"{LABEL_EGRESS}=1"}):
-        if orphan(summary.get("Labels") or {}):
-            with contextlib.suppress(NotFound, APIError):
-                api.remove_container(summary["Id"], force=True, v=True)
-                removed.append(str(summary["Names"][0]).lstrip("/"))
-    volumes = api.volumes(filters={"label": f"{LABEL_EGRESS}=1"}).get("Volumes") or []
-    for volume in volumes:
-        if orphan(volume.get("Labels") or {}):
-            with contextlib.suppress(NotFound, APIError):
-                api.remove_volume(volume["Name"])
-                removed.append(str(volume["Name"]))
-    return removed

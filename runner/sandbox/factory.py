@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
 import tempfile
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING
 from runner.errors import ConfigError
 from runner.network import EgressReport, Plan
 from runner.sandbox.base import Sandbox, SandboxError
-from runner.sandbox.image import image_problem
 from runner.sandbox.isolation import SandboxUnavailable, refusal
 from runner.sandbox.local import LocalSandbox
 from runner.sandbox.requests import EnvironmentRequest, Opened
@@ -25,7 +23,7 @@ from runner.sandbox.setup_run import SetupFailed, output_tail
 from runner.text import one_line
 
 if TYPE_CHECKING:
-    from docker import DockerClient
+    from runner.sandbox.launch import Launch
 
 SANDBOXES = ("local", "docker")
 DEFAULT_IMAGE = "neo-sandbox:local"
@@ -83,6 +81,29 @@ async def open_sandbox(
 
 
 @asynccontextmanager
+async def launch_sandbox(
+    choice: SandboxChoice, *, job_id: str, network: bool
+) -> AsyncIterator[Launch | None]:
+    """Begin the start of the sandbox `choice` names before its tree is there,
+    for `open_environment(launch=...)` to finish: a docker sandbox's engine
+    checked and swept and, when the job has a network (`network`), its egress
+    proxy's container started (`runner.sandbox.launch`), while the job clones.
+    None for the local sandbox, which has nothing to begin. What is left is
+    removed when the block ends; errors are raised by `open_environment`."""
+    if choice.kind != "docker":
+        yield None
+        return
+    from runner.sandbox.launch import Launch
+
+    image = choice.image or DEFAULT_IMAGE
+    launch = Launch(image, choice.image_setting, job_id=job_id, network=network)
+    try:
+        yield launch
+    finally:
+        await launch.aclose()
+
+
+@asynccontextmanager
 async def open_environment(
     choice: SandboxChoice,
     tree: Path,
@@ -92,6 +113,7 @@ async def open_environment(
     network: Plan | None = None,
     report: EgressReport | None = None,
     give_tree: bool = False,
+    launch: Launch | None = None,
 ) -> AsyncIterator[Opened]:
     """The sandbox `choice` names on `tree` with its setup done, cleaned up when the block ends.
 
@@ -108,7 +130,8 @@ async def open_environment(
     Docker engine, an invalid or missing image, a system that cannot
     isolate the local sandbox: each naming the setting of `choice` that
     changes it), SetupFailed when a repository setup command fails, and
-    SandboxError when starting fails.
+    SandboxError when starting fails. `launch`: the start `launch_sandbox`
+    began for this sandbox.
     """
     request = environment or EnvironmentRequest(SetupPlan("off"))
     if choice.kind == "local":
@@ -118,7 +141,7 @@ async def open_environment(
     if choice.kind != "docker":
         raise ConfigError(f"unknown sandbox {choice.kind!r} (--sandbox: {', '.join(SANDBOXES)})")
     async with _open_docker(
-        choice, tree, job_id, request, network, report, give_tree=give_tree
+        choice, tree, job_id, request, network, report, give_tree=give_tree, launch=launch
     ) as opened:
         yield opened
 
@@ -133,40 +156,38 @@ async def _open_docker(
     report: EgressReport | None,
     *,
     give_tree: bool,
+    launch: Launch | None,
 ) -> AsyncIterator[Opened]:
     """The docker sandbox on `tree`, behind its egress proxy: `open_environment` says it."""
-    name = choice.image or DEFAULT_IMAGE
-    # Before the engine: it answers a malformed name with an HTTP 400, not a reason.
-    problem = image_problem(name)
-    if problem is not None:
-        raise ConfigError(f"{choice.image_setting}: {problem}")
-    dns = egress_dns() if network is not None and not network.off else ()
-
     # The docker SDK loads only for runs that use it.
     from docker.errors import DockerException
 
     from runner.network.proxy import EgressProxy
+    from runner.sandbox.launch import Launch
     from runner.sandbox.preparing import open_prepared
 
-    client = await _engine(name, choice.image_setting)
+    wanted = network is not None and not network.off
     async with AsyncExitStack() as stack:
-        proxy = None
-        if network is not None and not network.off:
-            proxy = await stack.enter_async_context(
-                EgressProxy.start(
-                    client,
-                    job_id=job_id,
-                    plan=network,
-                    networks=egress_networks(),
-                    dns=dns,
-                )
+        if launch is None:
+            name = choice.image or DEFAULT_IMAGE
+            launch = Launch(name, choice.image_setting, job_id=job_id, network=wanted)
+            stack.push_async_callback(launch.aclose)
+        started = await launch.engine()
+        proxy = started.proxy if wanted else None
+        if wanted and proxy is None:
+            # Launched as a job without a network: not one `launch_sandbox` is given.
+            proxy = await EgressProxy.launch(
+                started.client, job_id=job_id, networks=egress_networks(), dns=egress_dns()
             )
+            stack.push_async_callback(proxy.aclose)
+        if proxy is not None and network is not None:
+            proxy.configure(network)
         try:
             opened = await stack.enter_async_context(
                 open_prepared(
-                    client,
+                    started.client,
                     tree,
-                    image=name,
+                    image=choice.image or DEFAULT_IMAGE,
                     job_id=job_id,
                     request=request,
                     egress=proxy,
@@ -178,10 +199,13 @@ async def _open_docker(
         try:
             yield opened
         finally:
-            if proxy is not None and report is not None:
-                # Once the sandbox is gone its last requests are in the log.
+            if proxy is not None:
+                # Gone with the sandbox, whoever launched it; its last requests
+                # are in the log then.
                 await stack.aclose()
-                report.blocked = proxy.blocked(opened.command_text)
+                await proxy.aclose()
+                if report is not None:
+                    report.blocked = proxy.blocked(opened.command_text)
 
 
 @asynccontextmanager
@@ -201,40 +225,6 @@ async def _open_local(
         yield Opened(box, await _local_setup(box, request.plan))
     finally:
         await box.aclose()
-
-
-async def _engine(image: str, image_setting: str) -> DockerClient:
-    """The Docker engine, reachable and holding `image`, swept of what crashed runs left."""
-    from docker.errors import DockerException, ImageNotFound
-
-    from runner.sandbox import docker as engine
-
-    try:
-        client = await asyncio.to_thread(engine.docker_client)
-        await asyncio.to_thread(client.ping)
-    except (SandboxError, DockerException) as error:
-        raise ConfigError(
-            f"docker is not reachable ({one_line(error)}); start dockerd or use --sandbox local"
-        ) from None
-    try:
-        await asyncio.to_thread(client.images.get, image)
-    except ImageNotFound:
-        # Never pulled: jobs run only images built or loaded on this host.
-        raise ConfigError(
-            f"sandbox image {image} not found locally (build it with scripts/build-images, "
-            f"or choose another with {image_setting})"
-        ) from None
-    except DockerException as error:
-        raise SandboxError(f"cannot inspect sandbox image {image}: {one_line(error)}") from None
-    # Loaded once the engine and the image are there: the MCP SDK alone costs a
-    # refused start (no engine, no image) most of a second of CPU.
-    from runner.mcp.container import sweep_mcp
-    from runner.network.proxy import sweep_egress
-
-    await asyncio.to_thread(engine.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
-    await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
-    await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
-    return client
 
 
 async def _local_setup(box: LocalSandbox, plan: SetupPlan) -> SetupOutcome:

@@ -24,6 +24,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, Protocol
 
 from docker import DockerClient
 from docker.errors import DockerException
@@ -54,7 +55,7 @@ from runner.sandbox.requests import EnvironmentRequest, Opened
 from runner.sandbox.setup_plan import SetupOutcome
 from runner.sandbox.setup_run import run_setup
 
-__all__ = ["open_prepared", "orphaned"]
+__all__ = ["Phased", "open_prepared", "orphaned"]
 
 log = logging.getLogger("neo.sandbox")
 _LIMITS = Limits()
@@ -66,6 +67,12 @@ SETUP_FIRST_ID = 1 << 23
 _SETUP = Role("setup", env_root=True, first_id=SETUP_FIRST_ID, proxy_env=False)
 
 
+class Phased(Egress, Protocol):
+    """An egress proxy told which policy it serves first (`EgressProxy.begin`)."""
+
+    def begin(self, phase: Literal["setup", "agent"]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Starts:
     """How this job's containers start: the setup one and the agent's differ
@@ -74,7 +81,7 @@ class _Starts:
     client: DockerClient
     tree: Path
     job_id: str
-    egress: Egress | None
+    egress: Phased | None
     limits: Limits
     give_tree: bool
 
@@ -93,6 +100,11 @@ class _Starts:
             give_tree=self.give_tree,
         )
 
+    def begin(self, phase: Literal["setup", "agent"]) -> None:
+        """Tell the proxy, as soon as it is known, which policy it serves first."""
+        if self.egress is not None:
+            self.egress.begin(phase)
+
 
 @contextlib.asynccontextmanager
 async def open_prepared(
@@ -102,22 +114,24 @@ async def open_prepared(
     image: str,
     job_id: str,
     request: EnvironmentRequest,
-    egress: Egress | None = None,
+    egress: Phased | None = None,
     limits: Limits = _LIMITS,
     give_tree: bool = False,
 ) -> AsyncIterator[Opened]:
     """The agent's sandbox on `tree`, on the environment `request` asks for.
 
     With `egress`, setup reaches the network through it under setup's
-    policy, and the agent under the agent's. A repository command that
-    fails raises SetupFailed; a detected one that fails is in the outcome,
-    and the job goes on. `give_tree`: as `DockerSandbox.start` takes it,
-    for each container.
+    policy, and the agent under the agent's; when no setup runs, the proxy
+    serves the agent's from the start. A repository command that fails
+    raises SetupFailed; a detected one that fails is in the outcome, and
+    the job goes on. `give_tree`: as `DockerSandbox.start` takes it, for
+    each container.
     """
     plan = request.plan
     starts = _Starts(client, tree, job_id, egress, limits, give_tree)
     start = starts.start
     if not plan.steps:
+        starts.begin("agent")
         async with start(image) as box:
             yield Opened(box, SetupOutcome(plan.mode, notes=plan.notes), box.command_text)
         return
@@ -134,6 +148,7 @@ async def open_prepared(
             log.warning("looking up a prepared environment failed: %s", error)
             entry = None
         if entry is not None:
+            starts.begin("agent")
             reused = entry.setup or SetupOutcome(plan.mode)
             outcome = replace(reused, notes=plan.notes, reused_from=entry.created)
             async with start(entry.reference) as box:
@@ -162,6 +177,7 @@ async def _set_up(
     """Run the plan in a setup container and commit it; the container (stopped
     and removed, its commands still named), the outcome and the image's id."""
     client = starts.client
+    starts.begin("setup")
     async with starts.start(base, _SETUP) as box:
         env = proxy_environment() if starts.egress is not None else None
         outcome = await run_setup(box, request.plan, env=env)
