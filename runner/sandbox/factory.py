@@ -188,6 +188,7 @@ async def _open_docker(
                     started.client,
                     tree,
                     image=choice.image or DEFAULT_IMAGE,
+                    image_id=started.image_id,
                     job_id=job_id,
                     request=request,
                     egress=proxy,

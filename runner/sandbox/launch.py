@@ -8,12 +8,13 @@
     await launch.aclose()                 # removes the proxy (safe twice)
 
 A job needs its tree to know its network plan and its environment (what
-setup reads), but not to check the engine, sweep what crashed runs left, or
-create and start its egress proxy's container, which takes the engine most
-of a second with a network to join. Whether a job has a network at all is
-known before its tree is (`runner.network.policy.may_reach`).
-`runner.sandbox.factory` runs every docker start through one: begun early by
-a job (`launch_sandbox`), or when the sandbox is opened.
+setup reads), but not to check the engine, create and start its egress
+proxy's container, which takes the engine most of a second with a network
+to join, or sweep what crashed runs left (done while that container
+starts). Whether a job has a network at all is known before its tree is
+(`runner.network.policy.may_reach`). `runner.sandbox.factory` runs every
+docker start through one: begun early by a job (`launch_sandbox`), or when
+the sandbox is opened.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from runner.sandbox.factory import MAX_JOB_SECONDS, egress_dns, egress_networks
 from runner.sandbox.image import image_problem
 from runner.text import one_line
 
-__all__ = ["Launch", "Started", "engine"]
+__all__ = ["Launch", "Started", "engine", "sweep"]
 
 
 @dataclass(frozen=True, slots=True)
 class Started:
     client: DockerClient
+    image_id: str  # the sandbox image's
     # Its container started or starting, its plan not yet said; None: no network.
     proxy: EgressProxy | None
 
@@ -70,16 +72,19 @@ class Launch:
         if problem is not None:
             raise ConfigError(f"{image_setting}: {problem}")
         dns = egress_dns() if network else ()
-        client = await engine(image, image_setting)
+        client, image_id = await engine(image, image_setting)
         if network:
             self._proxy = await EgressProxy.launch(
                 client, job_id=job_id, networks=egress_networks(), dns=dns
             )
-        return Started(client, self._proxy)
+        # While the proxy's container starts: what crashed runs left is
+        # nothing it needs gone.
+        await sweep(client)
+        return Started(client, image_id, self._proxy)
 
 
-async def engine(image: str, image_setting: str) -> DockerClient:
-    """The Docker engine, reachable and holding `image`, swept of what crashed runs left."""
+async def engine(image: str, image_setting: str) -> tuple[DockerClient, str]:
+    """The Docker engine, reachable and holding `image`; and the image's id."""
     try:
         client = await asyncio.to_thread(engine_module.docker_client)
         await asyncio.to_thread(client.ping)
@@ -88,7 +93,7 @@ async def engine(image: str, image_setting: str) -> DockerClient:
             f"docker is not reachable ({one_line(error)}); start dockerd or use --sandbox local"
         ) from None
     try:
-        await asyncio.to_thread(client.images.get, image)
+        found = await asyncio.to_thread(client.images.get, image)
     except ImageNotFound:
         # Never pulled: jobs run only images built or loaded on this host.
         raise ConfigError(
@@ -97,6 +102,11 @@ async def engine(image: str, image_setting: str) -> DockerClient:
         ) from None
     except DockerException as error:
         raise SandboxError(f"cannot inspect sandbox image {image}: {one_line(error)}") from None
+    return client, str(found.id)
+
+
+async def sweep(client: DockerClient) -> None:
+    """Remove the sandboxes, proxies and MCP containers crashed runs left."""
     # Loaded once the engine and the image are there: the MCP SDK alone costs a
     # refused start (no engine, no image) most of a second of CPU.
     from runner.mcp.container import sweep_mcp
@@ -104,4 +114,3 @@ async def engine(image: str, image_setting: str) -> DockerClient:
     await asyncio.to_thread(engine_module.sweep_orphans, client, max_age=MAX_JOB_SECONDS)
     await asyncio.to_thread(sweep_egress, client, max_age=MAX_JOB_SECONDS)
     await asyncio.to_thread(sweep_mcp, client, max_age=MAX_JOB_SECONDS)
-    return client

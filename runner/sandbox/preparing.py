@@ -114,6 +114,7 @@ async def open_prepared(
     image: str,
     job_id: str,
     request: EnvironmentRequest,
+    image_id: str | None = None,
     egress: Phased | None = None,
     limits: Limits = _LIMITS,
     give_tree: bool = False,
@@ -125,7 +126,7 @@ async def open_prepared(
     serves the agent's from the start. A repository command that fails
     raises SetupFailed; a detected one that fails is in the outcome, and
     the job goes on. `give_tree`: as `DockerSandbox.start` takes it, for
-    each container.
+    each container. `image_id`: `image`'s, when the caller has it.
     """
     plan = request.plan
     starts = _Starts(client, tree, job_id, egress, limits, give_tree)
@@ -135,7 +136,7 @@ async def open_prepared(
         async with start(image) as box:
             yield Opened(box, SetupOutcome(plan.mode, notes=plan.notes), box.command_text)
         return
-    base = str((await asyncio.to_thread(client.images.get, image)).id)
+    base = image_id or str((await asyncio.to_thread(client.images.get, image)).id)
     key = None
     if request.repository is not None:
         key = environment_key(
