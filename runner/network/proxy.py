@@ -314,12 +314,12 @@ class EgressProxy:
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
 
     async def _boot(self, writer: asyncio.StreamWriter, image: str, labels: dict[str, str]) -> None:
-        """Once started, its addresses read and its plan known: squid.conf and
-        the first phase, on stdin."""
+        """Once its addresses are read and its plan known: squid.conf and the
+        first phase, on stdin, which the engine holds for the script if it is
+        not started yet (squid then starts as soon as it is); then the start."""
         assert self._starting is not None
         probed = asyncio.create_task(HOST_PROBE.addresses(self._client, image, labels))
         try:
-            await asyncio.shield(self._starting)
             host = outside_ranges(self._gateways | await probed)
             await self._configured.wait()
         finally:
@@ -330,6 +330,7 @@ class EgressProxy:
         writer.write(b"%d %s\n" % (len(data), self._first.encode()) + data)
         await writer.drain()
         self._phase = self._first
+        await asyncio.shield(self._starting)
 
     async def _wait_for(self, word: str, failure: str) -> None:
         said = asyncio.create_task(self._said[word].wait())

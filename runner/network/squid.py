@@ -39,9 +39,14 @@ acl relay src 127.0.0.1/32
 proxy_protocol_access allow relay
 proxy_protocol_access deny all
 
-# A forwarder, not a cache, that says nothing about itself or its clients.
+# A forwarder, not a cache, that says nothing about itself or its clients,
+# and keeps nothing it would need only as a cache: no digest of its store,
+# no per-client statistics, no icons (its pages are Neo's, text only).
 cache deny all
 cache_mem 0 MB
+digest_generation off
+client_db off
+mime_table /dev/null
 memory_pools_limit 16 MB
 via off
 forwarded_for delete
