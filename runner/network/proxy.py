@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -40,7 +39,7 @@ from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 from docker.types import LogConfig
 
-from runner.network.accesses import Access, Blocked, blocked_requests, parse_line
+from runner.network.accesses import Blocked, blocked_requests
 
 # First defined there: callers import them from here too.
 from runner.network.engine import EGRESS_NETWORK as EGRESS_NETWORK
@@ -49,7 +48,8 @@ from runner.network.engine import network_of, remove_quietly
 from runner.network.engine import sweep_egress as sweep_egress
 from runner.network.host_addresses import HostProbe, outside_ranges
 from runner.network.policy import Plan
-from runner.network.program import AGENT, PREFIX, READY, SCRIPT, failure_detail
+from runner.network.program import AGENT, READY, SCRIPT
+from runner.network.proxy_output import ProxyOutput
 from runner.network.relay import SOCKET_DIR
 from runner.network.squid import squid_config
 from runner.sandbox.base import SandboxError
@@ -70,10 +70,6 @@ EGRESS_IMAGE = "neo-egress:local"
 Phase = Literal["setup", "agent"]
 READY_TIMEOUT = 30.0
 _STOP_TIMEOUT = 10.0
-# Refusals kept, first ones first: a loop refused a million times costs no memory.
-_MAX_REFUSED = 10_000
-_STDERR_KEPT = 4096
-_STDOUT, _STDERR = 1, 2
 _MiB = 1024 * 1024
 # The Docker host's interface addresses, read once for the process's proxies.
 HOST_PROBE = HostProbe()
@@ -94,12 +90,9 @@ class EgressProxy:
         self._reader_task: asyncio.Task[None] | None = None
         self._starting: asyncio.Task[None] | None = None  # the engine's start
         self._booting: asyncio.Task[None] | None = None  # then squid.conf sent
-        self._said: dict[str, asyncio.Event] = {READY: asyncio.Event(), AGENT: asyncio.Event()}
-        self._ended = asyncio.Event()
-        self._stderr = bytearray()
+        self._output = ProxyOutput()
         # The host's addresses on the engine's networks, read as it is created.
         self._gateways: set[str] = set()
-        self._refused: list[Access] = []
         self._finalizer = weakref.finalize(self, remove_quietly, client, name)
 
     @classmethod
@@ -190,18 +183,20 @@ class EgressProxy:
                 await asyncio.wait_for(asyncio.shield(self._booting), READY_TIMEOUT)
             except TimeoutError:
                 raise SandboxError("the egress proxy was never configured") from None
-        await self._wait_for(READY, "the egress proxy did not start")
+        await self._output.wait_for(READY, "the egress proxy did not start", READY_TIMEOUT)
 
     async def agent_phase(self) -> None:
         """From now on the socket leads to the agent's policy; setup's connections end."""
         await self.ready()
         if self._phase == "agent":
             return
-        if self._writer is None or self._ended.is_set():
-            raise SandboxError(self._failure("the egress proxy stopped"))
+        if self._writer is None or self._output.ended.is_set():
+            raise SandboxError(self._output.failure("the egress proxy stopped"))
         self._writer.write(AGENT.encode() + b"\n")
         await self._writer.drain()
-        await self._wait_for(AGENT, "the egress proxy did not switch to the agent's policy")
+        await self._output.wait_for(
+            AGENT, "the egress proxy did not switch to the agent's policy", READY_TIMEOUT
+        )
         self._phase = "agent"
 
     def blocked(self, command: Callable[[int], str | None]) -> tuple[Blocked, ...]:
@@ -209,7 +204,7 @@ class EgressProxy:
         if self._plan is None:
             return ()
         return blocked_requests(
-            self._refused, agent=self._plan.agent, setup=self._plan.setup, command=command
+            self._output.refused, agent=self._plan.agent, setup=self._plan.setup, command=command
         )
 
     async def aclose(self) -> None:
@@ -303,7 +298,7 @@ class EgressProxy:
         except DockerException as error:
             raise SandboxError(f"cannot start the egress proxy: {one_line(error)}") from None
         reader, self._writer = await asyncio.open_connection(sock=own)
-        self._reader_task = asyncio.create_task(self._read(reader))
+        self._reader_task = asyncio.create_task(self._output.read(reader))
         self._starting = asyncio.create_task(self._start())
         self._booting = asyncio.create_task(self._boot(self._writer, image, labels))
 
@@ -331,50 +326,3 @@ class EgressProxy:
         await writer.drain()
         self._phase = self._first
         await asyncio.shield(self._starting)
-
-    async def _wait_for(self, word: str, failure: str) -> None:
-        said = asyncio.create_task(self._said[word].wait())
-        ended = asyncio.create_task(self._ended.wait())
-        try:
-            done, _ = await asyncio.wait(
-                {said, ended}, timeout=READY_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            said.cancel()
-            ended.cancel()
-        if said not in done:
-            raise SandboxError(self._failure(failure))
-
-    def _failure(self, what: str) -> str:
-        detail = failure_detail(bytes(self._stderr).decode("utf-8", "replace").splitlines())
-        return f"{what}: {one_line(detail, 200)}" if detail else what
-
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        """Demultiplex docker's stream: stdout is the access log, stderr the script's word."""
-        pending = {_STDOUT: b"", _STDERR: b""}
-        try:
-            while True:
-                kind, length = struct.unpack(">BxxxL", await reader.readexactly(8))
-                payload = await reader.readexactly(length)
-                if kind not in pending:
-                    continue
-                *lines, pending[kind] = (pending[kind] + payload).split(b"\n")
-                for line in lines:
-                    self._line(kind, line.decode("utf-8", "replace"))
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
-            pass
-        finally:
-            self._ended.set()
-
-    def _line(self, kind: int, line: str) -> None:
-        if kind == _STDERR:
-            word = line.removeprefix(PREFIX).strip()
-            if line.startswith(PREFIX) and word in self._said:
-                self._said[word].set()
-                return
-            self._stderr += line.encode() + b"\n"
-            del self._stderr[:-_STDERR_KEPT]
-            return
-        access = parse_line(line)
-        if access is not None and access.denied and len(self._refused) < _MAX_REFUSED:
-            self._refused.append(access)
