@@ -25,6 +25,7 @@ import json
 import re
 import shlex
 import subprocess
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
 README_MAX_LINES = 250
-LANGUAGES = {"yaml", "sh", "json", "python", "markdown", "text", ""}
+LANGUAGES = {"yaml", "sh", "json", "toml", "python", "markdown", "text", ""}
 
 _MARKDOWN = MarkdownIt("commonmark").enable("table")
 
@@ -232,10 +233,12 @@ def _check_skill(block: Block) -> None:
     assert isinstance(skill, Skill), f"{block.where}: {skill}"
 
 
-@pytest.mark.parametrize("block", _by_language("json", "python", "markdown"))
-def test_json_python_and_skill_blocks_parse(block: Block) -> None:
+@pytest.mark.parametrize("block", _by_language("json", "toml", "python", "markdown"))
+def test_json_toml_python_and_skill_blocks_parse(block: Block) -> None:
     if block.language == "json":
         json.loads(block.text)
+    elif block.language == "toml":
+        tomllib.loads(block.text)
     elif block.language == "python":
         compile(block.text, block.where, "exec")
     else:
