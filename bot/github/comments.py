@@ -69,7 +69,8 @@ class Comments(RepoBase):
             return self._progress[key]
         marker = job_marker(job_id)
         text = body if marker in body else f"{marker}\n{body}"
-        comment_id = await self._find_or_create_comment(marker, text)
+        # The job's first word to the requester: urgent (`MutationSpacer`).
+        comment_id = await self._find_or_create_comment(marker, text, urgent=True)
         self._progress[key] = comment_id
         return comment_id
 
@@ -97,8 +98,12 @@ class Comments(RepoBase):
                     return comment_id, text
         return None
 
-    async def update_progress(self, comment_id: int, body: str) -> bool:
-        """Edit the progress comment to `body`; False (no call) if it already says that."""
+    async def update_progress(self, comment_id: int, body: str, *, urgent: bool = False) -> bool:
+        """Edit the progress comment to `body`; False (no call) if it already says that.
+
+        `urgent`: the report, which the requester waits for (`MutationSpacer`);
+        a live edit is not.
+        """
         if self._bodies.get(comment_id) == body:
             return False
         await self._retrying(
@@ -108,6 +113,7 @@ class Comments(RepoBase):
                 lambda: self._github.rest.issues.async_update_comment(
                     self.owner, self.name, comment_id, body=body
                 ),
+                urgent=urgent,
             )
         )
         self._bodies[comment_id] = body
@@ -120,7 +126,7 @@ class Comments(RepoBase):
         return await self._find_or_create_comment(marker, text, thread)
 
     async def _find_or_create_comment(
-        self, marker: str, body: str, thread: int | None = None
+        self, marker: str, body: str, thread: int | None = None, *, urgent: bool = False
     ) -> int:
         number = self.number if thread is None else thread
 
@@ -134,6 +140,7 @@ class Comments(RepoBase):
                 lambda: self._github.rest.issues.async_create_comment(
                     self.owner, self.name, number, body=body
                 ),
+                urgent=urgent,
             )
             comment_id = int(response.parsed_data.id)
             self._bodies[comment_id] = body

@@ -151,7 +151,8 @@ class Pulls(RepoBase):
 
         The title of an existing PR is left alone: a maintainer may have edited it.
         A repository whose plan allows no drafts gets a regular PR, and the
-        answer says so (`draft` False).
+        answer says so (`draft` False). The job's conclusion, which the
+        requester waits for: its writes are urgent (`MutationSpacer`).
         """
         owner = head_owner or self.owner
         label = f"{owner}:{head}"
@@ -181,6 +182,7 @@ class Pulls(RepoBase):
                     body=body,
                     draft=as_draft,
                 ),
+                urgent=True,
             )
             created = response.parsed_data
             return PullRequestRef(
@@ -210,6 +212,7 @@ class Pulls(RepoBase):
                     "PATCH",
                     f"/repos/{self.repository}/pulls/{number}",
                     lambda: rest.async_update(self.owner, self.name, number, body=body),
+                    urgent=True,
                 )
             return PullRequestRef(number, url, created=False, draft=is_draft)
 

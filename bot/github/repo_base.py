@@ -81,10 +81,18 @@ class RepoBase:
 
     # -- one call, pages, and retrying --
 
-    async def _call(self, method: str, path: str, request: Callable[[], Awaitable[R]]) -> R:
-        """One attempt: spaced if it mutates; a failure becomes GitHubError or Transient."""
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        request: Callable[[], Awaitable[R]],
+        *,
+        urgent: bool = False,
+    ) -> R:
+        """One attempt: spaced if it mutates (`urgent`: what the requester waits
+        for, `MutationSpacer` says); a failure becomes GitHubError or Transient."""
         if method in MUTATING:
-            await self._spacer.wait()
+            await self._spacer.wait(urgent=urgent)
         return await self._caller.call(method, path, request)
 
     async def _each_page(

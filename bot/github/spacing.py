@@ -8,6 +8,15 @@ handful, and two of them come back to back at its end (the pull request, then
 the report that links it): spaced strictly, the report waited a second for
 nothing (bench/e2e.py --edit). So a few calls may go at once, and past them
 one a second: never more than `burst` plus one a second, whatever the load.
+
+What the requester waits for (a job's first progress comment, its pull
+request and report) is urgent: it does not queue behind the installation's
+other writes (👀, live edits of progress comments), which jobs back to back
+on one installation keep coming; its own bucket (`URGENT_BURST` at once,
+then one a second) bounds it. Every call counts in the shared bucket, so
+the others make room for the urgent ones after them: over any stretch, no
+more than `burst` plus `URGENT_BURST` calls start at once, and one a second
+after.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import Final
 
 from bot.github.caller import Clock, Sleep
 
-__all__ = ["BURST", "DEFAULT_SPACERS", "MUTATING", "MutationSpacer", "Spacers"]
+__all__ = ["BURST", "DEFAULT_SPACERS", "MUTATING", "URGENT_BURST", "MutationSpacer", "Spacers"]
 
 MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 
@@ -27,13 +36,20 @@ MUTATING: Final = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 BURST: Final = 3
 
 
+# Urgent calls that may start together, whatever else is waiting: a job's
+# pull request and its report come back to back.
+URGENT_BURST: Final = 2
+
+
 class MutationSpacer:
     """Starts of mutating calls of one installation `interval` seconds apart, after
     up to `burst` at once (a token bucket that holds `burst` and refills one an
     `interval`, kept as the time the bucket would be full again).
 
     Each caller reserves the next free slot and sleeps until it, so concurrent
-    callers queue in order without holding a lock across the request.
+    callers queue in order without holding a lock across the request. An
+    urgent caller reserves in a bucket of its own (`urgent_burst`), ahead of
+    the others' reservations, and is charged to the shared one too.
     """
 
     def __init__(
@@ -41,23 +57,30 @@ class MutationSpacer:
         interval: float = 1.0,
         *,
         burst: int = BURST,
+        urgent_burst: int = URGENT_BURST,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        if burst < 1:
+        if burst < 1 or urgent_burst < 1:
             raise ValueError("a burst is at least one call")
         self.interval = interval
         self.burst = burst
+        self.urgent_burst = urgent_burst
         self._clock = clock
         self._sleep = sleep
         self._full_at = float("-inf")  # when the bucket holds `burst` again
+        self._urgent_full_at = float("-inf")  # when the urgent one holds `urgent_burst`
 
-    async def wait(self) -> float:
+    async def wait(self, *, urgent: bool = False) -> float:
         """Wait for this call's slot; return how long it waited."""
         now = self._clock()
-        # The bucket is empty while `full_at` is more than `burst` intervals
-        # ahead: this call starts when one comes back.
-        start = max(now, self._full_at - (self.burst - 1) * self.interval)
+        if urgent:
+            start = max(now, self._urgent_full_at - (self.urgent_burst - 1) * self.interval)
+            self._urgent_full_at = max(now, self._urgent_full_at) + self.interval
+        else:
+            # The bucket is empty while `full_at` is more than `burst` intervals
+            # ahead: this call starts when one comes back.
+            start = max(now, self._full_at - (self.burst - 1) * self.interval)
         self._full_at = max(now, self._full_at) + self.interval
         delay = start - now
         if delay > 0:
@@ -73,11 +96,13 @@ class Spacers:
         interval: float = 1.0,
         *,
         burst: int = BURST,
+        urgent_burst: int = URGENT_BURST,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.interval = interval
         self.burst = burst
+        self.urgent_burst = urgent_burst
         self._clock = clock
         self._sleep = sleep
         self._spacers: dict[int, MutationSpacer] = {}
@@ -86,7 +111,11 @@ class Spacers:
         spacer = self._spacers.get(installation_id)
         if spacer is None:
             spacer = MutationSpacer(
-                self.interval, burst=self.burst, clock=self._clock, sleep=self._sleep
+                self.interval,
+                burst=self.burst,
+                urgent_burst=self.urgent_burst,
+                clock=self._clock,
+                sleep=self._sleep,
             )
             self._spacers[installation_id] = spacer
         return spacer

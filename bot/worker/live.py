@@ -93,9 +93,21 @@ async def run_live(
     finally:
         done.set()
         if live is not None:
-            await live
+            # An edit still waiting for its turn (mutating calls are spaced)
+            # would only hold up the report, which replaces it: it is dropped.
+            live.cancel()
+            try:
+                await live
+            except asyncio.CancelledError:
+                if _cancelling():
+                    raise  # this task's own cancellation, not the edit's
         if loaded and archive is not None and session_id is not None:
             await _archive_session(services, running, archive, spec.data_dir, session_id)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 async def _archive_session(

@@ -57,7 +57,7 @@ async def report(
         if comment is not None:
             try:
                 posted = with_outcome(text, job, stored, ended.spend)
-                await comment.github.update_progress(comment.id, posted)
+                await comment.github.update_progress(comment.id, posted, urgent=True)
             except GitHubError as error:
                 services.log("report_failed", job=job.id, error=str(error))
         if then is not None:

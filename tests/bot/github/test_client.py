@@ -401,12 +401,12 @@ async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
     await publisher.default_branch()
     await publisher.permission("alice")
     reads = list(fake_time.sleeps)
-    await publisher.progress_comment(1, "one")
-    await neighbour.progress_comment(2, "two")
     await publisher.react("issue", issue)
-    burst = list(fake_time.sleeps)
     await neighbour.react("issue", other_issue)
-    await publisher.progress_comment(3, "three")
+    await publisher.reply_once(issue, "a", "one")
+    burst = list(fake_time.sleeps)
+    await neighbour.reply_once(other_issue, "b", "two")
+    await publisher.react("issue", issue)
 
     assert reads == []
     # A burst of three goes at once, then one a second.
@@ -415,6 +415,27 @@ async def test_mutating_calls_of_an_installation_are_spaced_and_reads_are_not(
     # Another installation's spacing is its own.
     assert spacers.for_installation(8) is not spacers.for_installation(INSTALLATION)
     assert spacers.for_installation(INSTALLATION) is spacers.for_installation(INSTALLATION)
+
+
+async def test_what_the_requester_waits_for_does_not_queue_behind_other_writes(
+    github: FakeGitHub, publisher: RepoClient, fake_time: FakeTime, issue: int
+) -> None:
+    for _ in range(5):  # the installation's bucket used up, two calls booked ahead
+        await publisher.react("issue", issue)
+    booked = list(fake_time.sleeps)
+
+    comment = await publisher.progress_comment(1, "working")
+    await publisher.open_or_update_pr("neo/issue-1", "main", "T", "Fixes #1")
+    urgent = list(fake_time.sleeps)
+    await publisher.update_progress(comment, "the report", urgent=True)
+    await publisher.update_progress(comment, "a live edit")
+
+    assert booked == [1.0, 1.0]
+    # The first comment and the pull request go at once: a burst of their own.
+    assert urgent == booked
+    # Then one a second; an ordinary call pays for each urgent one before it.
+    assert fake_time.sleeps == [1.0, 1.0, 1.0, 3.0]
+    assert github.comments(REPO, issue)[-1]["body"].endswith("a live edit")
 
 
 # --- the fake's bodies are GitHub's -------------------------------------------------

@@ -397,6 +397,38 @@ async def test_a_mention_becomes_a_draft_pr_and_one_comment_turned_report(
     )
 
 
+async def test_the_comment_the_pr_and_the_report_do_not_wait_behind_the_installations_writes(
+    queue: SqliteQueue,
+    app: GitHubApp,
+    settings: Settings,
+    github: FakeGitHub,
+    origin: Path,
+    fake_anthropic: FakeAnthropicAPI,
+) -> None:
+    from bot.github.client import Spacers
+
+    number = github.add_issue(REPO, "Say hello in the README", "Please.", user="mona")
+    comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
+    script_edit(fake_anthropic)
+    job_id = await enqueue(queue, request(number, comment))
+    # One ordinary write, then one every ten minutes: 👀 and the live edits of
+    # the progress comment wait their turn; what the requester waits for does
+    # not, and a live edit still waiting when the run ends is dropped.
+    spacers = Spacers(600.0, burst=1, urgent_burst=3)
+
+    await run_until(
+        worker(queue, app, settings, spacers=spacers, grace=0.5), finished(queue, job_id)
+    )
+
+    job = await get(queue, job_id)
+    assert job.state is JobState.SUCCEEDED, job.result
+    (pull,) = github.pulls(REPO)
+    (report,) = bot_comments(github, number)
+    assert "**Done**" in report["body"]
+    assert pull["html_url"] in report["body"]
+    assert github.reactions(REPO) == []  # still waiting its turn when the worker stopped
+
+
 async def test_the_images_the_issue_and_the_trigger_show_reach_the_model_after_the_task(
     queue: SqliteQueue,
     app: GitHubApp,
