@@ -357,11 +357,35 @@ def test_a_tree_whose_root_is_a_link_is_not_given(tmp_path: Path) -> None:
 @needs_root
 def test_a_tree_given_ahead_is_the_sandbox_users_as_a_run_will_find_it(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "repo")
+    outside = outside_and_links(tmp_path, tree)
 
     give_ahead(tree)
 
     assert {owner[:2] for owner in snapshot(tree).values()} == {(SANDBOX_UID, SANDBOX_UID)}
+    assert {(outside / "passwd").lstat().st_uid, outside.lstat().st_uid} == {0}
     assert hand_over(tree, fallback_uid=SANDBOX_UID).user == (SANDBOX_UID, SANDBOX_UID)
+
+
+@needs_root
+def test_a_tree_that_cannot_be_given_ahead_says_why_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "repo")
+    # A chown first on PATH that refuses, as one would on a read-only file system.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "chown").write_text(
+        "#!/bin/sh\necho \"chown: changing ownership of '$6': Read-only file system\" >&2\n"
+        'echo "chown: and more" >&2\nexit 1\n'
+    )
+    (tools / "chown").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+
+    with pytest.raises(OSError, match=r"^chown failed: chown: changing ownership") as raised:
+        give_ahead(tree)
+
+    assert "\n" not in str(raised.value)
+    assert "Read-only file system" in str(raised.value)
 
 
 def test_a_runner_that_is_not_root_gives_nothing_ahead(
