@@ -37,8 +37,10 @@ BURST: Final = 3
 
 
 # Urgent calls that may start together, whatever else is waiting: a job's
-# pull request and its report come back to back.
-URGENT_BURST: Final = 2
+# three (its first comment, then its pull request and report back to back),
+# so that on an installation whose jobs come one after another a job's
+# first comment does not wait for the room the last one's report took.
+URGENT_BURST: Final = 3
 
 
 class MutationSpacer:

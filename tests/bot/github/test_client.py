@@ -426,15 +426,16 @@ async def test_what_the_requester_waits_for_does_not_queue_behind_other_writes(
 
     comment = await publisher.progress_comment(1, "working")
     await publisher.open_or_update_pr("neo/issue-1", "main", "T", "Fixes #1")
-    urgent = list(fake_time.sleeps)
     await publisher.update_progress(comment, "the report", urgent=True)
+    urgent = list(fake_time.sleeps)
     await publisher.update_progress(comment, "a live edit")
 
     assert booked == [1.0, 1.0]
-    # The first comment and the pull request go at once: a burst of their own.
+    # The first comment, the pull request and the report go at once: a burst
+    # of their own.
     assert urgent == booked
-    # Then one a second; an ordinary call pays for each urgent one before it.
-    assert fake_time.sleeps == [1.0, 1.0, 1.0, 3.0]
+    # An ordinary call would have waited 1 s; it waits a second more for each.
+    assert fake_time.sleeps == [1.0, 1.0, 1.0 + 3]
     assert github.comments(REPO, issue)[-1]["body"].endswith("a live edit")
 
 
