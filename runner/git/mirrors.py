@@ -174,22 +174,28 @@ class MirrorCache:
             await prune_branches(git_dir, keep=None)
             if self._spare_ready is not None:
                 await asyncio.to_thread(self._spare_ready, staging)
+            async with self.locked(url):
+                if await asyncio.to_thread(spare.exists):
+                    return
+                # Offered at once: a job that comes before the refresh below
+                # reads the files again, where without a spare it would clone.
+                await asyncio.to_thread(staging.rename, spare)
+                made = await asyncio.to_thread(_inode, spare)
             # Files written in the same second as the index are "racily
             # clean": the next checkout would re-read every one of them. A
-            # refresh once the clock has moved on records them as clean.
+            # refresh once the clock has moved on records them as clean,
+            # under the lock, as no job takes the spare meanwhile.
             await asyncio.sleep(RACY_GIT_SECONDS)
-            await run_git(
-                ["update-index", "-q", "--refresh"],
-                what="update-index",
-                git_dir=git_dir,
-                work_tree=staging,
-                config=OFFLINE,
-                check=False,
-                background=True,
-            )
             async with self.locked(url):
-                if not await asyncio.to_thread(spare.exists):
-                    await asyncio.to_thread(staging.rename, spare)
+                if await asyncio.to_thread(_inode, spare) == made:
+                    await run_git(
+                        ["update-index", "-q", "--refresh"],
+                        what="update-index",
+                        git_dir=spare / ".git",
+                        work_tree=spare,
+                        config=OFFLINE,
+                        check=False,
+                    )
         except (GitError, OSError) as error:
             log.warning("no spare tree for %s: %s", scrub(url), error)
         finally:
@@ -277,6 +283,14 @@ async def clone_mirror(mirror: Path, dest: Path, timeout: float) -> None:
         config=_LOCAL_CLONE,
         timeout=timeout,
     )
+
+
+def _inode(path: Path) -> int | None:
+    """The inode of directory `path`, which tells one spare tree from a later one; None if gone."""
+    try:
+        return path.stat().st_ino
+    except FileNotFoundError:
+        return None
 
 
 def _remove_tree(path: Path) -> None:

@@ -284,7 +284,8 @@ async def test_a_spare_tree_is_checked_out_at_a_lower_priority_than_a_jobs_tree(
     ]
     low = str(min(own + BACKGROUND_NICENESS, 19))
     assert checkouts == [str(own), low]  # the job's tree, then the spare
-    assert refreshes == [low]
+    # Under the mirror's lock, which a job's clone may be waiting for: not niced.
+    assert refreshes == [str(own)]
 
 
 async def test_the_tree_works_offline_without_the_cache(tree: Path, cache: MirrorCache) -> None:
@@ -564,6 +565,29 @@ async def test_a_spare_that_cannot_be_made_ready_is_dropped_and_the_next_clone_w
     assert git("status", "--porcelain", cwd=tmp_path / "second") == ""
     assert "no spare tree for" in caplog.text
     assert "Operation not permitted" in caplog.text
+
+
+async def test_a_spare_is_offered_before_its_index_is_refreshed(
+    tmp_path: Path, url: str, origin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The refresh waits for the clock to move on; a job that comes meanwhile
+    # takes the spare as it is, rather than clone and check out every file.
+    monkeypatch.setattr("runner.git.mirrors.RACY_GIT_SECONDS", 600.0)
+    async with MirrorCache(tmp_path / "cache") as cache:
+        await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
+        spare = cache.spare_path(url)
+        for _ in range(600):
+            if spare.exists():
+                break
+            await asyncio.sleep(0.05)
+        offered = spare.stat().st_ino
+
+        sha = await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
+
+    second = tmp_path / "second"
+    assert second.stat().st_ino == offered  # moved, not cloned
+    assert sha == git("rev-parse", "main", cwd=origin)
+    assert git("status", "--porcelain", cwd=second) == ""
 
 
 async def test_a_half_made_spare_left_by_a_dead_process_is_removed_only_once_stale(
