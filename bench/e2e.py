@@ -450,7 +450,7 @@ _STAGES: tuple[tuple[str, str], ...] = (
     ("log: spec_ready", "the thread for the prompt: issue, comments; job token; spec"),
     ("git: ", "provider, mirror lock, one fetch into the mirror, missing blobs"),
     ("log: checkout_done", "spare tree moved in (or a local clone), checkout, work branch"),
-    ("docker: container start", "AGENTS.md, engine ping, image, chown, container create"),
+    ("docker: container start", "AGENTS.md, setup files, tree handed over, container create"),
     ("log: sandbox_ready", "channel bootstrap, setup commands"),
     ("log: first_model_call", "session, system prompt, tools"),
     ("model: first request", "the SDK's request over loopback"),
@@ -460,8 +460,8 @@ _JOB_STAGES = _STAGES[3:]
 # With --edit, from the first model request on.
 _EDIT_STAGES: tuple[tuple[str, str], ...] = (
     ("model: last request", "the write_file call in the sandbox, the second request"),
-    ("log: sandbox_closed", "the turn ends; container removed, the tree given back"),
-    ("log: published", "stage, commit, merge-base, diffstat, the push"),
+    ("log: sandbox_closed", "the turn ends; container removed, the egress proxy stopped"),
+    ("log: published", "stage, commit, diffstat from the fork point, the push"),
     ("github: pull request opened", "the session closed; the open pull request looked up"),
     ("github: report", "the report rendered and posted"),
 )
