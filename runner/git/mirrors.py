@@ -174,28 +174,27 @@ class MirrorCache:
             await prune_branches(git_dir, keep=None)
             if self._spare_ready is not None:
                 await asyncio.to_thread(self._spare_ready, staging)
+            # What `spare_ready` changed of the files (a chown changes every
+            # ctime) recorded before the spare is offered: a job that takes it
+            # then reads again only the files written in this very second.
+            await _refresh(git_dir, staging, background=True)
             async with self.locked(url):
                 if await asyncio.to_thread(spare.exists):
                     return
                 # Offered at once: a job that comes before the refresh below
-                # reads the files again, where without a spare it would clone.
+                # reads again the files written in the second of the one above,
+                # where without a spare it would clone.
                 await asyncio.to_thread(staging.rename, spare)
                 made = await asyncio.to_thread(_inode, spare)
             # Files written in the same second as the index are "racily
             # clean": the next checkout would re-read every one of them. A
             # refresh once the clock has moved on records them as clean,
-            # under the lock, as no job takes the spare meanwhile.
+            # under the lock, as no job takes the spare meanwhile (a job's
+            # clone may wait for it: not niced).
             await asyncio.sleep(RACY_GIT_SECONDS)
             async with self.locked(url):
                 if await asyncio.to_thread(_inode, spare) == made:
-                    await run_git(
-                        ["update-index", "-q", "--refresh"],
-                        what="update-index",
-                        git_dir=spare / ".git",
-                        work_tree=spare,
-                        config=OFFLINE,
-                        check=False,
-                    )
+                    await _refresh(spare / ".git", spare, background=False)
         except (GitError, OSError) as error:
             log.warning("no spare tree for %s: %s", scrub(url), error)
         finally:
@@ -282,6 +281,19 @@ async def clone_mirror(mirror: Path, dest: Path, timeout: float) -> None:
         what="clone",
         config=_LOCAL_CLONE,
         timeout=timeout,
+    )
+
+
+async def _refresh(git_dir: Path, tree: Path, *, background: bool) -> None:
+    """Record the stat data of `tree`'s files that git finds changed but whose content is not."""
+    await run_git(
+        ["update-index", "-q", "--refresh"],
+        what="update-index",
+        git_dir=git_dir,
+        work_tree=tree,
+        config=OFFLINE,
+        check=False,
+        background=background,
     )
 
 

@@ -284,8 +284,9 @@ async def test_a_spare_tree_is_checked_out_at_a_lower_priority_than_a_jobs_tree(
     ]
     low = str(min(own + BACKGROUND_NICENESS, 19))
     assert checkouts == [str(own), low]  # the job's tree, then the spare
-    # Under the mirror's lock, which a job's clone may be waiting for: not niced.
-    assert refreshes == [str(own)]
+    # Before the spare is offered, niced; then under the mirror's lock, which
+    # a job's clone may be waiting for: not niced.
+    assert refreshes == [low, str(own)]
 
 
 async def test_the_tree_works_offline_without_the_cache(tree: Path, cache: MirrorCache) -> None:
@@ -573,7 +574,15 @@ async def test_a_spare_is_offered_before_its_index_is_refreshed(
     # The refresh waits for the clock to move on; a job that comes meanwhile
     # takes the spare as it is, rather than clone and check out every file.
     monkeypatch.setattr("runner.git.mirrors.RACY_GIT_SECONDS", 600.0)
-    async with MirrorCache(tmp_path / "cache") as cache:
+
+    def ready(spare: Path) -> None:
+        # Every file's stat data changed, and none written in the current second.
+        past = time.time() - 10
+        for directory, _, names in os.walk(spare):
+            for name in names:
+                os.utime(os.path.join(directory, name), (past, past), follow_symlinks=False)
+
+    async with MirrorCache(tmp_path / "cache", spare_ready=ready) as cache:
         await clone(url, tmp_path / "first", token=TOKEN, cache=cache)
         spare = cache.spare_path(url)
         for _ in range(600):
@@ -581,11 +590,14 @@ async def test_a_spare_is_offered_before_its_index_is_refreshed(
                 break
             await asyncio.sleep(0.05)
         offered = spare.stat().st_ino
+        # What `ready` changed is recorded before the spare is offered.
+        fresh = git("diff-files", "--name-only", cwd=spare)
 
         sha = await clone(url, tmp_path / "second", token=TOKEN, cache=cache)
 
     second = tmp_path / "second"
     assert second.stat().st_ino == offered  # moved, not cloned
+    assert fresh == ""
     assert sha == git("rev-parse", "main", cwd=origin)
     assert git("status", "--porcelain", cwd=second) == ""
 
