@@ -19,7 +19,6 @@ the result) stays with each entry point.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -32,6 +31,7 @@ from runner.compact import WindowCompactor
 from runner.context import Environment, build_system_prompt
 from runner.context.families import family_segment
 from runner.continuation import ContinueCutResponses
+from runner.imports import imported, importing
 from runner.llm.cache_ttl import LongCacheAfterGaps
 from runner.llm.fallback import may_answer, models_of, with_fallback
 from runner.llm.limits import limits_for
@@ -271,15 +271,18 @@ async def open_run(
         settings.max_cost_usd, settings.prices, where_prices_go=settings.where_prices_go
     )
     # Off the event loop: the first use of an SDK imports it, seconds of work
-    # that would starve the heartbeats of a worker's other jobs past their lease.
-    provider = await asyncio.to_thread(
+    # that would starve the heartbeats of a worker's other jobs past their lease;
+    # and one importer at a time (`runner.imports` says why).
+    provider = await importing(
         with_fallback, make_one, settings.provider_name, settings.model, settings.fallback
     )
     children = provider
     try:
-        children = await asyncio.to_thread(
+        children = await importing(
             children_provider, settings.subagents, provider, make_one, settings.provider_name
         )
+        # The price data, loaded by the check below otherwise on the loop.
+        await imported("genai_prices")
         # Every model the run may call has a price, or a limit could not hold.
         ledger.require_prices((*may_answer(provider), *may_answer(children)))
         metered = MeteredProvider(provider, ledger)

@@ -8,13 +8,12 @@ without servers opens none, and never imports the SDK (a second of start-up).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from runner.imports import imported
 from runner.mcp.operator import Operator
 from runner.mcp.reads import GitHubReads
 from runner.mcp.servers import McpSettings
@@ -55,8 +54,9 @@ async def open_gateway(
         yield None
         return
     # Off the event loop: the SDK's first import takes seconds of CPU, which
-    # would starve the heartbeats of a worker's other jobs (as open_run's SDKs).
-    await asyncio.to_thread(_import_sdk)
+    # would starve the heartbeats of a worker's other jobs (as open_run's SDKs);
+    # and one importer at a time (`runner.imports` says why).
+    await imported("runner.mcp.connect", "runner.mcp.gateway", "runner.mcp.github")
     from runner.mcp.connect import Where
     from runner.mcp.gateway import Gateway
     from runner.mcp.github import github_server
@@ -67,8 +67,3 @@ async def open_gateway(
     where = Where(mcp.operator, policy, job_id=job_id, docker=docker)
     async with Gateway(mcp.settings, where, github=github) as gateway:
         yield gateway
-
-
-def _import_sdk() -> None:
-    for module in ("runner.mcp.connect", "runner.mcp.gateway", "runner.mcp.github"):
-        importlib.import_module(module)

@@ -27,6 +27,7 @@ from docker import DockerClient
 from docker.errors import DockerException, ImageNotFound
 
 from runner.errors import ConfigError
+from runner.imports import imported
 from runner.network.proxy import EgressProxy, sweep_egress
 from runner.sandbox import docker as engine_module
 from runner.sandbox.base import SandboxError
@@ -108,7 +109,9 @@ async def engine(image: str, image_setting: str) -> tuple[DockerClient, str]:
 async def sweep(client: DockerClient) -> None:
     """Remove the sandboxes, proxies and MCP containers crashed runs left."""
     # Loaded once the engine and the image are there: the MCP SDK alone costs a
-    # refused start (no engine, no image) most of a second of CPU.
+    # refused start (no engine, no image) most of a second of CPU. Off the loop
+    # and one importer at a time: the job's MCP gateway may be importing it too.
+    await imported("runner.mcp.container")
     from runner.mcp.container import sweep_mcp
 
     await asyncio.to_thread(engine_module.sweep_orphans, client, max_age=MAX_JOB_SECONDS)

@@ -225,9 +225,13 @@ async def wait_until(
     deadline = time.monotonic() + timeout
     while not await check():
         if time.monotonic() > deadline:
-            shown = "\n".join(f"--- {log.name}\n{log.read_text()}" for log in logs if log.exists())
-            pytest.fail(f"{what}: not within {timeout:g}s\n{shown}")
+            pytest.fail(f"{what}: not within {timeout:g}s\n{shown_logs(logs)}")
         await asyncio.sleep(0.1)
+
+
+def shown_logs(logs: Sequence[Path]) -> str:
+    """The processes' logs, for a failure's message: what `internal error` refers to."""
+    return "\n".join(f"--- {log.name}\n{log.read_text()}" for log in logs if log.exists())
 
 
 async def only_job(queue: SqliteQueue) -> Job:
@@ -296,7 +300,7 @@ async def test_a_signed_mention_through_neo_serve_and_docker_becomes_a_draft_pr(
             await wait_until(finished, "the job finished", logs)
             job = await only_job(queue)
 
-    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.state is JobState.SUCCEEDED, (job.result, shown_logs(logs))
     assert job.attempts == 1
     assert anthropic.pending == 0
     # The draft pull request: head, base, body.
@@ -444,7 +448,7 @@ async def test_a_worker_killed_mid_job_leaves_one_comment_one_pr_and_no_containe
     ]
     assert [entry["jobs"] for entry in requeued] == [[job.id]]
 
-    assert job.state is JobState.SUCCEEDED, job.result
+    assert job.state is JobState.SUCCEEDED, (job.result, shown_logs(logs))
     assert job.attempts == 2
     assert anthropic.pending == 0
     # One progress comment across both attempts, turned into the report.
