@@ -26,6 +26,7 @@ from mcp.shared.message import SessionMessage
 
 from runner.sandbox.docker import LABEL_JOB, container_name, plain_socket
 from runner.sandbox.owners import LABEL_STARTED, is_orphan, owner_labels, process_alive
+from runner.sandbox.removal import remove_container
 from runner.text import one_line
 
 __all__ = ["LABEL_MCP", "ContainerFailed", "container_transport", "sweep_mcp"]
@@ -176,8 +177,7 @@ def _remove(client: DockerClient, name: str) -> None:
     with contextlib.suppress(DockerException, OSError):
         with contextlib.suppress(NotFound):
             api.stop(name, timeout=int(_STOP_GRACE))
-        with contextlib.suppress(NotFound):
-            api.remove_container(name, force=True, v=True)
+        remove_container(client, name)
 
 
 def sweep_mcp(client: DockerClient, *, max_age: float) -> list[str]:
@@ -189,6 +189,6 @@ def sweep_mcp(client: DockerClient, *, max_age: float) -> list[str]:
         labels: dict[str, Any] = summary.get("Labels") or {}
         if is_orphan(labels, host=host, now=now, max_age=max_age, alive=process_alive):
             with contextlib.suppress(DockerException):
-                client.api.remove_container(summary["Id"], force=True, v=True)
-                removed.append(str(summary["Names"][0]).lstrip("/"))
+                if remove_container(client, summary["Id"]):
+                    removed.append(str(summary["Names"][0]).lstrip("/"))
     return removed

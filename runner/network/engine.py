@@ -14,6 +14,7 @@ from docker.errors import APIError, DockerException, NotFound
 from runner.network.host_addresses import gateways
 from runner.sandbox.base import SandboxError
 from runner.sandbox.owners import is_orphan, process_alive
+from runner.sandbox.removal import remove_container
 
 __all__ = [
     "EGRESS_NETWORK",
@@ -61,12 +62,7 @@ def remove_quietly(client: DockerClient, name: str) -> None:
 def remove_proxy(client: DockerClient, name: str) -> None:
     """Remove a proxy's container, then its volume (once no container uses it)."""
     api = client.api
-    with contextlib.suppress(NotFound):
-        try:
-            api.remove_container(name, force=True, v=True)
-        except APIError as error:
-            if error.status_code != 409:  # a removal already under way
-                raise
+    remove_container(client, name)
     with contextlib.suppress(NotFound):
         try:
             api.remove_volume(name)
@@ -87,9 +83,9 @@ def sweep_egress(client: DockerClient, *, max_age: float) -> list[str]:
 
     for summary in api.containers(all=True, filters={"label": f"{LABEL_EGRESS}=1"}):
         if orphan(summary.get("Labels") or {}):
-            with contextlib.suppress(NotFound, APIError):
-                api.remove_container(summary["Id"], force=True, v=True)
-                removed.append(str(summary["Names"][0]).lstrip("/"))
+            with contextlib.suppress(APIError):
+                if remove_container(client, summary["Id"]):
+                    removed.append(str(summary["Names"][0]).lstrip("/"))
     volumes = api.volumes(filters={"label": f"{LABEL_EGRESS}=1"}).get("Volumes") or []
     for volume in volumes:
         if orphan(volume.get("Labels") or {}):

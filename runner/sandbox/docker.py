@@ -35,7 +35,7 @@ from typing import Any, Literal, Protocol
 
 import docker
 from docker import DockerClient
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import DockerException, ImageNotFound, NotFound
 
 from runner.network.relay import SOCKET_DIR, SOCKET_PATH, proxy_environment
 from runner.sandbox import exec_server
@@ -68,6 +68,7 @@ from runner.sandbox.owners import owner_labels
 from runner.sandbox.owners import process_alive as process_alive
 from runner.sandbox.ownership import SANDBOX_UID as SANDBOX_UID
 from runner.sandbox.ownership import Loan, hand_over, lend
+from runner.sandbox.removal import remove_container
 from runner.text import one_line
 
 WORKSPACE = "/workspace"
@@ -231,30 +232,16 @@ def sweep_orphans(client: DockerClient, *, max_age: float) -> list[str]:
         found = summary.get("Labels") or {}
         if not is_orphan(found, host=host, now=now, max_age=max_age, alive=process_alive):
             continue
-        if _remove_container(client, summary["Id"]):
+        if remove_container(client, summary["Id"]):
             removed.append(str(summary["Id"]))
     return removed
-
-
-def _remove_container(client: DockerClient, container: str) -> bool:
-    """Force-remove `container`; False when it was already gone."""
-    try:
-        client.api.remove_container(container, force=True, v=True)
-    except NotFound:
-        return False
-    except APIError as error:
-        # 409: another removal (a sweep, auto-removal) is already under way.
-        if error.status_code == 409:
-            return False
-        raise
-    return True
 
 
 def _remove_quietly(client: DockerClient, container: str, loan: Loan) -> None:
     """Remove the container, then give the tree back: no command is left to write in it."""
     try:
         with contextlib.suppress(DockerException, OSError):
-            _remove_container(client, container)
+            remove_container(client, container)
     finally:
         loan.give_back()
 

@@ -1264,7 +1264,8 @@ async def test_a_job_in_the_docker_sandbox_commits_and_pushes(
     assert_no_token_sent(fake_anthropic)
     assert not (data_dir / "workspaces" / "job-docker").exists()
     for job in ("job-docker", "job-docker-setup"):
-        assert not docker_client.containers.list(all=True, filters={"label": f"neo.job={job}"})
+        left = docker_client.api.containers(all=True, filters={"label": f"neo.job={job}"})
+        assert not left, [(c["Names"], c["State"], c["Status"]) for c in left]
 
 
 def skill_md(body: str) -> bytes:

@@ -7,6 +7,7 @@ those that change its limits, network or life get their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import secrets
@@ -22,8 +23,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import requests
 from docker import DockerClient
-from docker.errors import NotFound
+from docker.errors import APIError, NotFound
 
 from runner.llm.types import JSONObject
 from runner.sandbox import PathOutsideTree, SandboxError
@@ -39,6 +41,7 @@ from runner.sandbox.docker import (
 )
 from runner.sandbox.environment import container_environment, image_variables
 from runner.sandbox.output_buffer import OUTPUT_LIMIT
+from runner.sandbox.removal import remove_container
 from runner.tools import (
     BashOutputTool,
     BashTool,
@@ -982,3 +985,38 @@ async def test_sweep_keeps_live_sandboxes_and_removes_old_ones(
     assert gone(docker_client, old)
     assert not gone(docker_client, shared.sandbox.container)
     assert await bash(shared.sandbox, "echo alive") == "alive\nexit code: 0"
+
+
+async def test_a_removal_that_finds_another_under_way_returns_once_it_is_gone(
+    docker_client: DockerClient,
+) -> None:
+    """The engine answers 409 while another removal (a sweep's) runs: the
+    sandbox's own removal still returns only once the container is gone."""
+    container = docker_client.api.create_container(
+        SANDBOX_IMAGE, command=["sleep", "600"], labels={LABEL_JOB: "test-removal-race"}
+    )["Id"]
+    docker_client.api.start(container)
+    # Another process is removing it: the engine says so, and ends it a moment later.
+    api = docker_client.api
+    real_remove = api.remove_container
+
+    def under_way(*args: object, **kwargs: object) -> None:
+        def remove_later() -> None:
+            time.sleep(0.5)
+            real_remove(container, force=True, v=True)
+
+        threading.Thread(target=remove_later, daemon=True).start()
+        conflict = requests.Response()
+        conflict.status_code, conflict.reason = 409, "Conflict"
+        raise APIError("removal already in progress", conflict)
+
+    api.remove_container = under_way  # type: ignore[method-assign]
+    try:
+        removed = await asyncio.to_thread(remove_container, docker_client, container)
+    finally:
+        api.remove_container = real_remove  # type: ignore[method-assign]
+        with contextlib.suppress(NotFound):
+            real_remove(container, force=True, v=True)
+
+    assert removed is False  # not this call's removal
+    assert gone(docker_client, container)
