@@ -35,6 +35,7 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
     "claude-fable-5": ModelLimits(200_000, 64_000, "adaptive"),
     "claude-opus-5": ModelLimits(200_000, 64_000, "adaptive"),
     "claude-sonnet-5": ModelLimits(200_000, 64_000, "adaptive"),
+    "claude-haiku-5": ModelLimits(200_000, 64_000, "adaptive"),
     "claude-opus-4-6": ModelLimits(200_000, 128_000, "adaptive"),
     "claude-opus-4-7": ModelLimits(200_000, 128_000, "adaptive"),
     "claude-opus-4-8": ModelLimits(200_000, 128_000, "adaptive"),
@@ -49,6 +50,9 @@ MODEL_LIMITS: dict[str, ModelLimits] = {
     # OpenAI's reasoning models take an effort level.
     "gpt-5": ModelLimits(400_000, 128_000, "adaptive"),
     "gpt-5-chat": ModelLimits(128_000, 16_384),
+    # GPT-5.3 is ChatGPT's Instant model (a 128k window); its Codex is not.
+    "gpt-5.3": ModelLimits(128_000, 16_384),
+    "gpt-5.3-codex": ModelLimits(400_000, 128_000, "adaptive"),
     "gpt-4.1": ModelLimits(1_047_576, 32_768),
     "gpt-4o": ModelLimits(128_000, 16_384),
     "o3": ModelLimits(200_000, 100_000, "adaptive"),
