@@ -19,6 +19,7 @@ the result) stays with each entry point.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -277,12 +278,15 @@ async def open_run(
         with_fallback, make_one, settings.provider_name, settings.model, settings.fallback
     )
     children = provider
+    # The price data (half a second of CPU) loads off the loop while the job
+    # goes on: the limit's check below and the first priced call read it.
+    prices = asyncio.create_task(imported("genai_prices"))
     try:
         children = await importing(
             children_provider, settings.subagents, provider, make_one, settings.provider_name
         )
-        # The price data, loaded by the check below otherwise on the loop.
-        await imported("genai_prices")
+        if ledger.limit is not None:
+            await prices
         # Every model the run may call has a price, or a limit could not hold.
         ledger.require_prices((*may_answer(provider), *may_answer(children)))
         metered = MeteredProvider(provider, ledger)
@@ -292,6 +296,8 @@ async def open_run(
         )
         yield RunKit(settings, metered, MeteredProvider(children, ledger, share), budget, ledger)
     finally:
+        with contextlib.suppress(Exception):
+            await prices  # a thread's import cannot be cancelled: it ends here
         if children is not provider:
             await close_provider(children)
         await close_provider(provider)
