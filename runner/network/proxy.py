@@ -199,6 +199,10 @@ class EgressProxy:
         )
         self._phase = "agent"
 
+    def said(self) -> str:
+        """The last KiBs squid and socat wrote to stderr: for a report of what went wrong."""
+        return self._output.stderr_tail()
+
     def blocked(self, command: Callable[[int], str | None]) -> tuple[Blocked, ...]:
         """The hosts refused so far, each once, with the command (by request id) that tried."""
         if self._plan is None:

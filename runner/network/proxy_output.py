@@ -65,6 +65,10 @@ class ProxyOutput:
         if said not in done:
             raise SandboxError(self.failure(failure))
 
+    def stderr_tail(self) -> str:
+        """The last KiBs squid and socat said (the script's words left out)."""
+        return bytes(self._stderr).decode("utf-8", "replace")
+
     def failure(self, what: str) -> str:
         """`what`, and what stderr says stopped the proxy."""
         detail = failure_detail(bytes(self._stderr).decode("utf-8", "replace").splitlines())

@@ -62,6 +62,10 @@ pinger_enable off
 icp_port 0
 htcp_port 0
 max_filedescriptors 4096
+# Names are asked of the engine's resolver over UDP: a query lost or held on
+# a busy host is asked again after a second, not squid's default five (which
+# then doubles), before the command's own timeout runs out.
+dns_retransmit_interval 1 seconds
 # Read ahead of a slow client as a plain proxy would (squid's default, 16 KB,
 # halves a download's throughput).
 read_ahead_gap 4 MB

@@ -35,14 +35,23 @@ async def test_a_proxy_begun_in_the_agents_phase_serves_its_policy_from_the_firs
             tmp_path, image=SANDBOX_IMAGE, job_id=job_id, egress=proxy, client=docker_client
         ) as box:
             reached = await sh(box, "curl -sS --max-time 20 http://web.test/first")
+            # Once seen to time out under load (0 bytes in 20 s): if it fails,
+            # a second try and what squid said tell which hop it was.
+            diagnosis = ""
+            if reached != "web GET /first":
+                again = await sh(box, "curl -sS --max-time 20 http://web.test/again")
+                diagnosis = f"a second try: {again!r}; squid and socat said:\n{proxy.said()}"
             refused = await sh(box, f"{CURL} http://other.test/")
             # Said once, the first phase stays.
             proxy.begin("setup")
             tunnel = await sh(box, f"{CURL} -p http://other.test:443/")
+            heard = proxy.said()
     finally:
         await proxy.aclose()
 
-    assert reached == "web GET /first"
+    assert reached == "web GET /first", diagnosis
+    # What squid says on stderr is kept for a failure's report: here, its ports.
+    assert "listening port: agent" in heard
     assert refused == "403 000"
     assert tunnel == "000 403"
     assert {(b.host, b.phase) for b in proxy.blocked(box.command_text)} == {("other.test", "agent")}
