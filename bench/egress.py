@@ -12,14 +12,16 @@ same `pip install` (no cache, into a scratch directory) runs, alternately:
 Both run as the sandbox's user with the sandbox's environment (the proxy's
 variables left out of the direct one), so they differ only in the way out.
 Each is timed inside its container, so only the install is measured. Then a
-raw transfer (one file of TRANSFER MiB with curl) the same two ways. Prints
-medians and the throughput ratio (direct time / proxy time; 1.0 is no cost),
-the CPU seconds of the command and of the proxy's container (on a loaded
-host a transfer waits for CPU: the relay and squid are copies more), and
-the load average around the runs, which the figures depend on.
+raw transfer (one file of TRANSFER MiB with curl) the same two ways, and
+GETS requests for an index page on one connection (the latency a request
+adds: a pip install asks for a page per package). Prints medians and the
+throughput ratio (direct time / proxy time; 1.0 is no cost), the CPU
+seconds of the command and of the proxy's container (on a loaded host a
+transfer waits for CPU: the relay and squid are copies more), and the load
+average around the runs, which the figures depend on.
 
     uv run python -m bench.egress [--image neo-sandbox:local] [--packages 20] [--size 4]
-        [--runs 5] [--transfer 256]
+        [--runs 5] [--transfer 256] [--gets 200]
 """
 
 from __future__ import annotations
@@ -147,6 +149,25 @@ def served_index(client: DockerClient, image: str, root: Path) -> Iterator[str]:
         client.api.remove_network(network)
 
 
+# GETs of one page on one connection, to the proxy when HTTP_PROXY says one
+# (http.client reconnects by itself when an answer closes the connection).
+GETS = r"""
+import http.client, os, sys
+count, path = int(sys.argv[1]), sys.argv[2]
+proxy = os.environ.get("HTTP_PROXY")
+host, port = proxy.rsplit("/", 1)[1].rsplit(":", 1) if proxy else (sys.argv[3], "80")
+target = f"http://{sys.argv[3]}{path}" if proxy else path
+connection = http.client.HTTPConnection(host, int(port), timeout=60)
+for _ in range(count):
+    connection.request("GET", target)
+    connection.getresponse().read()
+"""
+
+
+def gets_argv(count: int, name: str) -> list[str]:
+    return ["python3", "-c", GETS, str(count), f"/simple/{name}/", INDEX]
+
+
 def pip_argv(names: list[str]) -> list[str]:
     return [
         *("pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-deps"),
@@ -259,13 +280,16 @@ async def bench(args: argparse.Namespace) -> None:
                 # One of each first: caches warm, images loaded.
                 await proxied(client, proxy, sandbox, pip_argv(names[:1]), Arm())
                 await asyncio.to_thread(here, pip_argv(names[:1]))
-                installs, transfers = (Arm(), Arm()), (Arm(), Arm())
+                installs, transfers, pages = (Arm(), Arm()), (Arm(), Arm()), (Arm(), Arm())
+                gets = gets_argv(args.gets, names[0])
                 load = os.getloadavg()[0]
                 for _ in range(args.runs):
                     await proxied(client, proxy, sandbox, pip_argv(names), installs[0])
                     installs[1].add(await asyncio.to_thread(here, pip_argv(names)))
                     await proxied(client, proxy, sandbox, curl_argv(), transfers[0])
                     transfers[1].add(await asyncio.to_thread(here, curl_argv()))
+                    await proxied(client, proxy, sandbox, gets, pages[0])
+                    pages[1].add(await asyncio.to_thread(here, gets))
                 blocked = proxy.blocked(sandbox.command_text)
     wheels = args.packages * args.size * MiB
     cpus, end = os.cpu_count(), os.getloadavg()[0]
@@ -275,6 +299,11 @@ async def bench(args: argparse.Namespace) -> None:
     )
     report(f"pip install {args.packages}x{args.size} MiB", *installs, wheels)
     report(f"curl {args.transfer} MiB", *transfers, args.transfer * MiB)
+    proxy_ms, plain_ms = (1000 * statistics.median(arm.wall) / args.gets for arm in pages)
+    print(
+        f"  {args.gets} GETs, one connection  direct {plain_ms:5.2f} ms a request"
+        f"   proxy {proxy_ms:5.2f} ms a request   added {proxy_ms - plain_ms:5.2f} ms"
+    )
     print(f"  refused by the proxy: {len(blocked)}")
 
 
@@ -285,6 +314,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=4, help="MiB per wheel")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--transfer", type=int, default=256, help="MiB for the raw transfer")
+    parser.add_argument("--gets", type=int, default=200, help="requests on one connection")
     asyncio.run(bench(parser.parse_args()))
 
 
