@@ -9,8 +9,14 @@ process would fail to start its own. Browser tests run on that loop:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import os
+import signal
+import warnings
+from collections.abc import AsyncIterator, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -26,18 +32,54 @@ WAIT_MS = 20_000
 expect.set_options(timeout=WAIT_MS)
 
 
+# How long the browser and Playwright's driver get to end after the last test.
+END_SECONDS = 30
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def chromium() -> AsyncIterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail("no /usr/bin/chromium: run scripts/ensure-browser (scripts/test does)")
-    async with async_playwright() as playwright:
+    playwright = await async_playwright().start()
+    try:
         launched = await playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=BROWSER_ARGS
         )
         try:
             yield launched
         finally:
-            await launched.close()
+            await _bounded(launched.close(), "the browser's close")
+    finally:
+        await _bounded(playwright.stop(), "Playwright's stop")
+
+
+async def _bounded(ending: Coroutine[Any, Any, None], what: str) -> None:
+    """End with `ending`, or kill Playwright's driver after END_SECONDS: a
+    fresh-clone run once hung at its very end in the browser's close, its
+    tests all passed, the driver alive and silent."""
+    try:
+        await asyncio.wait_for(ending, END_SECONDS)
+    except TimeoutError:
+        killed = _kill_drivers()
+        warnings.warn(f"{what} took over {END_SECONDS}s: killed driver {killed}", stacklevel=1)
+
+
+def _kill_drivers() -> list[int]:
+    """SIGKILL this process's Playwright driver children; their pids."""
+    killed = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            argv = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        # The parent's pid is the stat line's fourth field, after the name's ')'.
+        parent = int(stat.rpartition(")")[2].split()[1])
+        if parent == os.getpid() and b"run-driver" in argv:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+    return killed
 
 
 @pytest_asyncio.fixture(loop_scope="session")
