@@ -2,23 +2,32 @@
 
 A package index of PACKAGES wheels of SIZE MiB each (incompressible data, so
 the bytes really travel) is served by a threaded HTTP server on a Docker
-network of the benchmark's own (198.18.0.0/15: no outside address). The
-same `pip install` (no cache, into a scratch directory) runs, alternately:
+network of the benchmark's own (198.18.0.0/15: no outside address), over
+HTTPS on 443 and plain HTTP on 80. The same `pip install` (no cache, into a
+scratch directory) runs, alternately:
 
 - through the proxy: in a docker sandbox (network none) whose only way out
   is the job's egress proxy, through the exec server's relay and squid;
 - directly: in a container of the same image on the index's network.
 
+HTTPS is the real case: PyPI and private indexes serve it, and squid
+passes it through a CONNECT tunnel, a byte copy. Plain HTTP it forwards
+through its store, writing to the client 4 KiB at a time (compiled in), so
+the HTTP figures are the worse bound, and swing more from run to run. The
+bench makes a CA and a certificate for the index at start (bench.tls);
+pip and curl verify against that CA (`--cert`, `--cacert`) in both arms.
+
 Both run as the sandbox's user with the sandbox's environment (the proxy's
-variables left out of the direct one), so they differ only in the way out.
-Each is timed inside its container, so only the install is measured. Then a
-raw transfer (one file of TRANSFER MiB with curl) the same two ways, and
-GETS requests for an index page on one connection (the latency a request
-adds: a pip install asks for a page per package). Prints medians and the
-throughput ratio (direct time / proxy time; 1.0 is no cost), the CPU
-seconds of the command and of the proxy's container (on a loaded host a
-transfer waits for CPU: the relay and squid are copies more), and the load
-average around the runs, which the figures depend on.
+variables left out of the direct one) and its tree (the CA), so they differ
+only in the way out. Each is timed inside its container, so only the install
+is measured. Then a raw transfer (one file of TRANSFER MiB with curl) the
+same two ways over each scheme, and GETS requests for an index page on one
+connection (the latency a request adds: a pip install asks for a page per
+package). Prints medians and the throughput ratio (direct time / proxy time;
+1.0 is no cost), the CPU seconds of the command and of the proxy's container
+(on a loaded host a transfer waits for CPU: the relay and squid are copies
+more), the load average around the runs, which the figures depend on, and
+the requests the proxy refused (0 unless the policy lost the index).
 
     uv run python -m bench.egress [--image neo-sandbox:local] [--packages 20] [--size 4]
         [--runs 5] [--transfer 256] [--gets 200]
@@ -46,20 +55,40 @@ from docker import DockerClient
 from docker.errors import APIError, NotFound
 from docker.types import IPAMConfig, IPAMPool
 
+from bench.tls import issue
 from runner.network import plan, policy_of
 from runner.network.proxy import EgressProxy
 from runner.network.relay import proxy_environment
-from runner.sandbox.docker import DockerSandbox, docker_client
+from runner.sandbox.docker import WORKSPACE, DockerSandbox, docker_client
 
 MiB = 1024 * 1024
 INDEX = "index.bench"
 LABEL = "neo.bench"
 
+# Where the CA pip and curl trust is, in the sandbox (its tree) and in the
+# direct arm's container alike.
+CA = f"{WORKSPACE}/bench-ca.pem"
+# The index's ways in, each measured: HTTPS is what PyPI and private indexes
+# serve (squid tunnels it with CONNECT); HTTP goes through squid's store.
+SCHEMES = ("http", "https")
+
+# HTTP on 80 and HTTPS on 443 (the certificate in /tls); the handshake in the
+# request's thread, not in accept, so one connection's holds no other.
 SERVER = r"""
-import functools, http.server
+import functools, http.server, ssl, threading
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/srv")
 handler.func.log_message = lambda *args: None
-http.server.ThreadingHTTPServer(("", 80), handler).serve_forever()
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain("/tls/server.pem", "/tls/server.key")
+
+class TLSServer(http.server.ThreadingHTTPServer):
+    def finish_request(self, request, address):
+        with context.wrap_socket(request, server_side=True) as tls:
+            super().finish_request(tls, address)
+
+plain = http.server.ThreadingHTTPServer(("", 80), handler)
+threading.Thread(target=plain.serve_forever, daemon=True).start()
+TLSServer(("", 443), handler).serve_forever()
 """
 
 # Runs ARGV, prints the seconds it took and the CPU seconds it used; the
@@ -109,9 +138,24 @@ def write_index(root: Path, names: list[str], size: int, transfer: int) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
+def write_credentials(tree: Path, tls: Path) -> None:
+    """A new CA into the sandbox's `tree` (at CA there), the index's certificate
+    and key into `tls`: readable by the index's root and the sandbox's uid."""
+    issued = issue(INDEX)
+    for path, text in (
+        (tree / Path(CA).name, issued.ca),
+        (tls / "server.pem", issued.certificate),
+        (tls / "server.key", issued.key),
+    ):
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(text)
+        path.chmod(0o644)
+
+
 @contextmanager
-def served_index(client: DockerClient, image: str, root: Path) -> Iterator[str]:
-    """The index on a network of its own; the network's name."""
+def served_index(client: DockerClient, image: str, root: Path, tls: Path) -> Iterator[str]:
+    """The index in `root` on a network of its own, over HTTP and HTTPS (the
+    server's certificate and key in `tls`); the network's name."""
     name = f"neo-bench-index-{secrets.token_hex(3)}"
     network = None
     for _ in range(20):
@@ -136,7 +180,11 @@ def served_index(client: DockerClient, image: str, root: Path) -> Iterator[str]:
             user="0",
             labels={LABEL: "1"},
             host_config=api.create_host_config(
-                network_mode=network, binds={str(root): {"bind": "/srv", "mode": "ro"}}
+                network_mode=network,
+                binds={
+                    str(root): {"bind": "/srv", "mode": "ro"},
+                    str(tls): {"bind": "/tls", "mode": "ro"},
+                },
             ),
         )
         api.disconnect_container_from_network(name, network)
@@ -168,16 +216,30 @@ def gets_argv(count: int, name: str) -> list[str]:
     return ["python3", "-c", GETS, str(count), f"/simple/{name}/", INDEX]
 
 
-def pip_argv(names: list[str]) -> list[str]:
+def pip_argv(names: list[str], scheme: str) -> list[str]:
+    """pip install of `names`; over HTTPS it verifies the index's certificate
+    against CA (what an install from PyPI pays), over HTTP it trusts the host."""
+    trust = ("--cert", CA) if scheme == "https" else ("--trusted-host", INDEX)
     return [
         *("pip", "install", "--no-cache-dir", "--disable-pip-version-check", "--no-deps"),
-        *("--index-url", f"http://{INDEX}/simple/", "--trusted-host", INDEX),
+        *("--index-url", f"{scheme}://{INDEX}/simple/", *trust),
         *("--target", "/tmp/pip-target", "--upgrade", *names),
     ]
 
 
-def curl_argv() -> list[str]:
-    return ["curl", "-sS", "-o", "/dev/null", f"http://{INDEX}/blob.bin"]
+def curl_argv(scheme: str) -> list[str]:
+    trust = ["--cacert", CA] if scheme == "https" else []
+    return ["curl", "-sS", "-o", "/dev/null", *trust, f"{scheme}://{INDEX}/blob.bin"]
+
+
+def commands(args: argparse.Namespace, names: list[str]) -> list[tuple[str, list[str], int]]:
+    """What is timed both ways, each run: a label, the argv, the bytes it moves."""
+    wheels, transfer = args.packages * args.size * MiB, args.transfer * MiB
+    pip = f"pip install {args.packages}x{args.size} MiB"
+    return [
+        *((f"{pip} {scheme.upper()}", pip_argv(names, scheme), wheels) for scheme in SCHEMES),
+        *((f"curl {args.transfer} MiB {s.upper()}", curl_argv(s), transfer) for s in SCHEMES),
+    ]
 
 
 @dataclass
@@ -202,10 +264,16 @@ def container_cpu(client: DockerClient, name: str) -> float:
 
 
 def direct(
-    client: DockerClient, image: str, network: str, env: dict[str, str], argv: list[str]
+    client: DockerClient,
+    image: str,
+    network: str,
+    env: dict[str, str],
+    tree: Path,
+    argv: list[str],
 ) -> tuple[float, float]:
     """Seconds `argv` took in a container on the index's own network, with the
-    sandbox's environment `env` (the same pip, the same settings), and its CPU seconds."""
+    sandbox's environment `env` (the same pip, the same settings) and its tree
+    (CA among it), and its CPU seconds."""
     output = client.containers.run(
         image,
         ["python3", "-c", TIMED, *argv],
@@ -213,6 +281,7 @@ def direct(
         remove=True,
         user="1000:1000",
         tmpfs={"/tmp": "size=2g", "/home/neo": "size=256m,uid=1000"},
+        volumes={str(tree): {"bind": WORKSPACE, "mode": "ro"}},
         environment=env,
     )
     return _sample(output)
@@ -245,12 +314,12 @@ def _sample(output: bytes) -> tuple[float, float]:
 def report(name: str, through: Arm, straight: Arm, moved: int) -> None:
     proxy, plain = statistics.median(through.wall), statistics.median(straight.wall)
     print(
-        f"  {name:<22} direct {plain:7.2f} s ({moved / MiB / plain:7.1f} MiB/s)"
+        f"  {name:<28} direct {plain:7.2f} s ({moved / MiB / plain:7.1f} MiB/s)"
         f"   proxy {proxy:7.2f} s ({moved / MiB / proxy:7.1f} MiB/s)"
         f"   throughput ratio {plain / proxy:5.2f}x"
     )
     print(
-        f"  {'':<22} CPU: the command {statistics.median(straight.cpu):.2f} s direct,"
+        f"  {'':<28} CPU: the command {statistics.median(straight.cpu):.2f} s direct,"
         f" {statistics.median(through.cpu):.2f} s through the proxy;"
         f" the proxy's container {statistics.median(through.proxy_cpu):.2f} s"
     )
@@ -263,9 +332,9 @@ async def bench(args: argparse.Namespace) -> None:
         root = Path(scratch) / "index"
         root.mkdir()
         write_index(root, names, args.size * MiB, args.transfer * MiB)
-        tree = Path(scratch) / "tree"
-        tree.mkdir()
-        with served_index(client, args.image, root) as network:
+        tree, tls = Path(scratch) / "tree", Path(scratch) / "tls"
+        write_credentials(tree, tls)
+        with served_index(client, args.image, root, tls) as network:
             job = plan(policy_of([INDEX], "read"), None)
             async with (
                 EgressProxy.start(
@@ -276,29 +345,31 @@ async def bench(args: argparse.Namespace) -> None:
                 ) as sandbox,
             ):
                 env = await sandbox_environment(sandbox)
-                here = functools.partial(direct, client, args.image, network, env)
+                here = functools.partial(direct, client, args.image, network, env, tree)
                 # One of each first: caches warm, images loaded.
-                await proxied(client, proxy, sandbox, pip_argv(names[:1]), Arm())
-                await asyncio.to_thread(here, pip_argv(names[:1]))
-                installs, transfers, pages = (Arm(), Arm()), (Arm(), Arm()), (Arm(), Arm())
+                for scheme in SCHEMES:
+                    await proxied(client, proxy, sandbox, pip_argv(names[:1], scheme), Arm())
+                    await asyncio.to_thread(here, pip_argv(names[:1], scheme))
+                # Each command's (through the proxy, direct).
+                runs = commands(args, names)
+                arms = {label: (Arm(), Arm()) for label, _, _ in runs}
+                pages = (Arm(), Arm())
                 gets = gets_argv(args.gets, names[0])
                 load = os.getloadavg()[0]
                 for _ in range(args.runs):
-                    await proxied(client, proxy, sandbox, pip_argv(names), installs[0])
-                    installs[1].add(await asyncio.to_thread(here, pip_argv(names)))
-                    await proxied(client, proxy, sandbox, curl_argv(), transfers[0])
-                    transfers[1].add(await asyncio.to_thread(here, curl_argv()))
+                    for label, argv, _ in runs:
+                        await proxied(client, proxy, sandbox, argv, arms[label][0])
+                        arms[label][1].add(await asyncio.to_thread(here, argv))
                     await proxied(client, proxy, sandbox, gets, pages[0])
                     pages[1].add(await asyncio.to_thread(here, gets))
                 blocked = proxy.blocked(sandbox.command_text)
-    wheels = args.packages * args.size * MiB
     cpus, end = os.cpu_count(), os.getloadavg()[0]
     print(
         f"egress proxy, {args.runs} runs each, medians"
         f" ({cpus} CPUs, load average {load:.1f} to {end:.1f}):"
     )
-    report(f"pip install {args.packages}x{args.size} MiB", *installs, wheels)
-    report(f"curl {args.transfer} MiB", *transfers, args.transfer * MiB)
+    for label, _, moved in runs:
+        report(label, *arms[label], moved)
     proxy_ms, plain_ms = (1000 * statistics.median(arm.wall) / args.gets for arm in pages)
     print(
         f"  {args.gets} GETs, one connection  direct {plain_ms:5.2f} ms a request"
