@@ -74,10 +74,13 @@ SCHEMES = ("http", "https")
 
 # HTTP on 80 and HTTPS on 443 (the certificate in /tls); the handshake in the
 # request's thread, not in accept, so one connection's holds no other.
+# TCP_NODELAY, as nginx and CDNs set it: with Nagle, a response's small
+# writes after TLS 1.3's session tickets wait for the client's delayed ACK.
 SERVER = r"""
 import functools, http.server, ssl, threading
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/srv")
 handler.func.log_message = lambda *args: None
+handler.func.disable_nagle_algorithm = True
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain("/tls/server.pem", "/tls/server.key")
 
