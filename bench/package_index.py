@@ -17,11 +17,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from docker import DockerClient
-from docker.errors import APIError, NotFound
-from docker.types import IPAMConfig, IPAMPool
+from docker.errors import NotFound
 
 from bench.tls import issue
 from runner.sandbox.docker import WORKSPACE
+from tests.package_index import public_network
 
 INDEX = "index.bench"
 LABEL = "neo.bench"
@@ -112,20 +112,7 @@ def served_index(client: DockerClient, image: str, root: Path, tls: Path) -> Ite
     """The index in `root` on a network of its own, over HTTP and HTTPS (the
     server's certificate and key in `tls`); the network's name."""
     name = f"neo-bench-index-{secrets.token_hex(3)}"
-    network = None
-    for _ in range(20):
-        subnet = f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}.0/24"
-        ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)])
-        try:
-            client.api.create_network(name, driver="bridge", labels={LABEL: "1"}, ipam=ipam)
-        except APIError as error:
-            if "overlap" in str(error).lower():
-                continue
-            raise
-        network = name
-        break
-    if network is None:
-        raise RuntimeError("no free /24 in 198.18.0.0/15")
+    network = public_network(client, name, LABEL)
     try:
         api = client.api
         api.create_container(

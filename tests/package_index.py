@@ -109,7 +109,7 @@ def package_index(
         root.chmod(0o755)
         _write_tree(root, packages, wheels)
         name = f"neo-test-index-{suffix}"
-        network = _public_network(client, name)
+        network = public_network(client, name)
         try:
             client.containers.run(
                 image,
@@ -130,13 +130,13 @@ def package_index(
             client.api.remove_network(network)
 
 
-def _public_network(client: DockerClient, name: str) -> str:
-    """A labelled network on a /24 of 198.18.0.0/15 no other network holds."""
+def public_network(client: DockerClient, name: str, label: str = LABEL) -> str:
+    """A network labelled `label` on a /24 of 198.18.0.0/15 no other network holds."""
     for _ in range(20):
         subnet = f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}.0/24"
         ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=subnet)])
         try:
-            client.api.create_network(name, driver="bridge", labels={LABEL: "1"}, ipam=ipam)
+            client.api.create_network(name, driver="bridge", labels={label: "1"}, ipam=ipam)
         except APIError as error:
             if "overlap" in str(error).lower():
                 continue
