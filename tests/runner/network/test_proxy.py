@@ -449,12 +449,13 @@ async def test_open_sandbox_reports_the_refusals_when_the_block_ends(
         network=plan(policy_of(["web.test"]), None),
         report=report,
     ) as sandbox:
-        await sh(sandbox, PIP)
+        pip_said = await sh(sandbox, PIP)
         names = _job_objects(docker_client, job_id)
         assert len(names["containers"]) == 2
         assert len(names["volumes"]) == 1
 
-    assert [(b.host, b.command) for b in report.blocked] == [("index.test", PIP)]
+    # (Once empty under load: what pip was told says whether squid refused it.)
+    assert [(b.host, b.command) for b in report.blocked] == [("index.test", PIP)], pip_said[-600:]
     # Nothing of the job is left: no container, no volume.
     assert _job_objects(docker_client, job_id) == {"containers": [], "volumes": []}
 
