@@ -29,8 +29,8 @@ __all__ = ["imported", "importing", "loaded"]
 P = ParamSpec("P")
 T = TypeVar("T")
 
-# Reentrant: a call made under it may import through `importing` again.
-_LOCK = threading.RLock()
+# Held by one importing thread at a time; never taken on the event loop.
+_LOCK = threading.Lock()
 
 
 def loaded(name: str) -> bool:

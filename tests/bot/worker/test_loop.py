@@ -26,6 +26,7 @@ from bot.github.app import (
     GitHubApp,
     InstallationToken,
 )
+from bot.github.client import Spacers
 from bot.jobs import (
     Conclusion,
     Job,
@@ -190,8 +191,6 @@ def worker(
     queue: Any, app: AppAuth, settings: Settings, name: str = "w1", **options: Any
 ) -> Worker:
     # No spacing of writes and no retry waits: the fakes answer at once.
-    from bot.github.client import Spacers
-
     chosen: dict[str, Any] = {
         "concurrency": 2,
         "lease": LEASE,
@@ -405,8 +404,6 @@ async def test_the_comment_the_pr_and_the_report_do_not_wait_behind_the_installa
     origin: Path,
     fake_anthropic: FakeAnthropicAPI,
 ) -> None:
-    from bot.github.client import Spacers
-
     number = github.add_issue(REPO, "Say hello in the README", "Please.", user="mona")
     comment = github.add_comment(REPO, number, "@neo add a line to the README", user="mona")
     script_edit(fake_anthropic)
