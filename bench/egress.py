@@ -3,8 +3,11 @@
 A package index of PACKAGES wheels of SIZE MiB each (incompressible data, so
 the bytes really travel) is served by a threaded HTTP server on a Docker
 network of the benchmark's own (198.18.0.0/15: no outside address), over
-HTTPS on 443 and plain HTTP on 80. The same `pip install` (no cache, into a
-scratch directory) runs, alternately:
+HTTPS on 443 and plain HTTP on 80. It keeps each connection for the next
+request, as PyPI and every index server do; with --close it closes each
+after one answer (HTTP/1.0), so each request pays what a new connection
+through the proxy costs. The same `pip install` (no cache, into a scratch
+directory) runs, alternately:
 
 - through the proxy: in a docker sandbox (network none) whose only way out
   is the job's egress proxy, through the exec server's relay and squid;
@@ -30,7 +33,7 @@ more), the load average around the runs, which the figures depend on, and
 the requests the proxy refused (0 unless the policy lost the index).
 
     uv run python -m bench.egress [--image neo-sandbox:local] [--packages 20] [--size 4]
-        [--runs 5] [--transfer 256] [--gets 200]
+        [--runs 5] [--transfer 256] [--gets 200] [--close]
 """
 
 from __future__ import annotations
@@ -207,7 +210,7 @@ async def bench(args: argparse.Namespace) -> None:
         write_index(root, names, args.size * MiB, args.transfer * MiB)
         tree, tls = Path(scratch) / "tree", Path(scratch) / "tls"
         write_credentials(tree, tls)
-        with served_index(client, args.image, root, tls) as network:
+        with served_index(client, args.image, root, tls, keep_alive=not args.close) as network:
             job = plan(policy_of([INDEX], "read"), None)
             async with (
                 EgressProxy.start(
@@ -237,8 +240,9 @@ async def bench(args: argparse.Namespace) -> None:
                     pages[1].add(await asyncio.to_thread(here, gets))
                 blocked = proxy.blocked(sandbox.command_text)
     cpus, end = os.cpu_count(), os.getloadavg()[0]
+    kept = "a new connection for each request" if args.close else "connections kept"
     print(
-        f"egress proxy, {args.runs} runs each, medians"
+        f"egress proxy, {args.runs} runs each, medians, {kept}"
         f" ({cpus} CPUs, load average {load:.1f} to {end:.1f}):"
     )
     for label, _, moved in runs:
@@ -259,6 +263,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--transfer", type=int, default=256, help="MiB for the raw transfer")
     parser.add_argument("--gets", type=int, default=200, help="requests on one connection")
+    parser.add_argument(
+        "--close", action="store_true", help="the index closes each connection after one answer"
+    )
     asyncio.run(bench(parser.parse_args()))
 
 

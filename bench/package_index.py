@@ -37,11 +37,14 @@ SCHEMES = ("http", "https")
 # request's thread, not in accept, so one connection's holds no other.
 # TCP_NODELAY, as nginx and CDNs set it: with Nagle, a response's small
 # writes after TLS 1.3's session tickets wait for the client's delayed ACK.
+# Its protocol is its argument: HTTP/1.1 keeps a connection for the next
+# request, as PyPI and every index server do; HTTP/1.0 closes it after each.
 SERVER = r"""
-import functools, http.server, ssl, threading
+import functools, http.server, ssl, sys, threading
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory="/srv")
 handler.func.log_message = lambda *args: None
 handler.func.disable_nagle_algorithm = True
+handler.func.protocol_version = sys.argv[1]
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain("/tls/server.pem", "/tls/server.key")
 
@@ -108,16 +111,19 @@ def write_credentials(tree: Path, tls: Path) -> None:
 
 
 @contextmanager
-def served_index(client: DockerClient, image: str, root: Path, tls: Path) -> Iterator[str]:
+def served_index(
+    client: DockerClient, image: str, root: Path, tls: Path, *, keep_alive: bool = True
+) -> Iterator[str]:
     """The index in `root` on a network of its own, over HTTP and HTTPS (the
-    server's certificate and key in `tls`); the network's name."""
+    server's certificate and key in `tls`), keeping connections alive unless
+    told not to; the network's name."""
     name = f"neo-bench-index-{secrets.token_hex(3)}"
     network = public_network(client, name, LABEL)
     try:
         api = client.api
         api.create_container(
             image,
-            entrypoint=["python3", "-c", SERVER],
+            entrypoint=["python3", "-c", SERVER, "HTTP/1.1" if keep_alive else "HTTP/1.0"],
             name=name,
             user="0",
             labels={LABEL: "1"},
