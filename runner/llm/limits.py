@@ -72,7 +72,7 @@ _BY_LENGTH = sorted(MODEL_LIMITS, key=len, reverse=True)
 
 def limits_for(model: str) -> ModelLimits:
     """`model`'s limits, or `DEFAULT_LIMITS` when the table does not know it."""
-    # OpenRouter names carry the vendor: "anthropic/claude-sonnet-4.5".
+    # OpenRouter names carry the vendor: "anthropic/claude-sonnet-4.6".
     name = model.rsplit("/", 1)[-1].lower().replace(".", "-")
     prefix = next((p for p in _BY_LENGTH if name.startswith(p.replace(".", "-"))), None)
     return DEFAULT_LIMITS if prefix is None else MODEL_LIMITS[prefix]
