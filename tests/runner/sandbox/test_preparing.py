@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import docker
 import pytest
@@ -444,7 +445,18 @@ async def test_setup_reaches_the_index_and_the_agent_is_refused_it(
     reach = (
         f"python3 -c \"import urllib.request; urllib.request.urlopen('{index.url}', timeout=5)\""
     )
-    request = request_for(tmp_path, index, None, setup=[f"{reach} && touch reached"])
+    # The index's own address, which only the proxy may reach: setup runs the
+    # repository's code, and it has no other way out than the agent has.
+    settings = docker_client.api.inspect_container(index.container)["NetworkSettings"]
+    address = settings["Networks"][index.network]["IPAddress"]
+    port = urlsplit(index.url).port or 80
+    direct = f"python3 -c \"import socket; socket.create_connection(('{address}', {port}), 5)\""
+    setup = [
+        f"{reach} && touch reached",
+        "ls /sys/class/net > setup-interfaces",
+        f"{direct} 2> direct-refused || true",
+    ]
+    request = request_for(tmp_path, index, None, setup=setup)
     report = EgressReport()
 
     async with job(tmp_path, request, job_id="test-setup-network", report=report) as opened:
@@ -452,6 +464,8 @@ async def test_setup_reaches_the_index_and_the_agent_is_refused_it(
         interfaces = await sh(opened.box, "ls /sys/class/net")
 
     assert (tmp_path / "reached").exists()
+    assert (tmp_path / "setup-interfaces").read_text() == "lo\n"
+    assert "Network is unreachable" in (tmp_path / "direct-refused").read_text()
     assert after.exit_code != 0
     assert interfaces == "lo"
     # The agent's request, not setup's, is the one reported, with its command.
