@@ -1,9 +1,11 @@
 """What the egress proxy costs: `pip install` from a local index through it, against without it.
 
 A package index of PACKAGES wheels of SIZE MiB each (incompressible data, so
-the bytes really travel) is served by a threaded HTTP server on a Docker
-network of the benchmark's own (198.18.0.0/15: no outside address), over
-HTTPS on 443 and plain HTTP on 80. It keeps each connection for the next
+the bytes really travel), or with --wheels DIR every wheel in DIR (a real
+project's, such as the 21 of 6 MB that bench.environments says how to
+download), is served by a threaded HTTP server on a Docker network of the
+benchmark's own (198.18.0.0/15: no outside address), over HTTPS on 443 and
+plain HTTP on 80. It keeps each connection for the next
 request, as PyPI and every index server do; with --close it closes each
 after one answer (HTTP/1.0), so each request pays what a new connection
 through the proxy costs. The same `pip install` (no cache, into a scratch
@@ -32,7 +34,8 @@ package). Prints medians and the throughput ratio (direct time / proxy time;
 more), the load average around the runs, which the figures depend on, and
 the requests the proxy refused (0 unless the policy lost the index).
 
-    uv run python -m bench.egress [--image neo-sandbox:local] [--packages 20] [--size 4]
+    uv run python -m bench.egress [--image neo-sandbox:local]
+        [--packages 20] [--size 4 | --wheels DIR]
         [--runs 5] [--transfer 256] [--gets 200] [--close]
 """
 
@@ -53,6 +56,8 @@ from bench.package_index import (
     CA,
     INDEX,
     SCHEMES,
+    random_wheels,
+    real_wheels,
     served_index,
     write_credentials,
     write_index,
@@ -108,12 +113,16 @@ def curl_argv(scheme: str) -> list[str]:
     return ["curl", "-sS", "-o", "/dev/null", *trust, f"{scheme}://{INDEX}/blob.bin"]
 
 
-def commands(args: argparse.Namespace, names: list[str]) -> list[tuple[str, list[str], int]]:
+def commands(
+    args: argparse.Namespace, wheels: list[tuple[str, str, bytes]]
+) -> list[tuple[str, list[str], int]]:
     """What is timed both ways, each run: a label, the argv, the bytes it moves."""
-    wheels, transfer = args.packages * args.size * MiB, args.transfer * MiB
-    pip = f"pip install {args.packages}x{args.size} MiB"
+    names = [project for project, _, _ in wheels]
+    size, transfer = sum(len(data) for _, _, data in wheels), args.transfer * MiB
+    kind = f"{len(wheels)} real wheels" if args.wheels else f"{args.packages}x{args.size} MiB"
+    pip = f"pip install {kind}"
     return [
-        *((f"{pip} {scheme.upper()}", pip_argv(names, scheme), wheels) for scheme in SCHEMES),
+        *((f"{pip} {scheme.upper()}", pip_argv(names, scheme), size) for scheme in SCHEMES),
         *((f"curl {args.transfer} MiB {s.upper()}", curl_argv(s), transfer) for s in SCHEMES),
     ]
 
@@ -203,11 +212,18 @@ def report(name: str, through: Arm, straight: Arm, moved: int) -> None:
 
 async def bench(args: argparse.Namespace) -> None:
     client = docker_client()
-    names = [f"benchpkg{n}" for n in range(args.packages)]
+    paths = sorted(args.wheels.glob("*.whl")) if args.wheels else []
+    if args.wheels and not paths:
+        raise SystemExit(f"bench: no wheel in {args.wheels}")
+    if paths:
+        wheels = real_wheels(paths)
+    else:
+        wheels = random_wheels([f"benchpkg{n}" for n in range(args.packages)], args.size * MiB)
+    names = [project for project, _, _ in wheels]
     with tempfile.TemporaryDirectory(prefix="neo-bench-egress-") as scratch:
         root = Path(scratch) / "index"
         root.mkdir()
-        write_index(root, names, args.size * MiB, args.transfer * MiB)
+        write_index(root, wheels, args.transfer * MiB)
         tree, tls = Path(scratch) / "tree", Path(scratch) / "tls"
         write_credentials(tree, tls)
         with served_index(client, args.image, root, tls, keep_alive=not args.close) as network:
@@ -227,7 +243,7 @@ async def bench(args: argparse.Namespace) -> None:
                     await proxied(client, proxy, sandbox, pip_argv(names[:1], scheme), Arm())
                     await asyncio.to_thread(here, pip_argv(names[:1], scheme))
                 # Each command's (through the proxy, direct).
-                runs = commands(args, names)
+                runs = commands(args, wheels)
                 arms = {label: (Arm(), Arm()) for label, _, _ in runs}
                 pages = (Arm(), Arm())
                 gets = gets_argv(args.gets, names[0])
@@ -260,6 +276,7 @@ def main() -> None:
     parser.add_argument("--image", default="neo-sandbox:local")
     parser.add_argument("--packages", type=int, default=20)
     parser.add_argument("--size", type=int, default=4, help="MiB per wheel")
+    parser.add_argument("--wheels", type=Path, help="serve these wheels instead of random ones")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--transfer", type=int, default=256, help="MiB for the raw transfer")
     parser.add_argument("--gets", type=int, default=200, help="requests on one connection")

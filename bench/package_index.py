@@ -21,7 +21,7 @@ from docker.errors import NotFound
 
 from bench.tls import issue
 from runner.sandbox.docker import WORKSPACE
-from tests.package_index import public_network
+from tests.package_index import public_network, wheel_project
 
 INDEX = "index.bench"
 LABEL = "neo.bench"
@@ -81,13 +81,24 @@ def wheel(name: str, size: int) -> tuple[str, bytes]:
     return f"{name}-1.0-py3-none-any.whl", data.getvalue()
 
 
-def write_index(root: Path, names: list[str], size: int, transfer: int) -> None:
+def random_wheels(names: list[str], size: int) -> list[tuple[str, str, bytes]]:
+    """A wheel of `size` random bytes for each of `names`: (project, file name, bytes)."""
+    return [(name, *wheel(name, size)) for name in names]
+
+
+def real_wheels(paths: list[Path]) -> list[tuple[str, str, bytes]]:
+    """The wheels at `paths` (a real project's): (project, file name, bytes)."""
+    return [(wheel_project(path.name)[0], path.name, path.read_bytes()) for path in paths]
+
+
+def write_index(root: Path, wheels: list[tuple[str, str, bytes]], transfer: int) -> None:
+    """The index's tree: each wheel under files/, a page for each project
+    under simple/ linking its wheel with its hash, and `transfer` random bytes."""
     (root / "files").mkdir()
-    for name in names:
-        filename, data = wheel(name, size)
+    for project, filename, data in wheels:
         (root / "files" / filename).write_bytes(data)
         digest = hashlib.sha256(data).hexdigest()
-        page = root / "simple" / name.replace("_", "-")
+        page = root / "simple" / project
         page.mkdir(parents=True)
         link = f'<a href="/files/{filename}#sha256={digest}">{filename}</a>'
         (page / "index.html").write_text(f"<html><body>{link}</body></html>\n")
