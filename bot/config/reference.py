@@ -261,6 +261,27 @@ def reference_markdown() -> str:
             for name, hosts in ECOSYSTEMS.items()
         ),
         "",
+        "**How to choose.** Leave `network` out, and the agent reaches the registries "
+        "of the ecosystems automatic setup found, with read methods: enough to install "
+        "a dependency and run the tests. Name what a task needs beyond that (`allow: "
+        "[python, github, docs.example.com]`), starting from the hosts a report listed "
+        "as blocked; `network: off` for an agent that should reach nothing. Only the "
+        "default branch's file counts. The operator's `NEO_NETWORK` (`off`, or a "
+        "comma-separated list as in `allow`) bounds every repository: one that asks "
+        "for more gets what both allow, and its report says what was dropped.",
+        "",
+        "**A blocked request** fails in the command (`403 Forbidden`, or a refused "
+        "`CONNECT` tunnel for HTTPS), and the job's report names each refused host "
+        "once, with the first command that tried it and the two ways to let it through:",
+        "",
+        "```text",
+        "**Blocked by the network policy:** Neo's proxy refused 1 host.",
+        "- `files.example.org`, by `pip install left-pad`",
+        "To let the agent reach a host, add it to `network.allow` in `.github/neo.yml` "
+        "on the default branch; or move the step that needs it into `setup`, which "
+        "reaches public hosts before the agent starts.",
+        "```",
+        "",
         "## MCP",
         "",
         "`mcp` gives the agent tools from MCP servers (Model Context Protocol). The "
