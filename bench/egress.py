@@ -199,12 +199,12 @@ def _sample(output: bytes) -> tuple[float, float]:
 def report(name: str, through: Arm, straight: Arm, moved: int) -> None:
     proxy, plain = statistics.median(through.wall), statistics.median(straight.wall)
     print(
-        f"  {name:<28} direct {plain:7.2f} s ({moved / MiB / plain:7.1f} MiB/s)"
+        f"  {name:<32} direct {plain:7.2f} s ({moved / MiB / plain:7.1f} MiB/s)"
         f"   proxy {proxy:7.2f} s ({moved / MiB / proxy:7.1f} MiB/s)"
         f"   throughput ratio {plain / proxy:5.2f}x"
     )
     print(
-        f"  {'':<28} CPU: the command {statistics.median(straight.cpu):.2f} s direct,"
+        f"  {'':<32} CPU: the command {statistics.median(straight.cpu):.2f} s direct,"
         f" {statistics.median(through.cpu):.2f} s through the proxy;"
         f" the proxy's container {statistics.median(through.proxy_cpu):.2f} s"
     )
@@ -264,8 +264,9 @@ async def bench(args: argparse.Namespace) -> None:
     for label, _, moved in runs:
         report(label, *arms[label], moved)
     proxy_ms, plain_ms = (1000 * statistics.median(arm.wall) / args.gets for arm in pages)
+    gets_label = f"{args.gets} GETs, one connection"
     print(
-        f"  {args.gets} GETs, one connection  direct {plain_ms:5.2f} ms a request"
+        f"  {gets_label:<32} direct {plain_ms:5.2f} ms a request"
         f"   proxy {proxy_ms:5.2f} ms a request   added {proxy_ms - plain_ms:5.2f} ms"
     )
     print(f"  refused by the proxy: {len(blocked)}")
