@@ -277,6 +277,7 @@ def reference_markdown() -> str:
         "```text",
         "**Blocked by the network policy:** Neo's proxy refused 1 host.",
         "- `files.example.org`, by `pip install left-pad`",
+        "",
         "To let the agent reach a host, add it to `network.allow` in `.github/neo.yml` "
         "on the default branch; or move the step that needs it into `setup`, which "
         "reaches public hosts before the agent starts.",

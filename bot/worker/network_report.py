@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from runner.network import Blocked
+from runner.network.accesses import UNKNOWN_COMMAND
 from runner.text import one_line
 
 __all__ = ["MAX_BLOCKED_SHOWN", "blocked_lines"]
@@ -28,17 +29,24 @@ def blocked_lines(
     noun = "host" if count == 1 else "hosts"
     lines = [f"**Blocked by the network policy:** Neo's proxy refused {count} {noun}."]
     for entry in blocked[:MAX_BLOCKED_SHOWN]:
-        lines.append(
-            f"- {code(entry.host)}{_why(entry)}, by {code(one_line(entry.command, _COMMAND_CHARS))}"
-        )
+        lines.append(f"- {code(entry.host)}{_why(entry)}, by {_by(entry.command, code)}")
     if count > MAX_BLOCKED_SHOWN:
         lines.append(f"- … and {count - MAX_BLOCKED_SHOWN} more")
+    # A paragraph of its own: a line right after a list item would join that item.
+    lines.append("")
     lines.append(
         f"To let the agent reach a host, add it to `network.allow` in {code(config_path)} on"
         " the default branch; or move the step that needs it into `setup`, which reaches"
         " public hosts before the agent starts."
     )
     return lines
+
+
+def _by(command: str, code: Callable[[str], str]) -> str:
+    """The command, as code; Neo's own words when no command owned the connection."""
+    if command == UNKNOWN_COMMAND:
+        return UNKNOWN_COMMAND
+    return code(one_line(command, _COMMAND_CHARS))
 
 
 def _why(entry: Blocked) -> str:

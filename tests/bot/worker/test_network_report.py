@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
+
 from bot.jobs import Conclusion
 from bot.worker.network_report import MAX_BLOCKED_SHOWN, blocked_lines
 from bot.worker.progress import Outcome, Progress
 from bot.worker.rendering import render_report
 from runner.network import Blocked
+from runner.network.accesses import UNKNOWN_COMMAND
 
 
 def _code(text: str) -> str:
@@ -29,10 +32,19 @@ def test_each_host_is_listed_with_its_command_and_the_two_fixes() -> None:
         " by `curl -X POST http://web.test/form`",
         "- `internal.example` during setup (its address is private or local: only the"
         " operator's `NEO_NETWORK` can open it), by `./install.sh`",
+        "",
         "To let the agent reach a host, add it to `network.allow` in `.github/neo.yml` on the"
         " default branch; or move the step that needs it into `setup`, which reaches public"
         " hosts before the agent starts.",
     ]
+
+
+def test_a_connection_no_command_owned_is_said_in_words_not_as_code() -> None:
+    blocked = (Blocked("a.example", UNKNOWN_COMMAND, "host", "agent"),)
+
+    lines = blocked_lines(blocked, config_path="x", code=_code)
+
+    assert lines[1] == f"- `a.example`, by {UNKNOWN_COMMAND}"
 
 
 def test_nothing_blocked_says_nothing() -> None:
@@ -44,8 +56,8 @@ def test_a_long_list_is_cut_and_counted() -> None:
 
     lines = blocked_lines(blocked, config_path="x", code=_code)
 
-    assert len(lines) == 1 + MAX_BLOCKED_SHOWN + 2
-    assert lines[-2] == "- … and 5 more"
+    assert len(lines) == 1 + MAX_BLOCKED_SHOWN + 3
+    assert lines[-3] == "- … and 5 more"
 
 
 def test_the_report_shows_the_section_with_commands_as_code() -> None:
@@ -69,3 +81,13 @@ def test_the_report_shows_the_section_with_commands_as_code() -> None:
         in report
     )
     assert "`network.allow` in `.neo/config.yml`" in report
+
+
+def test_the_fixes_are_a_paragraph_of_their_own_not_part_of_the_last_host() -> None:
+    blocked = (Blocked("a.example", "curl a", "host", "agent"),)
+    markdown = "\n".join(blocked_lines(blocked, config_path="x", code=_code))
+
+    html = MarkdownIt("commonmark").render(markdown)
+
+    assert "<li><code>a.example</code>, by <code>curl a</code></li>" in html
+    assert "</ul>\n<p>To let the agent reach a host" in html
