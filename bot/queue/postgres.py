@@ -255,7 +255,8 @@ class PostgresQueue(RunLogOf):
 
     Open it with `open_queue`, which checks the schema first. The pool opens
     on first use, in the event loop that uses it. `queued` is set whenever
-    the database says a job may have become claimable, by whichever host.
+    the database says a job may have become claimable, by whichever host;
+    `listening` while the connection that hears it is up.
     """
 
     def __init__(
@@ -297,6 +298,7 @@ class PostgresQueue(RunLogOf):
         self._opening: asyncio.Lock | None = None
         self._listener: asyncio.Task[None] | None = None
         self.queued = asyncio.Event()
+        self.listening = asyncio.Event()
         self._pending: list[_Pending] = []
         self._flushing = 0
         self._flushes: set[asyncio.Task[None]] = set()
@@ -897,8 +899,14 @@ class PostgresQueue(RunLogOf):
                 async with conn:
                     for channel in (CHANNEL, *_INSERTED):
                         await conn.execute(f'LISTEN "{channel}"'.encode())
-                    async for _ in conn.notifies():
-                        self.queued.set()
+                    # From here on nothing is missed: what came meanwhile, look for.
+                    self.listening.set()
+                    self.queued.set()
+                    try:
+                        async for _ in conn.notifies():
+                            self.queued.set()
+                    finally:
+                        self.listening.clear()
             await asyncio.sleep(1.0)
 
     async def close(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -76,10 +77,13 @@ async def test_a_jobs_servers_serve_the_loop_and_their_secret_stays_with_them(
     # Never in the sandbox, the transcript, the session, the logs or the result.
     assert SECRET not in tool_result(fake_anthropic, 2)
     assert all(SECRET not in json.dumps(request.body) for request in fake_anthropic.requests)
-    for saved in data_dir.rglob("*"):
-        # The job's tree is removed in the background (runner/trash.py): a file may go.
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            assert SECRET.encode() not in saved.read_bytes(), saved
+    # The job's tree is removed in the background (runner/trash.py): a file or
+    # a whole directory may go while this walks (os.walk skips what went).
+    for folder, _, names in os.walk(data_dir):
+        for name in names:
+            saved = Path(folder) / name
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                assert SECRET.encode() not in saved.read_bytes(), saved
     assert SECRET not in caplog.text
     assert SECRET not in repr(result)
     # The server's instructions never reach the system prompt.

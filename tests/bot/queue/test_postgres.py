@@ -327,9 +327,8 @@ async def test_a_job_queued_by_another_process_wakes_the_listener(postgres_url: 
         PostgresQueue(postgres_url) as listening,
         PostgresQueue(postgres_url, listen=False) as other,
     ):
-        # The listener's first connection sets it; wait for that, then clear.
-        await asyncio.wait_for(listening.queued.wait(), 10)
-        await asyncio.sleep(0.2)
+        # Once it listens, it hears every job queued after.
+        await asyncio.wait_for(listening.listening.wait(), 10)
         listening.queued.clear()
         await enqueue_one(other, "d1")
         await asyncio.wait_for(listening.queued.wait(), 10)
@@ -341,6 +340,7 @@ async def test_no_notification_without_a_claimable_job(postgres_url: str) -> Non
         PostgresQueue(postgres_url) as listening,
         PostgresQueue(postgres_url, listen=False) as other,
     ):
+        await asyncio.wait_for(listening.listening.wait(), 10)
         job_id = await enqueue_one(other, "d1")
         await other.claim("w1", 30)
         await asyncio.wait_for(listening.queued.wait(), 10)
