@@ -19,32 +19,24 @@ from pathlib import Path
 import pytest
 
 from runner.sandbox import exec_server
+from tests.runner.network.stand_in import StandInProxy
 
 
-class Proxy:
+class Proxy(StandInProxy):
     """The proxy's socket: notes each connection's PROXY header, keeps it open."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.headed = threading.Event()
         self.connections: list[socket.socket] = []
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(8)
-        threading.Thread(target=self.serve, daemon=True).start()
+        super().__init__(path)
 
-    def serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections.append(connection)
-            if connection.makefile("rb").readline().startswith(b"PROXY "):
-                self.headed.set()
+    def answer(self, connection: socket.socket) -> None:
+        self.connections.append(connection)
+        if connection.makefile("rb").readline().startswith(b"PROXY "):
+            self.headed.set()
 
     def close(self) -> None:
-        self.listener.close()
+        super().close()
         for connection in self.connections:
             connection.close()
 

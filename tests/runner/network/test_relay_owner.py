@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from runner.sandbox import exec_server
+from tests.runner.network.stand_in import StandInProxy
 
 # How long the starting thread is held at most, waiting for the connection's
 # header: well under the relay's own wait for a record (exec_server.OWNER_WAIT).
@@ -37,37 +38,28 @@ REQUEST = (
 )
 
 
-class Proxy:
+class Proxy(StandInProxy):
     """The proxy's socket: records the PROXY header each connection states, refuses it."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
         self.headers: list[str] = []
         self.headed = threading.Event()
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(str(path))
-        self.listener.listen(8)
-        threading.Thread(target=self.serve, daemon=True).start()
+        super().__init__(path)
 
-    def serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            with connection:
-                stream = connection.makefile("rb")
-                header = stream.readline().decode().strip()
-                # The whole request is read before the answer: a close with
-                # unread bytes would reset the connection, answer and all.
-                while stream.readline() not in (b"\r\n", b""):
-                    pass
-                self.headers.append(header)
-                self.headed.set()
-                connection.sendall(REFUSED)
-                connection.shutdown(socket.SHUT_WR)
-                while stream.read(4096):
-                    pass
+    def answer(self, connection: socket.socket) -> None:
+        with connection:
+            stream = connection.makefile("rb")
+            header = stream.readline().decode().strip()
+            # The whole request is read before the answer: a close with
+            # unread bytes would reset the connection, answer and all.
+            while stream.readline() not in (b"\r\n", b""):
+                pass
+            self.headers.append(header)
+            self.headed.set()
+            connection.sendall(REFUSED)
+            connection.shutdown(socket.SHUT_WR)
+            while stream.read(4096):
+                pass
 
 
 class HeldAgent(exec_server.Agent):
@@ -88,7 +80,7 @@ class HeldAgent(exec_server.Agent):
 def proxy(tmp_path: Path) -> Iterator[Proxy]:
     found = Proxy(tmp_path / "proxy.sock")
     yield found
-    found.listener.close()
+    found.close()
 
 
 def free_port() -> int:
