@@ -9,12 +9,13 @@ each connection to `answer`, on that thread.
 
 from __future__ import annotations
 
+import abc
 import socket
 import threading
 from pathlib import Path
 
 
-class StandInProxy:
+class StandInProxy(abc.ABC):
     def __init__(self, path: Path) -> None:
         self.path = path
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -30,8 +31,9 @@ class StandInProxy:
                 return  # closed
             self.answer(connection)
 
+    @abc.abstractmethod
     def answer(self, connection: socket.socket) -> None:
-        raise NotImplementedError
+        """Deal with one accepted connection (each test's own proxy says how)."""
 
     def close(self) -> None:
         self.listener.close()
