@@ -5,10 +5,10 @@ the bytes really travel), or with --wheels DIR every wheel in DIR (a real
 project's, such as the 21 of 6 MB that bench.environments says how to
 download), is served by a threaded HTTP server on a Docker network of the
 benchmark's own (198.18.0.0/15: no outside address), over HTTPS on 443 and
-plain HTTP on 80. It keeps each connection for the next
-request, as PyPI and every index server do; with --close it closes each
-after one answer (HTTP/1.0), so each request pays what a new connection
-through the proxy costs. The same `pip install` (no cache, into a scratch
+plain HTTP on 80. It keeps each connection for the next request, as PyPI and
+every index server do; with --close it closes each after one answer
+(HTTP/1.0), so each request pays what a new connection through the proxy
+costs. The same `pip install` (no cache, into a scratch
 directory) runs, alternately:
 
 - through the proxy: in a docker sandbox (network none) whose only way out
@@ -114,12 +114,12 @@ def curl_argv(scheme: str) -> list[str]:
 
 
 def commands(
-    args: argparse.Namespace, wheels: list[tuple[str, str, bytes]]
+    args: argparse.Namespace, names: list[str], size: int
 ) -> list[tuple[str, list[str], int]]:
-    """What is timed both ways, each run: a label, the argv, the bytes it moves."""
-    names = [project for project, _, _ in wheels]
-    size, transfer = sum(len(data) for _, _, data in wheels), args.transfer * MiB
-    kind = f"{len(wheels)} real wheels" if args.wheels else f"{args.packages}x{args.size} MiB"
+    """What is timed both ways, each run: a label, the argv, the bytes it moves
+    (pip's: the `size` bytes of the wheels of projects `names`)."""
+    transfer = args.transfer * MiB
+    kind = f"{len(names)} real wheels" if args.wheels else f"{args.packages}x{args.size} MiB"
     pip = f"pip install {kind}"
     return [
         *((f"{pip} {scheme.upper()}", pip_argv(names, scheme), size) for scheme in SCHEMES),
@@ -243,7 +243,7 @@ async def bench(args: argparse.Namespace) -> None:
                     await proxied(client, proxy, sandbox, pip_argv(names[:1], scheme), Arm())
                     await asyncio.to_thread(here, pip_argv(names[:1], scheme))
                 # Each command's (through the proxy, direct).
-                runs = commands(args, wheels)
+                runs = commands(args, names, sum(len(data) for _, _, data in wheels))
                 arms = {label: (Arm(), Arm()) for label, _, _ in runs}
                 pages = (Arm(), Arm())
                 gets = gets_argv(args.gets, names[0])

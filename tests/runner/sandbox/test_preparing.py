@@ -36,7 +36,7 @@ from runner.sandbox.setup_detect import plan_setup
 from runner.sandbox.setup_files import read_setup_files
 from runner.sandbox.setup_run import SetupFailed
 from tests.package_index import Package, PackageIndex, package_index
-from tests.runner.network.conftest import egress_image
+from tests.runner.network.conftest import address_on, egress_image
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE
 
 __all__ = ["egress_image"]
@@ -447,8 +447,7 @@ async def test_setup_reaches_the_index_and_the_agent_is_refused_it(
     )
     # The index's own address, which only the proxy may reach: setup runs the
     # repository's code, and it has no other way out than the agent has.
-    settings = docker_client.api.inspect_container(index.container)["NetworkSettings"]
-    address = settings["Networks"][index.network]["IPAddress"]
+    address = address_on(docker_client, index.container, index.network)
     port = urlsplit(index.url).port or 80
     direct = f"python3 -c \"import socket; socket.create_connection(('{address}', {port}), 5)\""
     setup = [
