@@ -114,9 +114,17 @@ def parse_line(line: str) -> Access | None:
         method=method.upper(),
         host=host.lower(),
         port=int(port),
-        denied=status == "TCP_DENIED",
+        denied=_denied(status),
         phase="setup" if phase == "setup" else "agent",
     )
+
+
+def _denied(status: str) -> bool:
+    """Whether squid's status tag is a refusal: TCP_DENIED, with or without
+    what squid adds when the client left before it was done (`_ABORTED`, a
+    refusal all the same: under load a client can read the answer and close
+    before squid has finished the request) or its timeout ran out."""
+    return status == "TCP_DENIED" or status.startswith("TCP_DENIED_")
 
 
 def blocked_requests(

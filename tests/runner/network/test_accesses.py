@@ -43,6 +43,14 @@ def test_a_line_is_parsed_into_an_access() -> None:
         denied=True,
         phase="agent",
     )
+    # A client that read the refusal and left before squid was done with it.
+    aborted = parse_line("1.5 10.0.0.2 CONNECT pypi.org 22 TCP_DENIED_ABORTED 403 agent")
+    assert aborted is not None
+    assert aborted.denied
+    for status in ("TCP_MISS", "TCP_MISS_ABORTED", "TCP_TUNNEL_ABORTED", "NONE_NONE_ABORTED"):
+        access = parse_line(f"1.5 10.0.0.2 GET pypi.org 80 {status} 200 agent")
+        assert access is not None
+        assert not access.denied
     tunnel = parse_line("1.5 10.0.0.2 CONNECT pypi.org 443 TCP_TUNNEL 200 setup")
     assert tunnel is not None
     assert not tunnel.denied
