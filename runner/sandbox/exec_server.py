@@ -577,6 +577,15 @@ class Agent:
         for pgid in groups:
             kill_group(pgid)
 
+    def leave(self) -> None:
+        """Exit now, once no answer is half written (or a second has passed).
+
+        Not through the interpreter's shutdown: the threads still answering
+        for the commands just killed are daemons, and one holding stdout's
+        lock as the shutdown flushes stdout aborts the process (SIGABRT)."""
+        self.write_lock.acquire(timeout=1)
+        os._exit(0)
+
     def owners(self) -> dict[int, Any]:
         """The request id of each running command, by its process group."""
         with self.groups_lock:
@@ -1069,6 +1078,7 @@ def main(argv: list[str]) -> None:
         except OSError as error:
             agent.relay_error = f"cannot listen on 127.0.0.1:{RELAY_PORT}: {error}"
     agent.serve(sys.stdin.buffer)
+    agent.leave()
 
 
 if __name__ in ("__main__", "__neo_agent__"):

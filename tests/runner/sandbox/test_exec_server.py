@@ -7,6 +7,7 @@ down the wire protocol itself, quickly and without an engine.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
@@ -173,6 +174,31 @@ def test_commands_that_arrive_as_stdin_closes_do_not_outlive_it(
 
     left = [process for n in range(4) for process in _running(f"{marker}-{n}")]
     assert all(wait_gone(process) for process in left), left
+
+
+def test_it_exits_when_stdin_closes_though_an_answer_is_stuck_on_a_full_stdout(
+    agent: Agent, tmp_path: Path
+) -> None:
+    # An answer far larger than a pipe holds, which nobody reads: its thread
+    # blocks in the write, holding stdout's lock. The interpreter's shutdown
+    # would wait on that lock (or abort); the agent leaves without it.
+    (tmp_path / "big").write_bytes(os.urandom(1 << 20))
+    agent.send({"id": 1, "op": "read", "path": "big"})
+    assert _some_thread_waits_on_a_pipe_write(agent.process.pid)
+
+    assert agent.close() == 0
+
+
+def _some_thread_waits_on_a_pipe_write(pid: int) -> bool:
+    """Whether one of `pid`'s threads comes to block writing to a pipe (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                if "pipe_write" in (task / "wchan").read_text():
+                    return True
+        time.sleep(0.01)
+    return False
 
 
 def _running(marker: str) -> list[Process]:
