@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import warnings
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,17 @@ expect.set_options(timeout=WAIT_MS)
 
 # How long the browser and Playwright's driver get to end after the last test.
 END_SECONDS = 30
+# What of the driver's own log a warning of an end that did not come quotes.
+LOG_LINES = 12
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def chromium() -> AsyncIterator[Browser]:
+async def chromium(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Browser]:
     if not CHROMIUM.exists():
         pytest.fail("no /usr/bin/chromium: run scripts/ensure-browser (scripts/test does)")
-    playwright = await async_playwright().start()
+    log = tmp_path_factory.mktemp("playwright") / "driver.log"
+    with _driver_logging(log):
+        playwright = await async_playwright().start()
     try:
         launched = await playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=BROWSER_ARGS
@@ -48,26 +52,54 @@ async def chromium() -> AsyncIterator[Browser]:
         try:
             yield launched
         finally:
-            await _bounded(launched.close(), "the browser's close")
+            await _bounded(launched.close(), "the browser's close", log)
     finally:
-        await _bounded(playwright.stop(), "Playwright's stop")
+        await _bounded(playwright.stop(), "Playwright's stop", log)
 
 
-async def _bounded(ending: Coroutine[Any, Any, None], what: str) -> None:
+@contextlib.contextmanager
+def _driver_logging(log: Path) -> Iterator[None]:
+    """The driver started within writes what it does with its processes to `log`
+    (its environment is this process's, copied as it starts)."""
+    saved = {name: os.environ.get(name) for name in ("DEBUG", "DEBUG_FILE")}
+    os.environ.update(DEBUG="pw:browser", DEBUG_FILE=str(log))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | None = None) -> None:
     """End with `ending`, or kill Playwright's driver after END_SECONDS: a
     fresh-clone run once hung at its very end in the browser's close, its
-    tests all passed, the driver alive and silent."""
+    tests all passed, the driver alive and silent. The warning says what the
+    driver still had running, and the end of its log."""
     try:
         await asyncio.wait_for(ending, END_SECONDS)
     except TimeoutError:
-        killed = _kill_drivers()
-        warnings.warn(f"{what} took over {END_SECONDS}s: killed driver {killed}", stacklevel=1)
+        drivers = _drivers()
+        under = [found for driver in drivers for found in _descendants(driver)]
+        running = [f"{pid} {name}" for pid, name in under]
+        killed = _kill(drivers)
+        _kill([pid for pid, _ in under])  # the browser has a process group of its own
+        said = _last_lines(log) if log is not None else []
+        warnings.warn(
+            f"{what} took over {END_SECONDS}s: killed driver {killed};"
+            f" it still ran {running or 'nothing'}; its log ended {said}",
+            stacklevel=1,
+        )
 
 
-def _kill_drivers() -> list[int]:
-    """SIGKILL this process's Playwright driver children; their pids."""
-    killed = []
+def _children() -> dict[int, list[tuple[int, str, bytes]]]:
+    """Every process's children: (pid, name, command line), by parent pid."""
+    found: dict[int, list[tuple[int, str, bytes]]] = {}
     for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
         try:
             stat = (entry / "stat").read_text()
             argv = (entry / "cmdline").read_bytes()
@@ -75,11 +107,45 @@ def _kill_drivers() -> list[int]:
             continue
         # The parent's pid is the stat line's fourth field, after the name's ')'.
         parent = int(stat.rpartition(")")[2].split()[1])
-        if parent == os.getpid() and b"run-driver" in argv:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed.append(int(entry.name))
+        name = stat.partition("(")[2].rpartition(")")[0]
+        found.setdefault(parent, []).append((int(entry.name), name, argv))
+    return found
+
+
+def _drivers() -> list[int]:
+    """This process's Playwright driver children."""
+    return [pid for pid, _, argv in _children().get(os.getpid(), []) if b"run-driver" in argv]
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """The processes under `pid`: (pid, name)."""
+    children = _children()
+    found: list[tuple[int, str]] = []
+    parents = [pid]
+    while parents:
+        for child, name, _ in children.get(parents.pop(), []):
+            found.append((child, name))
+            parents.append(child)
+    return found
+
+
+def _kill(pids: list[int]) -> list[int]:
+    """SIGKILL `pids`; those that were there to kill."""
+    killed = []
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
+
+
+def _last_lines(log: Path) -> list[str]:
+    """The log's last lines, cut short, without chromium's complaints of no D-Bus (dozens)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line[:200] for line in lines if "dbus/" not in line][-LOG_LINES:]
 
 
 @pytest_asyncio.fixture(loop_scope="session")

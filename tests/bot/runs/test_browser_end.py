@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
+from pathlib import Path
 
 import pytest
 from playwright.async_api import async_playwright
@@ -11,20 +13,40 @@ from playwright.async_api import async_playwright
 from tests.bot.runs import conftest
 
 
-async def test_an_end_that_never_comes_kills_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(conftest, "END_SECONDS", 0.2)
-    playwright = await async_playwright().start()
+    log = tmp_path / "driver.log"
+    with conftest._driver_logging(log):
+        playwright = await async_playwright().start()
+    assert "DEBUG_FILE" not in os.environ
+    browser = await playwright.chromium.launch(
+        executable_path=str(conftest.CHROMIUM), args=conftest.BROWSER_ARGS
+    )
 
     with pytest.warns(UserWarning, match=r"the end took over 0.2s: killed driver \[\d+\]") as said:
-        await conftest._bounded(asyncio.sleep(3600), "the end")
+        await conftest._bounded(asyncio.sleep(3600), "the end", log)
 
-    (pid,) = [int(n) for n in str(said[0].message).rpartition("[")[2].strip("]").split(",")]
+    message = str(said[0].message)
+    killed = re.search(r"killed driver \[(\d+)\]; it still ran \[(.*?)\]; its log ended ", message)
+    assert killed is not None
+    ran = [int(entry.split()[0].strip("'")) for entry in killed[2].split(",")]
+    assert "chromium" in killed[2]
+    assert "<launched> pid=" in message
+    for pid in [int(killed[1]), *ran]:
+        assert await _ends(pid), f"{pid} is still running"
+    await conftest._bounded(browser.close(), "the browser's close")  # ends, or warns
+    await conftest._bounded(playwright.stop(), "Playwright's stop")
+
+
+async def _ends(pid: int) -> bool:
+    """Whether `pid` is gone (or a zombie) within 5 s."""
     for _ in range(100):
         if not os.path.exists(f"/proc/{pid}") or "Z" in _state(pid):
-            break
+            return True
         await asyncio.sleep(0.05)
-    assert not os.path.exists(f"/proc/{pid}") or "Z" in _state(pid)
-    await conftest._bounded(playwright.stop(), "Playwright's stop")  # ends, or warns
+    return False
 
 
 def _state(pid: int) -> str:
