@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 PROTOCOL = 1
 ROOT = "/workspace"
@@ -577,7 +577,7 @@ class Agent:
         for pgid in groups:
             kill_group(pgid)
 
-    def leave(self) -> None:
+    def leave(self) -> NoReturn:
         """Exit now, once no answer is half written (or a second has passed).
 
         Not through the interpreter's shutdown: the threads still answering
