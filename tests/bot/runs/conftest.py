@@ -77,19 +77,22 @@ async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | Non
     """End with `ending`, or kill Playwright's driver after END_SECONDS: a
     fresh-clone run once hung at its very end in the browser's close, its
     tests all passed, the driver alive and silent. The warning says what the
-    driver still had running, and the end of its log."""
+    driver still had running, which processes held its stdin open (it ends
+    when that closes), and the end of its log."""
     try:
         await asyncio.wait_for(ending, END_SECONDS)
     except TimeoutError:
         drivers = _drivers()
         under = [found for driver in drivers for found in _descendants(driver)]
         running = [f"{pid} {name}" for pid, name in under]
+        holders = [holder for driver in drivers for holder in _stdin_holders(driver)]
         killed = _kill(drivers)
         _kill([pid for pid, _ in under])  # the browser has a process group of its own
         said = _last_lines(log) if log is not None else []
         warnings.warn(
             f"{what} took over {END_SECONDS}s: killed driver {killed};"
-            f" it still ran {running or 'nothing'}; its log ended {said}",
+            f" it still ran {running or 'nothing'}; its stdin was open in {holders};"
+            f" its log ended {said}",
             stacklevel=1,
         )
 
@@ -126,6 +129,25 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
         for child, name, _ in children.get(parents.pop(), []):
             found.append((child, name))
             parents.append(child)
+    return found
+
+
+def _stdin_holders(pid: int) -> list[str]:
+    """The processes but `pid` with its stdin's pipe open: "pid name fd"."""
+    try:
+        pipe = os.readlink(f"/proc/{pid}/fd/0")
+    except OSError:
+        return []
+    found = []
+    for parent in _children().values():
+        for other, name, _ in parent:
+            if other == pid:
+                continue
+            with contextlib.suppress(OSError):
+                for fd in Path(f"/proc/{other}/fd").iterdir():
+                    with contextlib.suppress(OSError):
+                        if os.readlink(fd) == pipe:
+                            found.append(f"{other} {name} {fd.name}")
     return found
 
 

@@ -29,11 +29,13 @@ async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
         await conftest._bounded(asyncio.sleep(3600), "the end", log)
 
     message = str(said[0].message)
-    killed = re.search(r"killed driver \[(\d+)\]; it still ran \[(.*?)\]; its log ended ", message)
+    killed = re.search(r"killed driver \[(\d+)\]; it still ran \[(.*?)\]; its stdin ", message)
     assert killed is not None
     ran = [int(entry.split()[0].strip("'")) for entry in killed[2].split(",")]
     assert "chromium" in killed[2]
     assert "<launched> pid=" in message
+    # This process had not closed the driver's stdin: it is named holding it.
+    assert re.search(rf"its stdin was open in \['{os.getpid()} [^']+ \d+'\]", message)
     for pid in [int(killed[1]), *ran]:
         assert await _ends(pid), f"{pid} is still running"
     await conftest._bounded(browser.close(), "the browser's close")  # ends, or warns
