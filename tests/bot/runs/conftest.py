@@ -133,7 +133,8 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
 
 
 def _stdin_holders(pid: int) -> list[str]:
-    """The processes but `pid` with its stdin's pipe open: "pid name fd"."""
+    """The processes but `pid` with its stdin's pipe open: "pid name fd", and
+    "(this process)" for this one (pids wrap around in a long run)."""
     try:
         pipe = os.readlink(f"/proc/{pid}/fd/0")
     except OSError:
@@ -147,7 +148,8 @@ def _stdin_holders(pid: int) -> list[str]:
                 for fd in Path(f"/proc/{other}/fd").iterdir():
                     with contextlib.suppress(OSError):
                         if os.readlink(fd) == pipe:
-                            found.append(f"{other} {name} {fd.name}")
+                            this = " (this process)" if other == os.getpid() else ""
+                            found.append(f"{other} {name} {fd.name}{this}")
     return found
 
 

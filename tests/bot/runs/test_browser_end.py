@@ -35,7 +35,9 @@ async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
     assert "chromium" in killed[2]
     assert "<launched> pid=" in message
     # This process had not closed the driver's stdin: it is named holding it.
-    assert re.search(rf"its stdin was open in \['{os.getpid()} [^']+ \d+'\]", message)
+    assert re.search(
+        rf"its stdin was open in \['{os.getpid()} [^']+ \d+ \(this process\)'\]", message
+    )
     for pid in [int(killed[1]), *ran]:
         assert await _ends(pid), f"{pid} is still running"
     await conftest._bounded(browser.close(), "the browser's close")  # ends, or warns
