@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import warnings
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
@@ -21,6 +20,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
+
+from tests.process_tree import children, descendants, kill, pipe_holders
 
 CHROMIUM = Path("/usr/bin/chromium")
 # Never a download: Debian's chromium, with nothing of its own on the network.
@@ -83,11 +84,11 @@ async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | Non
         await asyncio.wait_for(ending, END_SECONDS)
     except TimeoutError:
         drivers = _drivers()
-        under = [found for driver in drivers for found in _descendants(driver)]
-        running = [f"{pid} {name}" for pid, name in under]
-        holders = [holder for driver in drivers for holder in _stdin_holders(driver)]
-        killed = _kill(drivers)
-        _kill([pid for pid, _ in under])  # the browser has a process group of its own
+        under = [found for driver in drivers for found in descendants(driver)]
+        running = [f"{found.pid} {found.name}" for found in under]
+        holders = [holder for driver in drivers for holder in pipe_holders(driver)]
+        killed = kill(drivers)
+        kill([found.pid for found in under])  # the browser has a process group of its own
         said = _last_lines(log) if log is not None else []
         warnings.warn(
             f"{what} took over {END_SECONDS}s: killed driver {killed};"
@@ -97,70 +98,9 @@ async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | Non
         )
 
 
-def _children() -> dict[int, list[tuple[int, str, bytes]]]:
-    """Every process's children: (pid, name, command line), by parent pid."""
-    found: dict[int, list[tuple[int, str, bytes]]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            argv = (entry / "cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        # The parent's pid is the stat line's fourth field, after the name's ')'.
-        parent = int(stat.rpartition(")")[2].split()[1])
-        name = stat.partition("(")[2].rpartition(")")[0]
-        found.setdefault(parent, []).append((int(entry.name), name, argv))
-    return found
-
-
 def _drivers() -> list[int]:
     """This process's Playwright driver children."""
-    return [pid for pid, _, argv in _children().get(os.getpid(), []) if b"run-driver" in argv]
-
-
-def _descendants(pid: int) -> list[tuple[int, str]]:
-    """The processes under `pid`: (pid, name)."""
-    children = _children()
-    found: list[tuple[int, str]] = []
-    parents = [pid]
-    while parents:
-        for child, name, _ in children.get(parents.pop(), []):
-            found.append((child, name))
-            parents.append(child)
-    return found
-
-
-def _stdin_holders(pid: int) -> list[str]:
-    """The processes but `pid` with its stdin's pipe open: "pid name fd", and
-    "(this process)" for this one (pids wrap around in a long run)."""
-    try:
-        pipe = os.readlink(f"/proc/{pid}/fd/0")
-    except OSError:
-        return []
-    found = []
-    for parent in _children().values():
-        for other, name, _ in parent:
-            if other == pid:
-                continue
-            with contextlib.suppress(OSError):
-                for fd in Path(f"/proc/{other}/fd").iterdir():
-                    with contextlib.suppress(OSError):
-                        if os.readlink(fd) == pipe:
-                            this = " (this process)" if other == os.getpid() else ""
-                            found.append(f"{other} {name} {fd.name}{this}")
-    return found
-
-
-def _kill(pids: list[int]) -> list[int]:
-    """SIGKILL `pids`; those that were there to kill."""
-    killed = []
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
-    return killed
+    return [child.pid for child in children().get(os.getpid(), []) if b"run-driver" in child.argv]
 
 
 def _last_lines(log: Path) -> list[str]:
