@@ -13,13 +13,13 @@ import asyncio
 import contextlib
 import os
 import warnings
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, Playwright, async_playwright, expect
 
 from tests.process_tree import children, descendants, kill, pipe_holders
 
@@ -55,7 +55,9 @@ async def chromium(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Br
         finally:
             await _bounded(launched.close(), "the browser's close", log)
     finally:
-        await _bounded(playwright.stop(), "Playwright's stop", log)
+        await _bounded(
+            playwright.stop(), "Playwright's stop", log, lambda: _stdin_state(playwright)
+        )
 
 
 @contextlib.contextmanager
@@ -74,12 +76,17 @@ def _driver_logging(log: Path) -> Iterator[None]:
                 os.environ[name] = value
 
 
-async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | None = None) -> None:
+async def _bounded(
+    ending: Coroutine[Any, Any, None],
+    what: str,
+    log: Path | None = None,
+    state: Callable[[], str] = lambda: "",
+) -> None:
     """End with `ending`, or kill Playwright's driver after END_SECONDS: a
     fresh-clone run once hung at its very end in the browser's close, its
     tests all passed, the driver alive and silent. The warning says what the
     driver still had running, which processes held its stdin open (it ends
-    when that closes), and the end of its log."""
+    when that closes), the end of its log, and what `state` says."""
     try:
         await asyncio.wait_for(ending, END_SECONDS)
     except TimeoutError:
@@ -93,9 +100,25 @@ async def _bounded(ending: Coroutine[Any, Any, None], what: str, log: Path | Non
         warnings.warn(
             f"{what} took over {END_SECONDS}s: killed driver {killed};"
             f" it still ran {running or 'nothing'}; its stdin was open in {holders};"
-            f" its log ended {said}",
+            f" its log ended {said}{state()}",
             stacklevel=1,
         )
+
+
+def _stdin_state(playwright: Playwright) -> str:
+    """What asyncio's transport of the driver's stdin says of itself: this
+    process was once seen still holding that pipe 30 s after the stop, which
+    closes it. Playwright's own attributes, read for this report only."""
+    try:
+        writer = playwright.stop.__self__._client._transport._output  # type: ignore[attr-defined]
+        pipe = writer.transport
+        return (
+            f"; its stdin's transport: closing {pipe.is_closing()},"
+            f" {pipe.get_write_buffer_size()} bytes not written,"
+            f" on the running loop {pipe._loop is asyncio.get_running_loop()}"
+        )
+    except Exception as error:  # a report, whatever Playwright's insides are
+        return f"; its stdin's transport: not found ({error!r})"
 
 
 def _drivers() -> list[int]:

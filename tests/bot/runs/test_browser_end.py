@@ -25,6 +25,11 @@ async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
         executable_path=str(conftest.CHROMIUM), args=conftest.BROWSER_ARGS
     )
 
+    # Playwright's insides as the report reads them, found.
+    assert conftest._stdin_state(playwright) == (
+        "; its stdin's transport: closing False, 0 bytes not written, on the running loop True"
+    )
+
     with pytest.warns(UserWarning, match=r"the end took over 0.2s: killed driver \[\d+\]") as said:
         await conftest._bounded(asyncio.sleep(3600), "the end", log)
 
