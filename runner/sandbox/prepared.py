@@ -53,9 +53,11 @@ LABEL_REPOSITORY = "neo.env.repository"
 LABEL_BASE = "neo.env.base"
 LABEL_CREATED = "neo.env.created"
 LABEL_SETUP = "neo.env.setup"
-# On a job's private image only: the job, and its runner as `neo.owner` names it.
+# On a job's private image only: the job, and its runner as `neo.owner` and
+# `neo.owner.process` name it (`runner.sandbox.owners`).
 LABEL_JOB = "neo.env.job"
 LABEL_OWNER = "neo.env.owner"
+LABEL_OWNER_PROCESS = "neo.env.owner.process"
 _RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
 # Bump when the environment's layout changes, so that no older entry is reused.
 LAYOUT = 1
@@ -72,9 +74,11 @@ class Entry:
     # Bytes of its own, beyond its base image's.
     size: int
     setup: SetupOutcome | None = None
-    # A job's private image: the job, and the runner that made it.
+    # A job's private image: the job, and the runner that made it (its
+    # process identity too, when it had one: a pid alone may be reused).
     job: str | None = None
     owner: str = ""
+    owner_process: str | None = None
 
     @property
     def private(self) -> bool:
@@ -84,11 +88,13 @@ class Entry:
 @dataclass(frozen=True, slots=True)
 class JobImage:
     """A job's private environment, which no other job reuses: the job, and
-    its runner as `neo.owner` names it (a later prune removes the image once
-    that runner is gone)."""
+    its runner as `neo.owner` and `neo.owner.process` name it (a later prune
+    removes the image once that runner is gone, even if a new process has
+    its pid)."""
 
     job: str
     owner: str
+    process: str | None = None
 
 
 def environment_key(
@@ -152,6 +158,8 @@ def commit_environment(
     }
     if isinstance(key, JobImage):
         labels |= {LABEL_JOB: key.job, LABEL_OWNER: key.owner}
+        if key.process is not None:
+            labels[LABEL_OWNER_PROCESS] = key.process
         tag = f"job-{container}"
     else:
         labels[LABEL_KEY] = tag = key
@@ -286,6 +294,7 @@ def _entry(attrs: Mapping[str, Any], reference: str, *, base_size: int = 0) -> E
         setup=_read_setup(labels.get(LABEL_SETUP)),
         job=labels.get(LABEL_JOB),
         owner=labels.get(LABEL_OWNER, ""),
+        owner_process=labels.get(LABEL_OWNER_PROCESS),
     )
 
 

@@ -39,9 +39,9 @@ from runner.sandbox.docker import (
     Limits,
     Role,
     is_orphan,
-    owner_label,
     process_alive,
 )
+from runner.sandbox.owners import LABEL_PROCESS, owner_labels
 from runner.sandbox.prepared import (
     Entry,
     JobImage,
@@ -190,7 +190,7 @@ async def _set_up(
             commit_environment,
             client,
             box.container,
-            key=key if share and key is not None else JobImage(starts.job_id, owner_label()),
+            key=key if share and key is not None else _private(starts.job_id),
             repository=request.repository or "",
             base_image=base,
             setup=outcome,
@@ -205,9 +205,17 @@ async def _set_up(
     return box, outcome, image
 
 
+def _private(job_id: str) -> JobImage:
+    """The key of job `job_id`'s private image, made by this runner."""
+    owner = owner_labels()
+    return JobImage(job_id, owner[LABEL_OWNER], owner.get(LABEL_PROCESS))
+
+
 def orphaned(entry: Entry, *, max_age: float = 6 * 3600.0) -> bool:
     """Whether a job's private image outlived its job (its runner is gone)."""
     labels = {LABEL_OWNER: entry.owner, LABEL_STARTED: str(entry.created)}
+    if entry.owner_process is not None:
+        labels[LABEL_PROCESS] = entry.owner_process
     return is_orphan(
         labels, host=socket.gethostname(), now=time.time(), max_age=max_age, alive=process_alive
     )

@@ -14,6 +14,7 @@ from docker import DockerClient
 from docker.errors import ImageNotFound
 
 from bot.cli.main import main
+from runner.sandbox.owners import LABEL_OWNER, LABEL_PROCESS, owner_labels, process_identity
 from runner.sandbox.prepared import JobImage, commit_environment, list_entries
 from runner.sandbox.setup_plan import SetupOutcome, StepOutcome
 from tests.runner.sandbox.conftest import SANDBOX_IMAGE, docker_client
@@ -23,11 +24,15 @@ __all__ = ["docker_client"]
 SETUP = SetupOutcome("auto", (StepOutcome("uv pip install -r requirements.txt", "python", 2.0, 0),))
 
 
-def dead_pid() -> int:
-    """A pid no process has (one that just exited)."""
-    probe = subprocess.Popen(["true"])
+def dead_runner() -> JobImage:
+    """The key of a private image whose runner has exited: its pid and its
+    process identity, as a runner labels one (its pid may be a new
+    process's by the time of the prune: the suite starts thousands)."""
+    probe = subprocess.Popen(["sleep", "300"])
+    process = process_identity(probe.pid)
+    probe.kill()
     probe.wait()
-    return probe.pid
+    return JobImage("job-test", f"{socket.gethostname()}:{probe.pid}", process)
 
 
 @pytest.fixture
@@ -41,7 +46,7 @@ def repository(docker_client: DockerClient) -> Iterator[str]:
                 docker_client.images.remove(entry.image_id, force=True)
 
 
-def make_entry(client: DockerClient, repository: str, *, key: str | None, owner: str = "") -> str:
+def make_entry(client: DockerClient, repository: str, *, key: str | JobImage | None) -> str:
     """An environment as setup leaves one: a stopped container of the sandbox image, committed."""
     container = client.api.create_container(
         SANDBOX_IMAGE, command=["true"], labels={"neo.test": "1"}
@@ -50,9 +55,7 @@ def make_entry(client: DockerClient, repository: str, *, key: str | None, owner:
         return commit_environment(
             client,
             container["Id"],
-            key=key
-            if key is not None
-            else JobImage("job-test", owner or f"{socket.gethostname()}:1"),
+            key=key if key is not None else JobImage("job-test", f"{socket.gethostname()}:1"),
             repository=repository,
             base_image=str(client.images.get(SANDBOX_IMAGE).id),
             setup=SETUP,
@@ -106,10 +109,13 @@ def test_prune_keeps_the_bound_the_most_recently_used_first_and_all_removes_ever
 def test_prune_removes_a_job_image_whose_runner_is_gone_and_keeps_a_live_ones(
     docker_client: DockerClient, repository: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    gone = make_entry(
-        docker_client, repository, key=None, owner=f"{socket.gethostname()}:{dead_pid()}"
+    gone = make_entry(docker_client, repository, key=dead_runner())
+    mine = owner_labels()
+    live = make_entry(
+        docker_client,
+        repository,
+        key=JobImage("job-test", mine[LABEL_OWNER], mine.get(LABEL_PROCESS)),
     )
-    live = make_entry(docker_client, repository, key=None, owner=f"{socket.gethostname()}:1")
 
     assert main(["env", "prune", "--repository", repository]) == 0
     assert capsys.readouterr().out.endswith("1 removed, 0 B freed\n")
