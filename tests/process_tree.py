@@ -56,9 +56,11 @@ def descendants(pid: int) -> list[Entry]:
 
 
 def pipe_holders(pid: int, fd: int = 0) -> list[str]:
-    """The processes but `pid` that have the pipe `pid` has as `fd` open:
-    "pid name fd", and "(this process)" after this one's (pids wrap around
-    in a long run, so a pid alone may not tell)."""
+    """Every other descriptor open on the pipe `pid` has as `fd` (the
+    process's own others too): "pid name fd end", the end "r" or "w" (a
+    reader sees the end of a pipe once no "w" is left), and "(this
+    process)" after this one's (pids wrap around in a long run, so a pid
+    alone may not tell)."""
     try:
         pipe = os.readlink(f"/proc/{pid}/fd/{fd}")
     except OSError:
@@ -66,15 +68,24 @@ def pipe_holders(pid: int, fd: int = 0) -> list[str]:
     found = []
     for entries in children().values():
         for other in entries:
-            if other.pid == pid:
-                continue
             with contextlib.suppress(OSError):
                 for held in Path(f"/proc/{other.pid}/fd").iterdir():
+                    if (other.pid, held.name) == (pid, str(fd)):
+                        continue
                     with contextlib.suppress(OSError):
                         if os.readlink(held) == pipe:
+                            end = _end(other.pid, held.name)
                             this = " (this process)" if other.pid == os.getpid() else ""
-                            found.append(f"{other.pid} {other.name} {held.name}{this}")
+                            found.append(f"{other.pid} {other.name} {held.name} {end}{this}")
     return found
+
+
+def _end(pid: int, fd: str) -> str:
+    """Which end of a pipe descriptor `fd` of `pid` is: "r" or "w" (its open flags)."""
+    for line in Path(f"/proc/{pid}/fdinfo/{fd}").read_text().splitlines():
+        if line.startswith("flags:"):
+            return "w" if int(line.split()[1], 8) & os.O_ACCMODE == os.O_WRONLY else "r"
+    return "?"
 
 
 def kill(pids: list[int]) -> list[int]:

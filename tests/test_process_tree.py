@@ -43,7 +43,7 @@ def test_the_holder_of_a_pipe_is_this_process_and_no_one_once_it_is_closed(
     assert shell.stdin is not None
     # The background sleep is not listed: bash gives it /dev/null for stdin.
     assert pipe_holders(shell.pid) == [
-        f"{os.getpid()} {_name()} {shell.stdin.fileno()} (this process)"
+        f"{os.getpid()} {_name()} {shell.stdin.fileno()} w (this process)"
     ]
     shell.stdin.close()
     assert pipe_holders(shell.pid) == []

@@ -115,7 +115,8 @@ def _stdin_state(playwright: Playwright) -> str:
         return (
             f"; its stdin's transport: closing {pipe.is_closing()},"
             f" {pipe.get_write_buffer_size()} bytes not written,"
-            f" on the running loop {pipe._loop is asyncio.get_running_loop()}"
+            # asyncio drops the transport's loop once it has closed the pipe.
+            f" its pipe closed {pipe._loop is None}"
         )
     except Exception as error:  # a report, whatever Playwright's insides are
         return f"; its stdin's transport: not found ({error!r})"

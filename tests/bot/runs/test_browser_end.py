@@ -27,7 +27,7 @@ async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
 
     # Playwright's insides as the report reads them, found.
     assert conftest._stdin_state(playwright) == (
-        "; its stdin's transport: closing False, 0 bytes not written, on the running loop True"
+        "; its stdin's transport: closing False, 0 bytes not written, its pipe closed False"
     )
 
     with pytest.warns(UserWarning, match=r"the end took over 0.2s: killed driver \[\d+\]") as said:
@@ -41,7 +41,7 @@ async def test_an_end_that_never_comes_kills_the_driver_and_says_what_it_ran(
     assert "<launched> pid=" in message
     # This process had not closed the driver's stdin: it is named holding it.
     assert re.search(
-        rf"its stdin was open in \['{os.getpid()} [^']+ \d+ \(this process\)'\]", message
+        rf"its stdin was open in \['{os.getpid()} [^']+ \d+ w \(this process\)'\]", message
     )
     for pid in [int(killed[1]), *ran]:
         assert await _ends(pid), f"{pid} is still running"
