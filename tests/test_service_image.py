@@ -184,10 +184,19 @@ def service(client: docker.DockerClient, image: Image) -> Iterator[Service]:
 
 
 def exec_in(container: Container, argv: list[str]) -> tuple[int, str]:
-    """Run `argv` in the container as its user; exit status and output."""
-    status, output = container.exec_run(argv)
-    assert isinstance(output, bytes)
-    return (-1 if status is None else int(status)), output.decode(errors="replace")
+    """Run `argv`, a read-only command that prints, in the container as its
+    user; exit status and output.
+
+    Asked again (twice at most) when it exits 0 having printed nothing: the
+    engine sometimes loses a quick exec's output (moby/moby#27289, seen once
+    in a fresh-clone run as `stat` printing nothing)."""
+    for _ in range(3):
+        status, output = container.exec_run(argv)
+        assert isinstance(output, bytes)
+        text = output.decode(errors="replace")
+        if status != 0 or text:
+            break
+    return (-1 if status is None else int(status)), text
 
 
 def wait_healthy(container: Container) -> None:
