@@ -567,7 +567,10 @@ class Agent:
                 start_thread(self.handle, ident, op, request)
             except OSError as error:
                 self.send({"id": ident, "ok": False, "error": os_error(error)})
-        # stdin closed: the runner is gone, and nothing may outlive it.
+        # stdin closed: the runner is gone, and nothing may outlive it. Nothing
+        # more is said either: an answer for a command killed now would read as
+        # the command's own end (a second at most for a write in progress).
+        self.write_lock.acquire(timeout=1)
         with self.groups_lock:
             self.closing = True
             while self.starting_now:
@@ -578,12 +581,11 @@ class Agent:
             kill_group(pgid)
 
     def leave(self) -> NoReturn:
-        """Exit now, once no answer is half written (or a second has passed).
+        """Exit now (after `serve`, which has silenced the answers).
 
         Not through the interpreter's shutdown: the threads still answering
         for the commands just killed are daemons, and one holding stdout's
         lock as the shutdown flushes stdout aborts the process (SIGABRT)."""
-        self.write_lock.acquire(timeout=1)
         os._exit(0)
 
     def owners(self) -> dict[int, Any]:
